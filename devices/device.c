@@ -1,0 +1,76 @@
+/* devices/device.c: the backend-independent part of a device: allocation with the harness's
+ * own current/peak byte accounting, views, the sticky error, and close. */
+#include "device.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static size_t kind_size(const device *d, dkind kind)
+{
+    return kind == DT_I32 ? sizeof(int32_t) : d->real_size;
+}
+
+dten device_alloc(device *d, size_t n, dkind kind)
+{
+    dten t = {NULL, 0, n};
+    if (d->failed)
+        return t;
+    t.buf = d->ops->alloc(d, n, kind);
+    if (!t.buf)
+        return t;
+    dbuf_head *h = (dbuf_head *)(void *)t.buf;
+    h->n = n;
+    h->kind = kind;
+    h->bytes = n * kind_size(d, kind);
+    d->mem_current += h->bytes;
+    if (d->mem_current > d->mem_peak)
+        d->mem_peak = d->mem_current;
+    return t;
+}
+
+/* frees a whole allocation (t must be what device_alloc returned, not a sub-view) */
+void device_free(device *d, dten t)
+{
+    if (!t.buf)
+        return;
+    assert(t.off == 0);
+    size_t bytes = ((const dbuf_head *)(const void *)t.buf)->bytes;
+    d->ops->free(d, t.buf);
+    d->mem_current = bytes > d->mem_current ? 0 : d->mem_current - bytes;
+}
+
+dten dten_view(dten t, size_t off, size_t n)
+{
+    assert(off + n <= t.n);
+    dten v = {t.buf, t.off + off, n};
+    return v;
+}
+
+void device_fail(device *d, const char *fmt, ...)
+{
+    if (d->failed)
+        return; /* keep the first error: later ones are usually its consequences */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
+    d->failed = 1;
+}
+
+const char *device_error(const device *d)
+{
+    return d->failed ? d->err : NULL;
+}
+
+void device_reset_peak(device *d)
+{
+    d->mem_peak = d->mem_current;
+}
+
+void device_close(device *d)
+{
+    if (d)
+        d->ops->close(d);
+}

@@ -1,0 +1,170 @@
+/* devices/device.h: the one interface every device backend fills (a vtable of memory and ops).
+ * Model code calls a device only through these functions; buffers are opaque handles. */
+#ifndef DEVICE_H
+#define DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- buffers ------------------------------------------------------------------------------
+ * A buffer holds n elements of one kind: DT_REAL (the device's own floating type: fp32 on cpu
+ * and opencl, fp64 on cpu64) or DT_I32 (token ids, targets). Model code never dereferences it;
+ * it moves data with the upload/download calls, which convert from/to host float or double. */
+typedef enum { DT_REAL = 0, DT_I32 = 1 } dkind;
+
+typedef struct dbuf dbuf; /* defined by each backend; it must begin with a dbuf_head */
+typedef struct {
+    size_t n;      /* elements */
+    dkind kind;
+    size_t bytes;  /* what the allocation accounts for */
+} dbuf_head;
+
+/* A view of n elements starting at element off of buf. Ops take views, so parameters and
+ * activations can live in one allocation each with named views into it (as llm.c does). */
+typedef struct {
+    dbuf *buf;
+    size_t off;
+    size_t n;
+} dten;
+
+typedef struct device device;
+
+/* ---- the backend table ----------------------------------------------------------------------
+ * Conventions for every op:
+ *  - all tensors are contiguous, row-major; dimension names follow GPT-2 (B batch, T time,
+ *    C channels, NH heads, V vocabulary, N = rows);
+ *  - "+=" below means the op ACCUMULATES into that output (backward ops accumulate into every
+ *    gradient they produce, so residual branches add up; callers zero gradients first);
+ *  - scalars come in as double and the backend rounds them to its element type;
+ *  - ops return nothing: a backend that hits an error records it with device_fail() and turns
+ *    every later op into a no-op, so callers check device_error() at the end of a phase. */
+typedef struct device_i {
+    void (*close)(device *d);
+
+    /* memory: alloc returns NULL (and calls device_fail) when it cannot. Use the device_*
+     * wrappers in device.c instead of these so the harness's own byte accounting stays right. */
+    dbuf *(*alloc)(device *d, size_t n, dkind kind);
+    void (*free)(device *d, dbuf *b);
+    void (*upload)(device *d, dten dst, const float *src);
+    void (*upload_f64)(device *d, dten dst, const double *src);
+    void (*upload_i32)(device *d, dten dst, const int32_t *src);
+    void (*download)(device *d, float *dst, dten src);
+    void (*download_f64)(device *d, double *dst, dten src);
+    void (*download_i32)(device *d, int32_t *dst, dten src);
+    void (*zero)(device *d, dten t);
+    void (*copy)(device *d, dten dst, dten src); /* dst = src, same n */
+    void (*synchronize)(device *d);
+    size_t (*mem_used)(device *d); /* what the device/driver reports as used, 0 if unknown */
+
+    /* embedding: out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; tokens is DT_I32 [B,T] */
+    void (*embedding_forward)(device *d, dten out, dten tokens, dten wte, dten wpe, int B, int T,
+                              int C);
+    /* dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += dout[b,t,:] */
+    void (*embedding_backward)(device *d, dten dwte, dten dwpe, dten dout, dten tokens, int B,
+                               int T, int C);
+
+    /* layernorm over the last dim C of inp[N,C]: out = (x-mean)*rstd*w + b; saves mean[N],
+     * rstd[N] (rstd = 1/sqrt(var + eps), biased variance as PyTorch) */
+    void (*layernorm_forward)(device *d, dten out, dten mean, dten rstd, dten inp, dten w, dten b,
+                              int N, int C, double eps);
+    /* dinp += , dw += , db += */
+    void (*layernorm_backward)(device *d, dten dinp, dten dw, dten db, dten dout, dten inp,
+                               dten w, dten mean, dten rstd, int N, int C);
+
+    /* strided-batched row-major GEMM: for i in [0,batch):
+     *   C_i[M,N] = alpha * op(A_i)[M,K] * op(B_i)[K,N] + beta * C_i
+     * op(X) = X or X^T (transA/transB nonzero); lda/ldb/ldc are row-major leading dimensions;
+     * A_i starts strideA elements after A_{i-1} (likewise B, C). beta = 1 accumulates. */
+    void (*gemm)(device *d, int transA, int transB, int M, int N, int K, double alpha, dten A,
+                 int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
+                 int ldc, long strideC, int batch);
+    /* out[n,c] += bias[c] */
+    void (*bias_add)(device *d, dten out, dten bias, int N, int C);
+    /* dbias[c] += sum_n dout[n,c] */
+    void (*bias_backward)(device *d, dten dbias, dten dout, int N, int C);
+
+    /* multi-head self-attention on qkv[B,T,3C] laid out [q | k | v], head h uses channels
+     * [h*hs, (h+1)*hs), hs = C/NH. att[B,NH,T,T] keeps the softmax probabilities (zero above
+     * the diagonal when causal); out[B,T,C] = att . v, heads concatenated. Scale 1/sqrt(hs). */
+    void (*attention_forward)(device *d, dten out, dten att, dten qkv, int B, int T, int C,
+                              int NH, int causal);
+    /* dqkv += ; scratch is [B,NH,T,T] of working space the op may overwrite */
+    void (*attention_backward)(device *d, dten dqkv, dten scratch, dten dout, dten qkv, dten att,
+                               int B, int T, int C, int NH, int causal);
+
+    /* GELU, tanh form (HF "gelu_new"): 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) */
+    void (*gelu_forward)(device *d, dten out, dten inp, int n);
+    void (*gelu_backward)(device *d, dten dinp, dten inp, dten dout, int n); /* dinp += */
+
+    void (*add)(device *d, dten out, dten a, dten b, int n);  /* out = a + b (residual) */
+    void (*accumulate)(device *d, dten dst, dten src, int n); /* dst += src */
+    void (*scale)(device *d, dten x, double s, int n);        /* x *= s */
+
+    /* softmax cross-entropy over logits[N,V] with targets[N] (DT_I32): probs[N,V] = softmax,
+     * losses[N] = -log probs[n, target]; a row whose target == ignore_index gets loss 0. */
+    void (*softmax_xent_forward)(device *d, dten losses, dten probs, dten logits, dten targets,
+                                 int N, int V, int ignore_index);
+    /* dlogits[n,:] += scale * (probs[n,:] - onehot(target)) for rows not ignored */
+    void (*softmax_xent_backward)(device *d, dten dlogits, dten probs, dten targets, int N, int V,
+                                  int ignore_index, double scale);
+
+    /* fused AdamW, PyTorch semantics: p -= lr*wd*p; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+     * p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps). t counts from 1. */
+    void (*adamw)(device *d, dten p, dten g, dten m, dten v, int n, double lr, double beta1,
+                  double beta2, double eps, double weight_decay, int t);
+
+    /* reductions, returned to the host in double */
+    double (*sumsq)(device *d, dten x, int n);
+    double (*sum)(device *d, dten x, int n);
+} device_i;
+
+#define DEVICE_STR 128
+#define DEVICE_ERR 512
+
+/* A device handle: identity filled by the backend's open function, memory accounting kept by
+ * the device_* wrappers, the first error recorded sticky. */
+struct device {
+    const device_i *ops;
+    void *ctx;                          /* backend state */
+    char backend[32];                   /* "cpu", "cpu64", "opencl", "cuda" */
+    char name[DEVICE_STR];              /* e.g. the CPU model or GPU name */
+    char vendor[DEVICE_STR];
+    char driver_version[DEVICE_STR];
+    char runtime_version[DEVICE_STR];
+    char dtype[16];                     /* element type of DT_REAL: "fp32", "fp64" */
+    size_t real_size;                   /* bytes of one DT_REAL element */
+    size_t mem_total;                   /* device memory in bytes (0 if unknown) */
+    size_t mem_current, mem_peak;       /* harness accounting of live device bytes */
+    int failed;
+    char err[DEVICE_ERR];
+};
+
+/* ---- generic wrappers (devices/device.c) ---- */
+dten device_alloc(device *d, size_t n, dkind kind); /* .buf NULL on failure */
+void device_free(device *d, dten t);
+dten dten_view(dten t, size_t off, size_t n);       /* sub-view; asserts bounds */
+void device_fail(device *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *device_error(const device *d);           /* NULL when no error */
+void device_reset_peak(device *d);
+void device_close(device *d);
+
+/* ---- registry (devices/registry.c) ---- */
+/* spec: "cpu", "cpu64", "opencl", "opencl:1", "cuda:0" ... On failure returns NULL and writes a
+ * message into err. A backend not compiled in or absent at run time is an error, never a
+ * silent fallback to another device. */
+device *device_open(const char *spec, char *err, size_t errlen);
+/* names of the backends compiled into this binary, NULL-terminated */
+const char *const *device_backends(void);
+
+/* One line of `harness devices`: a spec that device_open accepts and what it names. */
+typedef struct {
+    char spec[64];
+    char name[DEVICE_STR];
+    char vendor[DEVICE_STR];
+    char dtype[16];
+    size_t mem_total;
+} device_info;
+/* fills up to max entries for every device of every compiled-in backend; returns the count */
+int device_list(device_info *out, int max);
+
+#endif

@@ -1,0 +1,15 @@
+/* harness/commands.h: the subcommands of the `harness` executable, one cmd_<name> each. Each
+ * takes the arguments after its name (argv[0] is the command name) and returns the exit code
+ * (0 pass, 1 a check or run failed, 2 usage or input error). */
+#ifndef COMMANDS_H
+#define COMMANDS_H
+
+int cmd_run(int argc, char **argv);     /* harness/cmd_run.c */
+int cmd_runs(int argc, char **argv);    /* harness/cmd_list.c */
+int cmd_show(int argc, char **argv);    /* harness/cmd_list.c */
+int cmd_devices(int argc, char **argv); /* harness/cmd_list.c */
+
+/* default database file when --db is not given */
+#define DEFAULT_DB "harness.db"
+
+#endif

@@ -1,0 +1,59 @@
+/* harness/store.h: the SQLite store of runs and their per-step metrics (WAL mode, schema version
+ * in PRAGMA user_version with forward migrations). See docs/store.md for the schema. */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdint.h>
+
+typedef struct store store;
+
+/* Opens (creating and migrating as needed) the database at path. Returns 0, or 2 after printing
+ * a message naming the file (not a database, newer schema than this harness knows, ...). */
+int store_open(const char *path, store **out);
+void store_close(store *st);
+
+typedef struct {
+    const char *scenario, *scenario_json, *scenario_hash;
+    const char *device, *device_name, *vendor, *driver_version, *runtime_version;
+    int world_size;
+    const char *dtype, *host, *git_commit, *harness_version;
+    int64_t mem_total_bytes;
+} run_meta;
+
+typedef struct {
+    int step;
+    double loss, grad_norm, lr;
+    int64_t tokens;             /* tokens this step (batch * seq_len * ranks) */
+    double step_ms, tokens_per_s;
+    int64_t mem_peak_bytes, mem_used_bytes, mem_total_bytes;
+} step_record;
+
+/* Inserts a runs row with status 'running' and started_at now. Returns 0 or 1 (message). */
+int store_begin_run(store *st, const run_meta *m, int64_t *run_id);
+/* Appends one step; committed when it returns (a run killed later keeps it). 0 or 1. */
+int store_add_step(store *st, int64_t run_id, const step_record *r);
+/* status: "ok" | "failed" | "diverged"; error may be NULL. Sets finished_at. 0 or 1. */
+int store_finish_run(store *st, int64_t run_id, const char *status, const char *error);
+
+/* ---- reading ---- */
+typedef struct {
+    int64_t id;
+    char scenario[256], scenario_hash[65], device[64], device_name[256], dtype[16], host[256];
+    char git_commit[64], harness_version[32], started_at[32], finished_at[32], status[16];
+    char error[512];
+    int world_size;
+    int n_steps;
+    double last_loss;
+    int64_t mem_total_bytes;
+} run_row;
+
+/* Fills *out with run id; returns 0, 1 when there is no such run (message printed), 2 on error */
+int store_get_run(store *st, int64_t run_id, run_row *out);
+/* The scenario JSON of a run (malloc'd, caller frees), NULL if none */
+char *store_get_run_json(store *st, int64_t run_id);
+/* Calls fn for every run, newest first (limit 0 = all). Returns 0 or 2. */
+int store_each_run(store *st, int limit, int (*fn)(const run_row *r, void *arg), void *arg);
+/* Loads all steps of a run in step order into a malloc'd array (caller frees). 0 or 2. */
+int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n);
+
+#endif

@@ -1,0 +1,164 @@
+/* harness/util.c: small shared helpers: messages, files and paths, clocks, host identity,
+ * sha256 through OpenSSL's libcrypto, strict number parsing. */
+#define _POSIX_C_SOURCE 200809L
+#include "util.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int log_quiet = 0;
+
+static void vlog(const char *tag, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "harness: %s", tag);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void log_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("error: ", fmt, ap);
+    va_end(ap);
+}
+
+void log_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void log_info(const char *fmt, ...)
+{
+    if (log_quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("", fmt, ap);
+    va_end(ap);
+}
+
+char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n + 1 < cap)
+            break;
+        char *grown = realloc(buf, cap * 2);
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            errno = ENOMEM;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return NULL;
+    if (err) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    buf[n] = 0;
+    if (len)
+        *len = n;
+    return buf;
+}
+
+void path_dirname(const char *path, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, len, ".");
+    else if (slash == path)
+        snprintf(out, len, "/");
+    else
+        snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
+void path_join(const char *base, const char *rel, char *out, size_t len)
+{
+    if (rel[0] == '/' || !base[0] || strcmp(base, ".") == 0)
+        snprintf(out, len, "%s", rel);
+    else
+        snprintf(out, len, "%s/%s", base, rel);
+}
+
+double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void iso_time_now(char *out, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void host_name(char *out, size_t len)
+{
+    if (gethostname(out, len) != 0)
+        snprintf(out, len, "unknown");
+    out[len - 1] = 0;
+}
+
+void sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL)) {
+        snprintf(out, 65, "sha256-failed");
+        return;
+    }
+    for (unsigned i = 0; i < mdlen && i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+int parse_long(const char *s, long *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}

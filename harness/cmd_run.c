@@ -1,0 +1,161 @@
+/* harness/cmd_run.c: `harness run SCENARIO`: opens the device and the store, trains the scenario,
+ * prints one line per step, records every step and the run's final status. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "device.h"
+#include "scenario.h"
+#include "store.h"
+#include "train.h"
+#include "util.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    stop_requested = sig;
+}
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--quiet]\n\n"
+            "Trains the scenario on one device and records every step in the store.\n\n"
+            "  --device SPEC  device to train on (default cpu; see 'harness devices')\n"
+            "  --db FILE      SQLite store (default %s; created if missing)\n"
+            "  --steps N      train N steps instead of the scenario's train.steps\n"
+            "  --quiet        print only the final line\n\n"
+            "Exit codes: 0 the run finished ok, 1 it failed or diverged (NaN/Inf loss) or was\n"
+            "interrupted, 2 usage or input error.\n",
+            DEFAULT_DB);
+}
+
+typedef struct {
+    const char *scenario, *device, *db;
+    long steps;
+    int quiet;
+} run_args;
+
+static int parse_run_args(int argc, char **argv, run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->device = "cpu";
+    a->db = DEFAULT_DB;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int has_value = i + 1 < argc;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            run_usage(stdout);
+            return -1;
+        } else if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
+            a->quiet = 1;
+        } else if (strcmp(arg, "--device") == 0 && has_value) {
+            a->device = argv[++i];
+        } else if (strcmp(arg, "--db") == 0 && has_value) {
+            a->db = argv[++i];
+        } else if (strcmp(arg, "--steps") == 0 && has_value) {
+            if (parse_long(argv[++i], &a->steps) || a->steps < 1 || a->steps > 100000000) {
+                log_error("run: --steps: '%s' is not a number of steps >= 1", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (arg[0] == '-' && arg[1]) {
+            log_error("run: unknown option or missing value: %s (see 'harness run --help')", arg);
+            return EXIT_USAGE;
+        } else if (!a->scenario) {
+            a->scenario = arg;
+        } else {
+            log_error("run: one scenario file expected, got another: %s", arg);
+            return EXIT_USAGE;
+        }
+    }
+    if (!a->scenario) {
+        log_error("run: no scenario file given (see 'harness run --help')");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+typedef struct {
+    store *st;
+    int64_t run_id;
+    int quiet, total;
+} step_sink;
+
+static int record_step(const step_record *r, void *arg)
+{
+    step_sink *sink = arg;
+    if (!sink->quiet)
+        printf("step %5d/%d  loss %.6f  grad_norm %.4f  lr %.3e  %8.1f ms  %9.0f tok/s  "
+               "peak %.1f MiB\n",
+               r->step, sink->total, r->loss, r->grad_norm, r->lr, r->step_ms, r->tokens_per_s,
+               r->mem_peak_bytes / 1048576.0);
+    fflush(stdout);
+    return store_add_step(sink->st, sink->run_id, r);
+}
+
+static int begin_run(store *st, const scenario *s, const device *d, int64_t *id)
+{
+    char host[256];
+    host_name(host, sizeof host);
+    run_meta m = {s->name, s->json, s->hash, d->backend, d->name, d->vendor, d->driver_version,
+                  d->runtime_version, s->world_size, d->dtype, host, HARNESS_GIT_COMMIT,
+                  HARNESS_VERSION, (int64_t)d->mem_total};
+    return store_begin_run(st, &m, id);
+}
+
+static const char *status_name(train_status st)
+{
+    return st == TRAIN_OK ? "ok" : st == TRAIN_DIVERGED ? "diverged" : "failed";
+}
+
+static int train_and_record(const scenario *s, device *d, store *st, const run_args *a)
+{
+    step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps};
+    if (begin_run(st, s, d, &sink.run_id))
+        return EXIT_FAIL;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    train_options o = {(int)a->steps, &stop_requested, record_step, &sink};
+    train_result res;
+    int rc = train_run(s, d, &o, &res);
+    const char *status = status_name(res.status);
+    if (store_finish_run(st, sink.run_id, status, res.error[0] ? res.error : NULL))
+        rc = EXIT_FAIL;
+    printf("run %lld: %s, %d steps, final loss %.6f%s%s\n", (long long)sink.run_id, status,
+           res.steps_done, res.final_loss, res.error[0] ? ": " : "", res.error);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_args a;
+    int rc = parse_run_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    scenario s;
+    if ((rc = scenario_load(a.scenario, &s)) != 0) {
+        scenario_free(&s);
+        return rc;
+    }
+    char err[512];
+    device *d = device_open(a.device, err, sizeof err);
+    if (!d) {
+        log_error("run: --device %s: %s", a.device, err);
+        scenario_free(&s);
+        return EXIT_USAGE;
+    }
+    store *st = NULL;
+    if ((rc = store_open(a.db, &st)) == 0) {
+        if (!a.quiet)
+            printf("scenario %s on %s (%s, %s), recording into %s\n", s.name, d->backend,
+                   d->name, d->dtype, a.db);
+        rc = train_and_record(&s, d, st, &a);
+        store_close(st);
+    }
+    device_close(d);
+    scenario_free(&s);
+    return rc;
+}

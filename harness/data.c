@@ -1,0 +1,75 @@
+/* harness/data.c: tokenizing a text file (the byte tokenizer for now), group_texts blocks and
+ * the fixed, rank-strided sample order. */
+#include "data.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static int tokenize_bytes(const char *text, size_t len, dataset *ds)
+{
+    ds->tokens = malloc((len ? len : 1) * sizeof *ds->tokens);
+    if (!ds->tokens)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        ds->tokens[i] = (unsigned char)text[i];
+    ds->n_tokens = len;
+    ds->vocab_size = 256;
+    return 0;
+}
+
+int dataset_load(const char *path, const char *tokenizer, int seq_len, dataset *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    if (strcmp(tokenizer, "byte") != 0) {
+        log_error("%s: unknown tokenizer '%s' (known: byte)", path, tokenizer);
+        return EXIT_USAGE;
+    }
+    if (seq_len < 2) {
+        log_error("%s: seq_len %d is too short (at least 2)", path, seq_len);
+        return EXIT_USAGE;
+    }
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    if (!text) {
+        log_error("%s: cannot read the data file: %s", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    int rc = tokenize_bytes(text, len, ds);
+    free(text);
+    if (rc != 0) {
+        log_error("%s: out of memory tokenizing %zu bytes", path, len);
+        return EXIT_USAGE;
+    }
+    ds->seq_len = seq_len;
+    ds->n_blocks = ds->n_tokens / (size_t)seq_len;
+    if (ds->n_blocks == 0) {
+        log_error("%s: %zu tokens do not fill one block of seq_len %d", path, ds->n_tokens,
+                  seq_len);
+        dataset_free(ds);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+void dataset_free(dataset *ds)
+{
+    free(ds->tokens);
+    memset(ds, 0, sizeof *ds);
+}
+
+void dataset_batch(const dataset *ds, int step, int batch, int rank, int world, int32_t *inputs,
+                   int32_t *targets)
+{
+    int T = ds->seq_len;
+    for (int i = 0; i < batch; i++) {
+        size_t k = (size_t)step * batch + i;
+        size_t block = (rank + k * world) % ds->n_blocks;
+        const int32_t *src = ds->tokens + block * T;
+        memcpy(inputs + (size_t)i * T, src, T * sizeof *src);
+        for (int t = 0; t < T; t++)
+            targets[(size_t)i * T + t] = t + 1 < T ? src[t + 1] : -100;
+    }
+}

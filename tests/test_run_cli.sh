@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# tests/test_run_cli.sh: the `harness` executable and `harness run` end to end: help, version,
+# bad arguments and files (exit 2, data kept), a recorded run, diverged, killed and stopped runs.
+# usage: test_run_cli.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$1"; SRC="$2"
+T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+pass() { passes=$((passes+1)); }
+fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+# expect CODE DESCRIPTION -- command...: checks the exit code, keeps stderr in $T/err
+expect() {
+  local want="$1" what="$2"; shift 3
+  "$@" >"$T/out" 2>"$T/err"; local got=$?
+  if [ "$got" = "$want" ]; then pass; else fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; fi
+}
+# stderr mentions a string
+says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "message lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+
+tiny="$SRC/scenarios/gpt2-tiny.json"
+# a scenario copy in the temp dir with an absolute data path and one field changed
+variant() { sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e "$1" "$tiny" >"$2"; }
+
+expect 0 "--help" -- "$H" --help
+expect 0 "--version" -- "$H" --version
+grep -q '^harness ' "$T/out" && pass || fail "--version prints 'harness VERSION'"
+expect 2 "no command" -- "$H"
+expect 2 "unknown command" -- "$H" frobnicate; says "frobnicate"
+expect 0 "run --help" -- "$H" run --help
+expect 2 "run without scenario" -- "$H" run
+expect 2 "run missing file" -- "$H" run "$T/nope.json" --db "$T/a.db"; says "$T/nope.json"
+printf '{"name": "x", ' >"$T/trunc.json"
+expect 2 "run truncated scenario" -- "$H" run "$T/trunc.json" --db "$T/a.db"; says "trunc.json"
+head -c 300 /dev/urandom >"$T/garbage.json"
+expect 2 "run binary garbage" -- "$H" run "$T/garbage.json" --db "$T/a.db"
+expect 2 "run --steps abc" -- "$H" run "$tiny" --steps abc --db "$T/a.db"; says "--steps"
+expect 2 "run --steps 0" -- "$H" run "$tiny" --steps 0 --db "$T/a.db"
+expect 2 "run --steps without value" -- "$H" run "$tiny" --steps
+expect 2 "run unknown option" -- "$H" run "$tiny" --bogus --db "$T/a.db"; says "--bogus"
+expect 2 "run unknown device" -- "$H" run "$tiny" --device nosuch --db "$T/a.db"; says "nosuch"
+expect 2 "run cpu:3" -- "$H" run "$tiny" --device cpu:3 --db "$T/a.db"
+expect 2 "run two scenarios" -- "$H" run "$tiny" "$tiny" --db "$T/a.db"
+
+# a recorded run
+expect 0 "run 3 steps" -- "$H" run "$tiny" --steps 3 --db "$T/a.db"
+grep -q "^run 1: ok, 3 steps" "$T/out" && pass || fail "final line 'run 1: ok, 3 steps': $(tail -1 "$T/out")"
+[ "$(grep -c '^step ' "$T/out")" = 3 ] && pass || fail "one line per step"
+expect 0 "show 1" -- "$H" show 1 --db "$T/a.db"
+cp "$T/out" "$T/show1"
+# bad input afterwards loses nothing already stored
+expect 2 "bad scenario into the same db" -- "$H" run "$T/trunc.json" --db "$T/a.db"
+variant 's/"lr": 3e-3/"lr": -1/' "$T/neglr.json"
+expect 2 "negative lr" -- "$H" run "$T/neglr.json" --db "$T/a.db"; says "train.lr"
+expect 0 "show 1 again" -- "$H" show 1 --db "$T/a.db"
+cmp -s "$T/out" "$T/show1" && pass || fail "run 1 changed after bad input"
+# a file that is not a database is refused and left as it was
+printf 'not a database\n' >"$T/text.db"; cp "$T/text.db" "$T/text.copy"
+expect 2 "run into a text file" -- "$H" run "$tiny" --steps 1 --db "$T/text.db"
+cmp -s "$T/text.db" "$T/text.copy" && pass || fail "non-database file was modified"
+
+# diverged: a huge learning rate overflows the weights -> NaN/Inf loss, status diverged, exit 1
+variant 's/"lr": 3e-3/"lr": 1e30/; s/"warmup_steps": 5/"warmup_steps": 0/; s/"clip": 1.0/"clip": 0/' "$T/huge.json"
+expect 1 "diverging run" -- "$H" run "$T/huge.json" --steps 20 --db "$T/a.db"
+grep -q "diverged" "$T/out" && pass || fail "diverged run says so: $(tail -1 "$T/out")"
+expect 0 "runs" -- "$H" runs --db "$T/a.db"
+grep -q "diverged" "$T/out" && pass || fail "runs lists the diverged status"
+
+# killed mid-way (SIGKILL): the steps it recorded stay, the status never says ok
+"$H" run "$tiny" --steps 1000000 --db "$T/k.db" >"$T/kill.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ "$(grep -c '^step ' "$T/kill.out")" -ge 3 ] && break; sleep 0.1; done
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+printed=$(grep -c '^step ' "$T/kill.out")
+expect 0 "show killed run" -- "$H" show 1 --db "$T/k.db"
+grep -qi "running" "$T/out" && pass || fail "killed run shows status running"
+stored=$(grep -cE '^ *[0-9]+ ' "$T/out")
+[ "$stored" -ge 3 ] && [ "$stored" -ge "$((printed - 1))" ] && pass || fail "killed run kept $stored steps of $printed printed"
+
+# stopped by SIGTERM: status failed, exit 1
+"$H" run "$tiny" --steps 1000000 --db "$T/s.db" >"$T/term.out" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ "$(grep -c '^step ' "$T/term.out")" -ge 2 ] && break; sleep 0.1; done
+kill -TERM "$pid"; wait "$pid"; code=$?
+[ "$code" = 1 ] && pass || fail "SIGTERM run exits 1, got $code"
+grep -q "failed" "$T/term.out" && pass || fail "SIGTERM run ends as failed"
+
+echo "test_run_cli: $passes passed, $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# tools/deps.sh: installs the Debian packages the harness builds and tests with, only those
+# missing (apt-get as root, or through sudo). Sourced or run by quickstart.sh and test.sh.
+set -euo pipefail
+
+HARNESS_PACKAGES=(
+  build-essential cmake pkg-config git
+  libsqlite3-dev libjansson-dev libcmocka-dev libopenblas-dev libomp-dev libssl-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
+  gnuplot-nox
+)
+
+missing=()
+for p in "${HARNESS_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "deps: all ${#HARNESS_PACKAGES[@]} packages present"
+fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# tools/test.sh: the README's second command and what CI runs: installs what is missing, builds
+# and runs every test with ctest, then again under AddressSanitizer and UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/deps.sh
+jobs="$(nproc)"
+
+echo "== build and test (Release)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+echo "== build and test under ASan + UBSan"
+cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DHARNESS_SANITIZE=ON >/dev/null
+cmake --build build-san -j"$jobs"
+# leak checks stay on; OpenBLAS/PoCL thread pools are process-lifetime and not leaks of ours
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_odr_violation=0"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+(cd build-san && ctest --output-on-failure -j"$jobs")

@@ -56,9 +56,16 @@ __attribute__((format(printf, 3, 4))) static int fail(const src *x, const char *
     return 2;
 }
 
+/* jansson's message quotes the input near the error: bytes that are not printable ASCII are
+ * shown as '?' so that a binary file does not write control bytes to the terminal */
 static int syntax_error(const char *file, const json_error_t *e)
 {
-    log_error("%s:%d:%d: invalid JSON: %s", file, e->line, e->column, e->text);
+    char text[JSON_ERROR_TEXT_LENGTH];
+    snprintf(text, sizeof text, "%s", e->text);
+    for (char *c = text; *c; c++)
+        if (*c < 0x20 || *c > 0x7e)
+            *c = '?';
+    log_error("%s:%d:%d: invalid JSON: %s", file, e->line, e->column, text);
     return 2;
 }
 

@@ -1,0 +1,78 @@
+/* harness/tokenizer_bpe.h: internals of the byte-level BPE tokenizer shared by its loader
+ * (tokenizer_load.c) and its encoder (tokenizer_bpe.c): hash maps, the model, added tokens. */
+#ifndef TOKENIZER_BPE_H
+#define TOKENIZER_BPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <oniguruma.h>
+
+#include "tokenizer.h"
+
+/* string -> id, open addressing */
+typedef struct {
+    char **keys;
+    size_t *lens;
+    int32_t *vals;
+    size_t cap, n;
+} strmap;
+
+/* (left id, right id) -> (rank, merged id), open addressing */
+typedef struct {
+    uint64_t *keys; /* left << 32 | right, plus 1 so that 0 marks an empty slot */
+    uint32_t *ranks;
+    int32_t *vals;
+    size_t cap, n;
+} pairmap;
+
+typedef struct {
+    char *content;
+    size_t len;
+    int32_t id;
+} added_token;
+
+typedef struct {
+    strmap vocab;
+    char **tok;            /* id -> token string (byte-level characters), NULL for gaps */
+    size_t *tok_len;
+    int n_tok;             /* largest id + 1 */
+    pairmap merges;
+    int32_t byte_id[256];  /* id of each byte's character, -1 when the vocab lacks it */
+    added_token *added;
+    int n_added;
+    OnigRegex re;          /* the pre-tokenizer's split pattern; NULL: no split */
+    int add_prefix_space;
+    int ignore_merges;
+    int32_t unk_id;        /* -1 when none */
+    int fuse_unk;
+} bpe;
+
+int strmap_put(strmap *m, const char *key, size_t len, int32_t val); /* 0, or -1 out of memory */
+int32_t strmap_get(const strmap *m, const char *key, size_t len);   /* -1 when absent */
+void strmap_free(strmap *m);
+int pairmap_put(pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t val);
+int pairmap_get(const pairmap *m, int32_t a, int32_t b, uint32_t *rank, int32_t *val);
+void pairmap_free(pairmap *m);
+
+/* GPT-2's byte-to-unicode table: the UTF-8 of byte b's character into out[3]; returns length */
+int byte_level_char(unsigned b, char out[3]);
+/* the byte a byte-level character (decoded code point) stands for, or -1 */
+int byte_level_byte(uint32_t cp);
+
+/* GPT-2's pre-tokenizer pattern, as the tokenizers library's ByteLevel uses it */
+extern const char *const GPT2_SPLIT_PATTERN;
+/* compiles pattern with Oniguruma (UTF-8, its default syntax, as the tokenizers library does);
+ * returns 0 or 2 with a message naming where */
+int bpe_compile_regex(bpe *b, const char *pattern, const char *where);
+
+/* after vocab and merges are in: byte ids; 0 or 2 with a message naming where */
+int bpe_finish(bpe *b, const char *where);
+int bpe_encode(const bpe *b, const char *text, size_t len, id_list *out);
+void bpe_free(bpe *b);
+
+/* tokenizer.json, or vocab.json + merges.txt: 0 or 2 after printing a message */
+int bpe_load_json(bpe *b, const char *path);
+int bpe_load_vocab_merges(bpe *b, const char *vocab_path, const char *merges_path);
+
+#endif

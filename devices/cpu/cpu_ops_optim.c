@@ -10,8 +10,13 @@ static void cpu_adamw(device *d, dten p, dten g, dten m, dten v, int n, double l
                       double beta2, double eps, double weight_decay, int t)
 {
     const char *op = "adamw";
-    if (d->failed || !cpu_dims_ok(d, op, &n, 1, 0) || !cpu_dims_ok(d, op, &t, 1, 1) ||
-        !cpu_check(d, op, "p", p, (size_t)n, DT_REAL) ||
+    if (d->failed)
+        return;
+    if (t < 1) {
+        device_fail(d, "%s: adamw: step t=%d must count from 1", CPU_BACKEND_NAME, t);
+        return;
+    }
+    if (!cpu_dims_ok(d, op, &n, 1, 0) || !cpu_check(d, op, "p", p, (size_t)n, DT_REAL) ||
         !cpu_check(d, op, "g", g, (size_t)n, DT_REAL) ||
         !cpu_check(d, op, "m", m, (size_t)n, DT_REAL) ||
         !cpu_check(d, op, "v", v, (size_t)n, DT_REAL))

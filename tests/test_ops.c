@@ -398,7 +398,8 @@ static void gemm_ref(int ta, int tb, int M, int N, int K, double alpha, const do
  * the whole C buffer is compared, so writes between rows or batch entries are caught */
 static void gemm_case(int ta, int tb, int K, double alpha, double beta, uint64_t seed)
 {
-    gmat a = gmat_make(ta, GM, K, 2, 3), b = gmat_make(tb, K, GN, 1, 5), c = gmat_make(0, GM, GN, 3, 2);
+    gmat a = gmat_make(ta, GM, K, 2, 3), b = gmat_make(tb, K, GN, 1, 5);
+    gmat c = gmat_make(0, GM, GN, 3, 2);
     size_t na = a.n + GOFF, nb = b.n + GOFF, nc = c.n + GOFF;
     double *A = malloc(na * sizeof *A), *B = malloc(nb * sizeof *B), *C = malloc(nc * sizeof *C);
     double *want = malloc(nc * sizeof *want), *got = malloc(nc * sizeof *got);
@@ -416,7 +417,7 @@ static void gemm_case(int ta, int tb, int K, double alpha, double beta, uint64_t
                        dten_view(bv, GOFF, b.n), b.ld, b.stride, beta,
                        dten_view(cv, GOFF, c.n), c.ld, c.stride, GBATCH);
         get(&t, cv, got);
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "gemm(tA=%d tB=%d K=%d a=%g b=%g) C", ta, tb, K, alpha, beta);
         assert_close(got, want, nc, DEVS[k].tol, DEVS[k].spec, what);
         tdev_close(&t);
@@ -589,7 +590,7 @@ static void test_attention_forward(void **state)
                                         s.causal);
             get(&t, out, got);
             get(&t, att, ga);
-            char what[64];
+            char what[128];
             snprintf(what, sizeof what, "attention T=%d C=%d causal=%d", s.T, s.C, s.causal);
             assert_close(got, want, a.no, DEVS[k].tol, DEVS[k].spec, what);
             assert_close(ga, wa, a.na, DEVS[k].tol, DEVS[k].spec, what);

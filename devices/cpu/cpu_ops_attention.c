@@ -28,6 +28,13 @@ static real dot(const real *a, const real *b, int n)
     return s;
 }
 
+static void axpy(real *y, real a, const real *x, int n)
+{
+#pragma omp simd
+    for (int j = 0; j < n; j++)
+        y[j] += a * x[j];
+}
+
 /* one query row: arow[s] = softmax_s(q.k_s * scale) (0 past send), y = sum_s arow[s] v_s */
 static void att_row(real *y, real *arow, const real *q, const real *kv, int T, int send,
                     size_t C3, int C, int hs, real scale)
@@ -46,9 +53,7 @@ static void att_row(real *y, real *arow, const real *q, const real *kv, int T, i
         y[j] = 0;
     for (int s = 0; s < send; s++) {
         arow[s] *= inv;
-        const real *v = kv + (size_t)s * C3 + C;
-        for (int j = 0; j < hs; j++)
-            y[j] += arow[s] * v[j];
+        axpy(y, arow[s], kv + (size_t)s * C3 + C, hs);
     }
     for (int s = send; s < T; s++)
         arow[s] = 0;
@@ -74,31 +79,44 @@ static void cpu_attention_forward(device *d, dten out, dten att, dten qkv, int B
     }
 }
 
-/* one head of one sequence. Per query row t: datt[s] = dout_t . v_s; the softmax backward
- * dpre[s] = att[s] (datt[s] - sum_s' att[s'] datt[s']) goes to the scratch row; then
- * dq_t += scale sum_s dpre[s] k_s, dk_s += scale dpre[s] q_t, dv_s += att[s] dout_t. */
-static void att_head_backward(real *dx, real *work, const real *x, const real *g, const real *a,
-                              int T, int C, int hs, int causal, real scale)
+/* Backward of one head of one sequence, in three passes so each pass adds into one output row
+ * at a time. x, dx point at the head's q channels of row 0 (k is +C, v is +2C, rows 3C apart);
+ * g at its dout channels (rows C apart); a and w at its [T,T] att and scratch blocks.
+ * Pass 1: datt[t,s] = dout_t . v_s, then the softmax backward, scaled by 1/sqrt(hs):
+ * w[t,s] = scale * att[t,s] (datt[t,s] - sum_s' att[t,s'] datt[t,s']). */
+static void att_back_scores(real *w, const real *x, const real *g, const real *a, int T, int C,
+                            int hs, int causal, real scale)
 {
     size_t C3 = 3 * (size_t)C;
     for (int t = 0; t < T; t++) {
         int send = causal ? t + 1 : T;
-        const real *arow = a + (size_t)t * T, *go = g + (size_t)t * C, *q = x + (size_t)t * C3;
-        real *w = work + (size_t)t * T, *dq = dx + (size_t)t * C3;
+        const real *arow = a + (size_t)t * T, *go = g + (size_t)t * C;
+        real *wr = w + (size_t)t * T;
         double dsum = 0;
         for (int s = 0; s < send; s++) {
-            w[s] = dot(go, x + (size_t)s * C3 + 2 * C, hs);
-            dsum += (double)arow[s] * w[s];
+            wr[s] = dot(go, x + (size_t)s * C3 + 2 * C, hs);
+            dsum += (double)arow[s] * wr[s];
         }
-        for (int s = 0; s < send; s++) {
-            w[s] = (real)(arow[s] * (w[s] - dsum)) * scale;
-            const real *k = x + (size_t)s * C3 + C;
-            real *dk = dx + (size_t)s * C3 + C, *dv = dk + C;
-            for (int j = 0; j < hs; j++) {
-                dq[j] += w[s] * k[j];
-                dk[j] += w[s] * q[j];
-                dv[j] += arow[s] * go[j];
-            }
+        for (int s = 0; s < send; s++)
+            wr[s] = (real)(arow[s] * (wr[s] - dsum)) * scale;
+    }
+}
+
+/* pass 2: dq_t += sum_s w[t,s] k_s;
+ * pass 3: dk_s += sum_t w[t,s] q_t and dv_s += sum_t att[t,s] dout_t */
+static void att_head_backward(real *dx, real *w, const real *x, const real *g, const real *a,
+                              int T, int C, int hs, int causal, real scale)
+{
+    size_t C3 = 3 * (size_t)C;
+    att_back_scores(w, x, g, a, T, C, hs, causal, scale);
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < (causal ? t + 1 : T); s++)
+            axpy(dx + (size_t)t * C3, w[(size_t)t * T + s], x + (size_t)s * C3 + C, hs);
+    for (int s = 0; s < T; s++) {
+        real *dk = dx + (size_t)s * C3 + C, *dv = dk + C;
+        for (int t = causal ? s : 0; t < T; t++) {
+            axpy(dk, w[(size_t)t * T + s], x + (size_t)t * C3, hs);
+            axpy(dv, a[(size_t)t * T + s], g + (size_t)t * C, hs);
         }
     }
 }

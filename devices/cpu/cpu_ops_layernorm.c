@@ -9,7 +9,8 @@ static int ln_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten
 {
     size_t nc = (size_t)N * (size_t)C;
     return cpu_dims_ok(d, op, &N, 1, 0) && cpu_dims_ok(d, op, &C, 1, 1) &&
-           cpu_check(d, op, "inp", x, nc, DT_REAL) && cpu_check(d, op, "out/dout", y, nc, DT_REAL) &&
+           cpu_check(d, op, "inp", x, nc, DT_REAL) &&
+           cpu_check(d, op, "out/dout", y, nc, DT_REAL) &&
            cpu_check(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
            cpu_check(d, op, "b/db", b, (size_t)C, DT_REAL) &&
            cpu_check(d, op, "mean", mean, (size_t)N, DT_REAL) &&

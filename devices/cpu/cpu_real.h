@@ -30,12 +30,10 @@ struct dbuf {
 /* math and BLAS in the element type */
 #ifdef CPU_REAL_DOUBLE
 #define R_EXP exp
-#define R_TANH tanh
 #define R_SQRT sqrt
 #define cblas_real_gemm cblas_dgemm
 #else
 #define R_EXP expf
-#define R_TANH tanhf
 #define R_SQRT sqrtf
 #define cblas_real_gemm cblas_sgemm
 #endif

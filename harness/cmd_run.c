@@ -22,11 +22,14 @@ static void on_signal(int sig)
 static void run_usage(FILE *f)
 {
     fprintf(f,
-            "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--quiet]\n\n"
+            "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
+            "                            [--quiet]\n\n"
             "Trains the scenario on one device and records every step in the store.\n\n"
             "  --device SPEC  device to train on (default cpu; see 'harness devices')\n"
             "  --db FILE      SQLite store (default %s; created if missing)\n"
             "  --steps N      train N steps instead of the scenario's train.steps\n"
+            "  --save DIR     write the final weights as a Hugging Face model directory\n"
+            "                 (config.json + model.safetensors) when the run ends ok\n"
             "  --quiet        print only the final line\n\n"
             "Exit codes: 0 the run finished ok, 1 it failed or diverged (NaN/Inf loss) or was\n"
             "interrupted, 2 usage or input error.\n",
@@ -34,7 +37,7 @@ static void run_usage(FILE *f)
 }
 
 typedef struct {
-    const char *scenario, *device, *db;
+    const char *scenario, *device, *db, *save;
     long steps;
     int quiet;
 } run_args;
@@ -56,6 +59,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             a->device = argv[++i];
         } else if (strcmp(arg, "--db") == 0 && has_value) {
             a->db = argv[++i];
+        } else if (strcmp(arg, "--save") == 0 && has_value) {
+            a->save = argv[++i];
         } else if (strcmp(arg, "--steps") == 0 && has_value) {
             if (parse_long(argv[++i], &a->steps) || a->steps < 1 || a->steps > 100000000) {
                 log_error("run: --steps: '%s' is not a number of steps >= 1", argv[i]);
@@ -118,7 +123,7 @@ static int train_and_record(const scenario *s, device *d, store *st, const run_a
         return EXIT_FAIL;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    train_options o = {(int)a->steps, &stop_requested, record_step, &sink};
+    train_options o = {(int)a->steps, &stop_requested, record_step, &sink, a->save};
     train_result res;
     int rc = train_run(s, d, &o, &res);
     const char *status = status_name(res.status);

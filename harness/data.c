@@ -1,32 +1,33 @@
-/* harness/data.c: tokenizing a text file (the byte tokenizer for now), group_texts blocks and
- * the fixed, rank-strided sample order. */
+/* harness/data.c: tokenizing a text file (byte or BPE tokenizer, harness/tokenizer.h), group_texts
+ * blocks and the fixed, rank-strided sample order. */
 #include "data.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer.h"
 #include "util.h"
-
-static int tokenize_bytes(const char *text, size_t len, dataset *ds)
-{
-    ds->tokens = malloc((len ? len : 1) * sizeof *ds->tokens);
-    if (!ds->tokens)
-        return -1;
-    for (size_t i = 0; i < len; i++)
-        ds->tokens[i] = (unsigned char)text[i];
-    ds->n_tokens = len;
-    ds->vocab_size = 256;
-    return 0;
-}
 
 int dataset_load(const char *path, const char *tokenizer, int seq_len, dataset *ds)
 {
     memset(ds, 0, sizeof *ds);
     if (strcmp(tokenizer, "byte") != 0) {
-        log_error("%s: unknown tokenizer '%s' (known: byte)", path, tokenizer);
+        log_error("%s: unknown tokenizer '%s' (known here: byte; bpe needs a path)", path,
+                  tokenizer);
         return EXIT_USAGE;
     }
+    struct tokenizer *t;
+    int rc = tokenizer_open("byte", NULL, &t);
+    if (!rc)
+        rc = dataset_load_tok(path, t, seq_len, ds);
+    tokenizer_free(t);
+    return rc;
+}
+
+int dataset_load_tok(const char *path, struct tokenizer *t, int seq_len, dataset *ds)
+{
+    memset(ds, 0, sizeof *ds);
     if (seq_len < 2) {
         log_error("%s: seq_len %d is too short (at least 2)", path, seq_len);
         return EXIT_USAGE;
@@ -37,12 +38,16 @@ int dataset_load(const char *path, const char *tokenizer, int seq_len, dataset *
         log_error("%s: cannot read the data file: %s", path, strerror(errno));
         return EXIT_USAGE;
     }
-    int rc = tokenize_bytes(text, len, ds);
+    id_list ids = {0};
+    int rc = tokenizer_encode(t, text, len, path, &ids);
     free(text);
     if (rc != 0) {
-        log_error("%s: out of memory tokenizing %zu bytes", path, len);
-        return EXIT_USAGE;
+        id_list_free(&ids);
+        return rc;
     }
+    ds->tokens = ids.ids;
+    ds->n_tokens = ids.n;
+    ds->vocab_size = tokenizer_vocab_size(t);
     ds->seq_len = seq_len;
     ds->n_blocks = ds->n_tokens / (size_t)seq_len;
     if (ds->n_blocks == 0) {

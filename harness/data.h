@@ -18,6 +18,12 @@ typedef struct {
  * Returns 0, or 2 after printing a message naming the file (missing, empty, too short for one
  * block of seq_len tokens, unknown tokenizer). */
 int dataset_load(const char *path, const char *tokenizer, int seq_len, dataset *ds);
+
+struct tokenizer;
+/* The same with an open tokenizer (harness/tokenizer.h: byte or BPE): the whole file is one
+ * text, encoded as the tokenizers library's Tokenizer.encode(text).ids does; vocab_size is the
+ * tokenizer's. */
+int dataset_load_tok(const char *path, struct tokenizer *t, int seq_len, dataset *ds);
 void dataset_free(dataset *ds);
 
 /* The batch of optimizer step `step` (from 0) for rank `rank` of `world`: row i is sample

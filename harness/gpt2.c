@@ -241,6 +241,8 @@ size_t gpt2_state_bytes(const gpt2 *m)
     return 4 * m->param_mem.n * m->d->real_size;
 }
 
+static int check_device(gpt2 *m, const char *phase);
+
 /* ---- initialisation -------------------------------------------------------------------------- */
 
 int gpt2_init_weights(gpt2 *m, uint64_t seed)
@@ -276,6 +278,20 @@ int gpt2_init_weights(gpt2 *m, uint64_t seed)
         return 1;
     }
     return 0;
+}
+
+int gpt2_set_weights(gpt2 *m, const float *host)
+{
+    m->d->ops->upload(m->d, m->param_mem, host);
+    m->d->ops->zero(m->d, m->m_mem);
+    m->d->ops->zero(m->d, m->v_mem);
+    return check_device(m, "uploading weights");
+}
+
+int gpt2_get_weights(gpt2 *m, float *host, int grads)
+{
+    m->d->ops->download(m->d, host, grads ? m->grad_mem : m->param_mem);
+    return check_device(m, grads ? "downloading gradients" : "downloading weights");
 }
 
 /* ---- forward --------------------------------------------------------------------------------- */

@@ -42,6 +42,11 @@ size_t gpt2_state_bytes(const gpt2 *m);
  * c_proj weights normal(0, initializer_range / sqrt(2 n_layer)), biases 0, LayerNorm 1 and 0;
  * drawn on the host in parameter order from one seeded stream, then uploaded. 0 or 1. */
 int gpt2_init_weights(gpt2 *m, uint64_t seed);
+/* weights from the host: host[gpt2_param_count] holds every parameter at its param_info offset
+ * (e.g. read from a checkpoint); the AdamW state is zeroed. 0 or 1. */
+int gpt2_set_weights(gpt2 *m, const float *host);
+/* the weights (or, with grads set, the gradients) into host[gpt2_param_count]. 0 or 1. */
+int gpt2_get_weights(gpt2 *m, float *host, int grads);
 
 /* forward on inputs[B*T]; targets[B*T] (ignore_index -100 where there is none). *loss = mean
  * cross-entropy over the targets that are not ignored. Returns 0, or 1 with the device error

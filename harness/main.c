@@ -14,6 +14,7 @@ typedef struct {
 
 static const command commands[] = {
     {"run", cmd_run, "train a scenario on a device and record every step"},
+    {"init", cmd_init, "write a scenario's initial weights as a Hugging Face model directory"},
     {"runs", cmd_runs, "list the runs in the store"},
     {"show", cmd_show, "print one run and its steps"},
     {"devices", cmd_devices, "list the backends and devices of this build"},

@@ -234,6 +234,10 @@ int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where)
         if (rc)
             return rc;
     }
+    /* transformers 5 writes "dtype" where 4.x wrote "torch_dtype" */
+    json_t *td = json_object_get(obj, "torch_dtype"), *dt = json_object_get(obj, "dtype");
+    if ((!td || json_is_null(td)) && dt && !json_is_null(dt))
+        return set_dtype(c, dt, where);
     return 0;
 }
 

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checkpoint.h"
 #include "json_locate.h"
+#include "model_dir.h"
 #include "util.h"
 
 /* a JSON document being read: its file (for messages), its text (for line numbers), the dotted
@@ -313,13 +315,59 @@ static int check_model_type(const part *cfg)
     return 0;
 }
 
+/* model.path: a Hugging Face model directory; its config.json, and its override_config.json
+ * unless the scenario gives overrides */
+static int open_model_dir(const src *mx, json_t *m, scenario *s, part *cfg, part *ovr)
+{
+    char rel[PATH_MAX];
+    struct stat st;
+    int rc = get_str(mx, m, "path", 1, rel, sizeof rel);
+    if (!rc)
+        rc = resolve(mx, "path", rel, s->model_dir);
+    if (rc)
+        return rc;
+    if (stat(s->model_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fail(mx, "path", "%s is not a directory (a Hugging Face model directory)",
+                    s->model_dir);
+    if (strlen(s->model_dir) + sizeof "/" OVERRIDE_FILE > PATH_MAX)
+        return fail(mx, "path", "the path is too long");
+    snprintf(cfg->path, sizeof cfg->path, "%s/config.json", s->model_dir);
+    if ((rc = part_read(mx, "path", cfg)))
+        return rc;
+    if (json_object_get(m, "overrides") || json_object_get(m, "overrides_path") ||
+        !model_dir_overrides(s->model_dir, ovr->path, sizeof ovr->path))
+        return part_open(mx, m, "overrides", "model.overrides", 0, ovr);
+    log_info("%s: applying %s", mx->file, ovr->path);
+    return part_read(mx, "path", ovr);
+}
+
+/* model.weights: "seeded" (the default without model.path) or "pretrained" (the directory's
+ * safetensors, the default with it) */
+static int load_weights_key(const src *mx, json_t *m, scenario *s)
+{
+    static const char *const kinds[] = {"seeded", "pretrained", NULL};
+    snprintf(s->weights, sizeof s->weights, "%s", s->model_dir[0] ? "pretrained" : "seeded");
+    int rc = get_str(mx, m, "weights", 0, s->weights, sizeof s->weights);
+    if (!rc)
+        rc = one_of(mx, "weights", s->weights, kinds);
+    if (rc || strcmp(s->weights, "pretrained") != 0)
+        return rc;
+    if (!s->model_dir[0])
+        return fail(mx, "weights", "\"pretrained\" needs model.path (a model directory)");
+    if (!checkpoint_exists(s->model_dir))
+        return fail(mx, "weights", "%s has no model.safetensors or model.safetensors.index.json",
+                    s->model_dir);
+    return 0;
+}
+
 static int load_gpt2(const src *mx, json_t *m, scenario *s)
 {
     part cfg, ovr;
     memset(&cfg, 0, sizeof cfg);
     memset(&ovr, 0, sizeof ovr);
-    int rc = part_open(mx, m, "config", "model.config", 1, &cfg);
-    if (!rc)
+    int rc = json_object_get(m, "path") ? open_model_dir(mx, m, s, &cfg, &ovr)
+                                        : part_open(mx, m, "config", "model.config", 1, &cfg);
+    if (!rc && !json_object_get(m, "path"))
         rc = part_open(mx, m, "overrides", "model.overrides", 0, &ovr);
     if (!rc) {
         snprintf(s->config_path, sizeof s->config_path, "%s", cfg.path);
@@ -331,6 +379,10 @@ static int load_gpt2(const src *mx, json_t *m, scenario *s)
         rc = gpt2_config_apply_overrides(&s->model, cfg.obj, ovr.obj, ovr.where);
     if (!rc)
         rc = gpt2_config_validate(&s->model, cfg.where);
+    if (!rc)
+        rc = model_dir_check_config(cfg.obj, &s->model, cfg.where);
+    if (!rc)
+        rc = load_weights_key(mx, m, s);
     part_close(&cfg);
     part_close(&ovr);
     return rc;
@@ -338,8 +390,8 @@ static int load_gpt2(const src *mx, json_t *m, scenario *s)
 
 static int load_model(const src *x, json_t *root, scenario *s)
 {
-    static const char *const keys[] = {"family", "config", "config_path", "overrides",
-                                       "overrides_path", NULL};
+    static const char *const keys[] = {"family",         "config", "config_path", "overrides",
+                                       "overrides_path", "path",   "weights",     NULL};
     static const char *const families[] = {"gpt2", NULL};
     json_t *m;
     int rc = get_obj(x, root, "model", 1, &m);
@@ -351,8 +403,12 @@ static int load_model(const src *x, json_t *root, scenario *s)
         rc = get_str(&mx, m, "family", 1, s->family, sizeof s->family);
     if (!rc)
         rc = one_of(&mx, "family", s->family, families);
+    if (!rc && json_object_get(m, "path") &&
+        (json_object_get(m, "config") || json_object_get(m, "config_path")))
+        rc = fail(&mx, "path", "give model.path (a model directory) or model.config / "
+                               "model.config_path, not both");
     if (!rc)
-        rc = exactly_one(&mx, m, "config", "config_path", 1);
+        rc = exactly_one(&mx, m, "config", "config_path", !json_object_get(m, "path"));
     if (!rc)
         rc = exactly_one(&mx, m, "overrides", "overrides_path", 0);
     return rc ? rc : load_gpt2(&mx, m, s);
@@ -360,10 +416,33 @@ static int load_model(const src *x, json_t *root, scenario *s)
 
 /* ---- data, train, tolerances ---------------------------------------------------------------- */
 
+/* data.tokenizer_path: where a bpe tokenizer is (default: the model directory); only for bpe */
+static int load_tokenizer_path(const src *dx, json_t *d, scenario *s)
+{
+    char rel[PATH_MAX];
+    int bpe = strcmp(s->tokenizer, "bpe") == 0, rc;
+    if (!json_object_get(d, "tokenizer_path")) {
+        if (bpe && !s->model_dir[0])
+            return fail(dx, "tokenizer", "bpe needs data.tokenizer_path (tokenizer.json, vocab.json "
+                                         "or a folder) or a model directory (model.path)");
+        snprintf(s->tokenizer_path, sizeof s->tokenizer_path, "%s", bpe ? s->model_dir : "");
+        return 0;
+    }
+    if (!bpe)
+        return fail(dx, "tokenizer_path", "is only for the bpe tokenizer");
+    if ((rc = get_str(dx, d, "tokenizer_path", 1, rel, sizeof rel)) ||
+        (rc = resolve(dx, "tokenizer_path", rel, s->tokenizer_path)))
+        return rc;
+    struct stat st;
+    if (stat(s->tokenizer_path, &st) != 0)
+        return fail(dx, "tokenizer_path", "%s: %s", s->tokenizer_path, strerror(errno));
+    return 0;
+}
+
 static int load_data(const src *x, json_t *root, scenario *s)
 {
-    static const char *const keys[] = {"path", "tokenizer", "seq_len", NULL};
-    static const char *const tokenizers[] = {"byte", NULL};
+    static const char *const keys[] = {"path", "tokenizer", "tokenizer_path", "seq_len", NULL};
+    static const char *const tokenizers[] = {"byte", "bpe", NULL};
     json_t *d;
     char rel[PATH_MAX];
     int rc = get_obj(x, root, "data", 1, &d);
@@ -377,9 +456,10 @@ static int load_data(const src *x, json_t *root, scenario *s)
     if (why)
         return fail(&dx, "path", "cannot read the data file %s: %s", s->data_path, why);
     if ((rc = get_str(&dx, d, "tokenizer", 0, s->tokenizer, sizeof s->tokenizer)) ||
-        (rc = one_of(&dx, "tokenizer", s->tokenizer, tokenizers)))
+        (rc = one_of(&dx, "tokenizer", s->tokenizer, tokenizers)) ||
+        (rc = load_tokenizer_path(&dx, d, s)))
         return rc;
-    if (s->model.vocab_size < 256)
+    if (strcmp(s->tokenizer, "byte") == 0 && s->model.vocab_size < 256)
         return fail(&dx, "tokenizer", "the byte tokenizer needs vocab_size >= 256, the model has %d",
                     s->model.vocab_size);
     if ((rc = get_int(&dx, d, "seq_len", 1, 2, &s->seq_len)))

@@ -23,10 +23,16 @@ typedef struct {
     char family[32];
     gpt2_config model;
     char config_path[PATH_MAX]; /* resolved, "" when inline */
+    /* "model": {"family": "gpt2", "path": "DIR", "weights": "seeded" | "pretrained"}: a local
+     * Hugging Face model directory (config.json, override_config.json, safetensors) */
+    char model_dir[PATH_MAX];   /* resolved, "" when none */
+    char weights[16];           /* "seeded" (default without path) | "pretrained" (with path) */
 
     /* "data": {"path": "data/corpus.txt", "tokenizer": "byte", "seq_len": 64} */
     char data_path[PATH_MAX];   /* resolved against the scenario file's folder */
-    char tokenizer[64];         /* "byte" */
+    char tokenizer[64];         /* "byte" | "bpe" */
+    char tokenizer_path[PATH_MAX]; /* bpe: tokenizer.json, vocab.json or a folder (default:
+                                      the model directory); resolved */
     int seq_len;
 
     /* "train": {...} */

@@ -7,8 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "data.h"
 #include "gpt2.h"
+#include "model_dir.h"
+#include "tokenizer.h"
 #include "util.h"
 
 double lr_multiplier(const char *schedule, int step, int warmup, int total)
@@ -79,7 +82,12 @@ static int trainer_setup(trainer *tr, const scenario *s, device *d, const train_
                   s->path, s->world_size);
         return EXIT_USAGE;
     }
-    int rc = dataset_load(s->data_path, s->tokenizer, s->seq_len, &tr->data);
+    tokenizer *tok;
+    int rc = tokenizer_open(s->tokenizer, s->tokenizer_path, &tok);
+    if (rc)
+        return rc;
+    rc = dataset_load_tok(s->data_path, tok, s->seq_len, &tr->data);
+    tokenizer_free(tok);
     if (rc)
         return rc;
     if (tr->data.vocab_size > s->model.vocab_size) {
@@ -95,9 +103,24 @@ static int trainer_setup(trainer *tr, const scenario *s, device *d, const train_
         return EXIT_FAIL;
     }
     tr->model = gpt2_create(d, &s->model, s->batch_size, s->seq_len);
-    if (!tr->model || gpt2_init_weights(tr->model, s->seed))
+    if (!tr->model)
         return EXIT_FAIL;
-    return 0;
+    return train_initial_weights(tr->model, s);
+}
+
+int train_initial_weights(gpt2 *m, const scenario *s)
+{
+    if (strcmp(s->weights, "pretrained") == 0)
+        return checkpoint_load(m, s->model_dir);
+    return gpt2_init_weights(m, s->seed) ? EXIT_FAIL : 0;
+}
+
+int train_save(gpt2 *m, const scenario *s, const char *dir)
+{
+    json_t *src = model_dir_raw_config(s->config_path);
+    int rc = checkpoint_save(m, &s->model, src, dir);
+    json_decref(src);
+    return rc;
 }
 
 static void trainer_teardown(trainer *tr)
@@ -153,6 +176,8 @@ int train_run(const scenario *s, device *d, const train_options *o, train_result
             break;
         }
     }
+    if (rc == EXIT_PASS && o && o->save_dir && train_save(tr.model, s, o->save_dir))
+        rc = finish(res, TRAIN_FAILED, "saving the weights to %s failed", o->save_dir);
     trainer_teardown(&tr);
     return rc;
 }

@@ -20,6 +20,9 @@ typedef struct {
     /* called after every step; a non-zero return ends the run as failed */
     int (*on_step)(const step_record *r, void *arg);
     void *arg;
+    /* when set, the final weights are written there as a Hugging Face model directory
+     * (harness/checkpoint.h) after a run that ends ok */
+    const char *save_dir;
 } train_options;
 
 typedef enum { TRAIN_OK, TRAIN_FAILED, TRAIN_DIVERGED, TRAIN_INTERRUPTED } train_status;
@@ -35,5 +38,12 @@ typedef struct {
 /* Trains scenario s on device d. Returns 0 when the run ends ok, 1 when it failed, diverged
  * or was interrupted (res says which), 2 on an input error (data file, model config). */
 int train_run(const scenario *s, device *d, const train_options *o, train_result *res);
+
+struct gpt2;
+/* the scenario's initial weights into m: seeded (gpt2_init_weights with train.seed) or the
+ * model directory's safetensors (model.weights "pretrained"). 0, 1 or 2. */
+int train_initial_weights(struct gpt2 *m, const scenario *s);
+/* m's weights and the scenario's config as a Hugging Face model directory. 0 or 1. */
+int train_save(struct gpt2 *m, const scenario *s, const char *dir);
 
 #endif

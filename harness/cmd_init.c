@@ -109,8 +109,9 @@ static int write_initial(const scenario *s, device *d, const char *out)
     if (!rc)
         rc = copy_tokenizer(s, out);
     if (!rc)
-        printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, %s weights)\n",
-               out, out, gpt2_param_count(m), s->weights);
+        printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, %s weights)\n"
+               "scenario_hash: %s\n",
+               out, out, gpt2_param_count(m), s->weights, s->hash);
     gpt2_free(m);
     return rc;
 }

@@ -345,23 +345,44 @@ float st_bf16_to_f32(uint16_t b)
     return v;
 }
 
-int st_read_f32(const st_file *f, const st_tensor *t, float *out)
+/* element i of t as a double; 0, or -1 for a dtype that is not a float type the harness reads */
+static int element(const st_file *f, const st_tensor *t, uint64_t i, double *out)
 {
     const unsigned char *p = f->data + t->begin;
-    for (uint64_t i = 0; i < t->n; i++) {
-        uint16_t h;
-        double d;
-        switch (t->dtype) {
-        case ST_F32: memcpy(&out[i], p + 4 * i, 4); break;
-        case ST_F16: memcpy(&h, p + 2 * i, 2); out[i] = st_f16_to_f32(h); break;
-        case ST_BF16: memcpy(&h, p + 2 * i, 2); out[i] = st_bf16_to_f32(h); break;
-        case ST_F64: memcpy(&d, p + 8 * i, 8); out[i] = (float)d; break;
-        default:
-            log_error("%s: tensor \"%s\" has dtype %s; the harness reads F32, F16, BF16 and F64",
-                      f->path, t->name, st_dtype_name(t->dtype));
-            return EXIT_USAGE;
-        }
+    uint16_t h;
+    float x;
+    switch (t->dtype) {
+    case ST_F32: memcpy(&x, p + 4 * i, 4); *out = x; return 0;
+    case ST_F16: memcpy(&h, p + 2 * i, 2); *out = st_f16_to_f32(h); return 0;
+    case ST_BF16: memcpy(&h, p + 2 * i, 2); *out = st_bf16_to_f32(h); return 0;
+    case ST_F64: memcpy(out, p + 8 * i, 8); return 0;
+    default: return -1;
     }
+}
+
+static int unsupported(const st_file *f, const st_tensor *t)
+{
+    log_error("%s: tensor \"%s\" has dtype %s; the harness reads F32, F16, BF16 and F64", f->path,
+              t->name, st_dtype_name(t->dtype));
+    return EXIT_USAGE;
+}
+
+int st_read_f32(const st_file *f, const st_tensor *t, float *out)
+{
+    double v;
+    for (uint64_t i = 0; i < t->n; i++) {
+        if (element(f, t, i, &v))
+            return unsupported(f, t);
+        out[i] = (float)v;
+    }
+    return 0;
+}
+
+int st_read_f64(const st_file *f, const st_tensor *t, double *out)
+{
+    for (uint64_t i = 0; i < t->n; i++)
+        if (element(f, t, i, &out[i]))
+            return unsupported(f, t);
     return 0;
 }
 

@@ -57,6 +57,8 @@ const st_tensor *st_find(const st_file *f, const char *name);
 /* Converts tensor t (F32, F16, BF16 or F64) to fp32 into out[t->n]. Returns 0, or 2 after
  * printing a message for another dtype. */
 int st_read_f32(const st_file *f, const st_tensor *t, float *out);
+/* the same into doubles (F64 read exactly) */
+int st_read_f64(const st_file *f, const st_tensor *t, double *out);
 
 /* One tensor to write: fp32 data (or NULL with f64 set) and its shape. */
 typedef struct {

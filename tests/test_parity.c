@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <omp.h>
 
 #include "data.h"
 #include "device.h"
@@ -319,6 +320,9 @@ static void test_b_golden_steps(void **state) { (void)state; test_steps(B, "cpu6
 
 int main(void)
 {
+    /* one thread: the figures printed do not depend on the machine, and a busy machine's
+     * OpenMP spinning does not stretch a numerics test to minutes */
+    omp_set_num_threads(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_step0),  cmocka_unit_test(test_a_steps),
         cmocka_unit_test(test_a_golden), cmocka_unit_test(test_a_golden_steps),

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# fuzz/build.sh: builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined)
+# into build-fuzz/. usage: bash fuzz/build.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CC="${CC:-clang}"
+command -v "$CC" >/dev/null || { echo "fuzz: $CC not found (apt-get install clang)"; exit 2; }
+mkdir -p build-fuzz
+FLAGS=(-g -O1 -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter
+       -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iharness)
+LIBS=$(pkg-config --cflags --libs jansson libcrypto oniguruma)
+"$CC" "${FLAGS[@]}" fuzz/fuzz_safetensors.c harness/safetensors.c harness/safetensors_set.c \
+  harness/util.c $LIBS -o build-fuzz/fuzz_safetensors
+"$CC" "${FLAGS[@]}" fuzz/fuzz_tokenizer.c harness/tokenizer.c harness/tokenizer_bpe.c \
+  harness/tokenizer_load.c harness/util.c $LIBS -o build-fuzz/fuzz_tokenizer
+echo "fuzz: built build-fuzz/fuzz_safetensors and build-fuzz/fuzz_tokenizer"

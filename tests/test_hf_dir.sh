@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# tests/test_hf_dir.sh: local Hugging Face model directories end to end: `harness init`, a
+# scenario's model.path (weights, override_config.json), `run --save`, malformed weights and
+# configs (exit 2 with a message, never a crash). usage: test_hf_dir.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$1"; SRC="$2"
+T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+pass() { passes=$((passes+1)); }
+fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+expect() {
+  local want="$1" what="$2"; shift 3
+  "$@" >"$T/out" 2>"$T/err"; local got=$?
+  if [ "$got" = "$want" ]; then pass; else fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; fi
+}
+says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "message lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+losses() { grep '^step ' "$1" | awk '{print $4}'; }
+
+tiny="$SRC/scenarios/gpt2-tiny.json"
+corpus="$SRC/scenarios/data/corpus.txt"
+# scenario DIR NAME [EXTRA MODEL KEYS] [TOKENIZER KEYS]: gpt2-tiny's training on a model directory
+scenario() {
+  cat >"$T/$2.json" <<EOF
+{"name": "$2", "model": {"family": "gpt2", "path": "$1"${3:+, $3}},
+ "data": {"path": "$corpus", ${4:-\"tokenizer\": \"byte\"}, "seq_len": 64},
+ "train": {"steps": 40, "batch_size": 8, "lr": 3e-3, "warmup_steps": 5, "schedule": "cosine",
+           "weight_decay": 0.1, "decay_all": true, "betas": [0.9, 0.999], "eps": 1e-8,
+           "clip": 1.0, "seed": 123}}
+EOF
+}
+
+# ---- init -------------------------------------------------------------------------------------
+expect 0 "init --help" -- "$H" init --help
+expect 2 "init without arguments" -- "$H" init
+expect 2 "init without OUT_DIR" -- "$H" init "$tiny"
+expect 2 "init unknown option" -- "$H" init "$tiny" "$T/x" --bogus; says "--bogus"
+expect 2 "init missing scenario" -- "$H" init "$T/nope.json" "$T/x"; says "nope.json"
+expect 0 "init gpt2-tiny" -- "$H" init "$tiny" "$T/init"
+[ -f "$T/init/config.json" ] && [ -f "$T/init/model.safetensors" ] && pass || fail "init wrote config.json and model.safetensors"
+grep -q '"model_type": "gpt2"' "$T/init/config.json" && pass || fail "config.json names model_type gpt2"
+grep -q '"attn_pdrop": 0' "$T/init/config.json" && pass || fail "config.json carries the scenario's overrides"
+expect 0 "init again is deterministic" -- "$H" init "$tiny" "$T/init2"
+cmp -s "$T/init/model.safetensors" "$T/init2/model.safetensors" && pass || fail "two inits wrote different weights"
+printf 'x' >"$T/afile"
+expect 1 "init into a file" -- "$H" init "$tiny" "$T/afile/sub"; says "afile"
+
+# ---- the directory's weights train exactly like the seeded ones -----------------------------
+expect 0 "seeded run" -- "$H" run "$tiny" --steps 3 --db "$T/a.db"
+losses "$T/out" >"$T/seeded"
+scenario "$T/init" dir
+expect 0 "run on the init directory" -- "$H" run "$T/dir.json" --steps 3 --db "$T/a.db"
+losses "$T/out" >"$T/fromdir"
+[ -s "$T/seeded" ] && cmp -s "$T/seeded" "$T/fromdir" && pass || fail "losses from the directory differ from the seeded run"
+scenario "$T/init" dirseeded '"weights": "seeded"'
+expect 0 "model.path with seeded weights" -- "$H" run "$T/dirseeded.json" --steps 3 --db "$T/a.db"
+losses "$T/out" | cmp -s - "$T/seeded" && pass || fail "seeded weights on a directory config"
+
+# ---- run --save ------------------------------------------------------------------------------
+expect 0 "run --save" -- "$H" run "$tiny" --steps 2 --save "$T/saved" --db "$T/a.db"
+[ -f "$T/saved/model.safetensors" ] && pass || fail "--save wrote model.safetensors"
+cmp -s "$T/saved/model.safetensors" "$T/init/model.safetensors" && fail "--save wrote the initial weights" || pass
+scenario "$T/saved" saved
+expect 0 "run from saved weights" -- "$H" run "$T/saved.json" --steps 1 --db "$T/a.db"
+expect 2 "run --save without value" -- "$H" run "$tiny" --save
+
+# ---- BPE tokenizer: init copies its files; a directory's tokenizer.json is found -------------
+expect 0 "init parity-b (bpe)" -- "$H" init "$SRC/tests/fixtures/parity-b/scenario.json" "$T/bpe"
+[ -f "$T/bpe/tokenizer.json" ] && pass || fail "init copied tokenizer.json"
+scenario "$T/bpe" bpedir "" '"tokenizer": "bpe"'
+sed -i 's/"seq_len": 64/"seq_len": 48/' "$T/bpedir.json"
+expect 0 "run with the directory's tokenizer" -- "$H" run "$T/bpedir.json" --steps 1 --db "$T/a.db"
+scenario "$T/init" bpenotok "" '"tokenizer": "bpe"'
+expect 2 "bpe with a directory lacking a tokenizer" -- "$H" run "$T/bpenotok.json" --steps 1 --db "$T/a.db"; says "tokenizer"
+cat >"$T/nobpe.json" <<EOF
+{"name": "x", "model": {"family": "gpt2", "config": {"vocab_size": 512, "n_layer": 1, "n_embd": 8, "n_head": 2, "n_positions": 64},
+ "overrides": {"attn_pdrop": 0, "embd_pdrop": 0, "resid_pdrop": 0}},
+ "data": {"path": "$corpus", "tokenizer": "bpe", "seq_len": 8}, "train": {"steps": 1, "batch_size": 1, "lr": 1e-3}}
+EOF
+expect 2 "bpe without a tokenizer path" -- "$H" run "$T/nobpe.json" --db "$T/a.db"; says "tokenizer_path"
+
+# ---- override_config.json beside the weights ---------------------------------------------------
+cp -r "$T/init" "$T/ovr"
+printf '{"attn_pdrop": 0.0, "no_such_key": 3}\n' >"$T/ovr/override_config.json"
+scenario "$T/ovr" ovr
+expect 0 "override_config.json: unknown key skipped" -- "$H" run "$T/ovr.json" --steps 1 --db "$T/a.db"; says "no_such_key"
+printf '{"n_layer": "two"}\n' >"$T/ovr/override_config.json"
+expect 2 "override_config.json: type mismatch" -- "$H" run "$T/ovr.json" --steps 1 --db "$T/a.db"; says "n_layer"
+sed -i 's/"n_positions": 128/"n_positions": 128, "n_inner": null/' "$T/ovr/config.json"
+printf '{"n_inner": 256}\n' >"$T/ovr/override_config.json"
+expect 0 "override_config.json: null key skipped" -- "$H" run "$T/ovr.json" --steps 1 --db "$T/a.db"; says "null"
+printf '{"torch_dtype": "bfloat16"}\n' >"$T/ovr/override_config.json"
+expect 0 "override_config.json: torch_dtype" -- "$H" run "$T/ovr.json" --steps 1 --db "$T/a.db"
+printf '{"torch_dtype": "float8"}\n' >"$T/ovr/override_config.json"
+expect 2 "override_config.json: unknown dtype" -- "$H" run "$T/ovr.json" --steps 1 --db "$T/a.db"; says "float8"
+rm "$T/ovr/override_config.json"
+
+# ---- configs the harness cannot honour --------------------------------------------------------
+cp -r "$T/init" "$T/cfg"
+sed -i 's/"n_positions": 128/"n_positions": 128, "n_inner": 100/' "$T/cfg/config.json"
+scenario "$T/cfg" cfg
+expect 2 "n_inner other than 4*n_embd" -- "$H" run "$T/cfg.json" --steps 1 --db "$T/a.db"; says "n_inner"
+sed -i 's/"n_inner": 100/"tie_word_embeddings": false/; s/"tie_word_embeddings": true,//' "$T/cfg/config.json"
+expect 2 "untied embeddings" -- "$H" run "$T/cfg.json" --steps 1 --db "$T/a.db"; says "tie_word_embeddings"
+scenario "$T/nodir" nodir
+expect 2 "model.path that does not exist" -- "$H" run "$T/nodir.json" --db "$T/a.db"; says "model.path"
+scenario "$T/init" both '"config": {}'
+expect 2 "model.path and model.config" -- "$H" run "$T/both.json" --db "$T/a.db"; says "not both"
+sed 's/"family": "gpt2",/"family": "gpt2", "weights": "pretrained",/' "$tiny" >"$T/pre.json"
+sed -i "s#\"data/corpus.txt\"#\"$corpus\"#" "$T/pre.json"
+expect 2 "pretrained without model.path" -- "$H" run "$T/pre.json" --db "$T/a.db"; says "model.path"
+mkdir -p "$T/noweights" && cp "$T/init/config.json" "$T/noweights/"
+scenario "$T/noweights" noweights
+expect 2 "a directory without weights" -- "$H" run "$T/noweights.json" --db "$T/a.db"; says "model.safetensors"
+
+# ---- malformed weights: exit 2 with the file named, never a crash -----------------------------
+bad_weights() { # NAME COMMAND...: makes $T/bw/model.safetensors with the command, runs on it
+  local name="$1"; shift
+  rm -rf "$T/bw"; cp -r "$T/init" "$T/bw"; "$@"
+  scenario "$T/bw" bw
+  expect 2 "malformed weights: $name" -- "$H" run "$T/bw.json" --steps 1 --db "$T/a.db"; says "model.safetensors"
+}
+bad_weights "truncated" truncate -s 4000 "$T/bw/model.safetensors"
+bad_weights "empty" truncate -s 0 "$T/bw/model.safetensors"
+bad_weights "garbage" sh -c "head -c 3000 /dev/urandom >'$T/bw/model.safetensors'"
+bad_weights "huge header length" sh -c "printf '\377\377\377\377\377\377\377\177{}' >'$T/bw/model.safetensors'"
+bad_weights "header not JSON" sh -c "printf '\010\000\000\000\000\000\000\000{\"a\":[}  ' >'$T/bw/model.safetensors'"
+rm -rf "$T/bw"; cp -r "$T/init" "$T/bw"
+sed -i 's/"n_embd": 64/"n_embd": 32/' "$T/bw/config.json"
+scenario "$T/bw" bw
+expect 2 "weights of another shape" -- "$H" run "$T/bw.json" --steps 1 --db "$T/a.db"; says "transformer.wte.weight"
+sed -i 's/"n_embd": 32/"n_embd": 64/; s/"n_layer": 2/"n_layer": 3/' "$T/bw/config.json"
+expect 2 "weights missing a layer" -- "$H" run "$T/bw.json" --steps 1 --db "$T/a.db"; says "transformer.h.2"
+
+echo "test_hf_dir: $passes passed, $fails failed"
+[ "$fails" = 0 ]

@@ -8,5 +8,6 @@ target="${1:?usage: fuzz/run.sh safetensors|tokenizer [SECONDS]}"; secs="${2:-60
 mkdir -p "build-fuzz/corpus-$target"
 cd build-fuzz
 export HARNESS_SOURCE="${HARNESS_SOURCE:-$(cd .. && pwd)}"
-"./fuzz_$target" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+dict=(); [ -f "../fuzz/$target.dict" ] && dict=(-dict="../fuzz/$target.dict")
+"./fuzz_$target" "${dict[@]}" -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix=./ "corpus-$target" "../fuzz/corpus/$target"

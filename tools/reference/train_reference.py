@@ -109,6 +109,14 @@ def batch(blocks, step, B):
     return torch.tensor(np.stack(rows), dtype=torch.long)
 
 
+def harness_version(harness):
+    """('0.1.0', 'commit') from `harness --version` ("harness 0.1.0 (commit abc)")."""
+    out = subprocess.run([harness, "--version"], capture_output=True, text=True).stdout.split()
+    version = out[1] if len(out) > 1 else ""
+    commit = out[-1].rstrip(")") if len(out) > 3 else ""
+    return version, "" if commit == "unknown" else commit
+
+
 def harness_init(harness, scenario, out):
     r = subprocess.run([harness, "init", scenario, out], capture_output=True, text=True)
     if r.returncode != 0:
@@ -232,8 +240,9 @@ def write_fixture(out, sc, rows, grads, grads64, ids, weights_sha, scenario_hash
         f.write("\n")
 
 
-def write_baseline(path, sc, rows, scenario_hash):
+def write_baseline(path, sc, rows, scenario_hash, harness):
     v = versions()
+    hv, commit = harness_version(harness)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     tokens = sc["batch"] * sc["seq_len"] * sc["world_size"]
     meta = [("format", BASELINE_FORMAT), ("label", "pytorch"), ("scenario", sc["name"]),
@@ -242,7 +251,7 @@ def write_baseline(path, sc, rows, scenario_hash):
             ("runtime_version", "torch " + v["torch"]), ("dtype", "fp32"),
             ("world_size", str(sc["world_size"])), ("mem_total_bytes", "0"),
             ("host", platform.node()), ("date", now), ("finished_at", now),
-            ("harness_version", ""), ("git_commit", ""), ("status", "ok"),
+            ("harness_version", hv), ("git_commit", commit), ("status", "ok"),
             ("source", "tools/reference/train_reference.py (transformers GPT2LMHeadModel, CPU)"),
             ("torch", v["torch"]), ("transformers", v["transformers"]),
             ("tokenizers", v["tokenizers"]), ("python", v["python"]),
@@ -250,10 +259,12 @@ def write_baseline(path, sc, rows, scenario_hash):
     with open(path, "w") as f:
         f.write("# harness baseline: a finished reference run of one scenario on one device.\n"
                 "# Format: docs/baselines.md. Made by tools/reference/train_reference.py: the\n"
-                "# PyTorch/transformers run of the scenario on the CPU (step_ms and memory not\n"
-                "# measured: 0).\n")
+                "# PyTorch/transformers run of the scenario on the CPU from the initial weights\n"
+                "# of 'harness init' (harness_version, git_commit); step_ms and memory are not\n"
+                "# measured (0).\n")
         for k, val in meta:
             f.write("%s: %s\n" % (k, val))
+        f.write("\n")
         f.write("step loss grad_norm lr tokens step_ms tokens_per_s mem_peak_bytes "
                 "mem_used_bytes mem_total_bytes\n")
         for r in rows:
@@ -293,7 +304,7 @@ def main():
         write_fixture(args.fixture, sc, rows, grads, grads64, ids, weights_sha, scenario_hash,
                       tok_name)
     if args.baseline:
-        write_baseline(args.baseline, sc, rows, scenario_hash)
+        write_baseline(args.baseline, sc, rows, scenario_hash, args.harness)
     return 0
 
 

@@ -331,7 +331,9 @@ static int open_model_dir(const src *mx, json_t *m, scenario *s, part *cfg, part
                     s->model_dir);
     if (strlen(s->model_dir) + sizeof "/" OVERRIDE_FILE > PATH_MAX)
         return fail(mx, "path", "the path is too long");
-    snprintf(cfg->path, sizeof cfg->path, "%s/config.json", s->model_dir);
+    size_t n = strlen(s->model_dir); /* fits: checked above */
+    memcpy(cfg->path, s->model_dir, n);
+    memcpy(cfg->path + n, "/config.json", sizeof "/config.json");
     if ((rc = part_read(mx, "path", cfg)))
         return rc;
     if (json_object_get(m, "overrides") || json_object_get(m, "overrides_path") ||

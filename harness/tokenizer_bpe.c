@@ -172,14 +172,17 @@ static int printable_byte(unsigned b)
     return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
 }
 
+/* the code point of byte b: itself when printable, else 256 + how many unprintable bytes
+ * come before it */
 static uint32_t byte_level_cp(unsigned b)
 {
-    if (printable_byte(b))
-        return b;
-    uint32_t n = 0;
-    for (unsigned x = 0; x < b; x++)
-        n += !printable_byte(x);
-    return 256 + n;
+    static uint16_t table[256];
+    if (!table['!']) {
+        uint32_t n = 0;
+        for (unsigned x = 0; x < 256; x++)
+            table[x] = (uint16_t)(printable_byte(x) ? x : 256 + n++);
+    }
+    return table[b];
 }
 
 int byte_level_char(unsigned b, char out[3])
@@ -196,10 +199,16 @@ int byte_level_char(unsigned b, char out[3])
 
 int byte_level_byte(uint32_t cp)
 {
-    for (unsigned b = 0; b < 256; b++)
-        if (byte_level_cp(b) == cp)
-            return (int)b;
-    return -1;
+    static int16_t table[512];
+    static int built;
+    if (!built) {
+        for (int i = 0; i < 512; i++)
+            table[i] = -1;
+        for (unsigned b = 0; b < 256; b++)
+            table[byte_level_cp(b)] = (int16_t)b;
+        built = 1;
+    }
+    return cp < 512 ? table[cp] : -1;
 }
 
 int bpe_finish(bpe *b, const char *where)

@@ -435,6 +435,47 @@ static void test_checkpoint_dtypes(void **state)
     ckpt_close(&k);
 }
 
+/* the checkpoint split into two shards with an index, as save_pretrained shards big models */
+static void test_checkpoint_sharded(void **state)
+{
+    (void)state;
+    ckpt k;
+    ckpt_open(&k);
+    float *w = weights(k.m);
+    int n = gpt2_n_params(k.m);
+    st_entry *e = calloc((size_t)n, sizeof *e);
+    char (*names)[80] = calloc((size_t)n, sizeof *names);
+    json_t *map = json_object();
+    for (int i = 0; i < n; i++) {
+        const param_info *p = gpt2_param(k.m, i);
+        snprintf(names[i], sizeof names[i], "transformer.%s", p->name);
+        e[i] = (st_entry){names[i], w + p->offset, NULL, p->ndim, {p->shape[0], p->shape[1]}};
+        json_object_set_new(map, names[i], json_string(i < n / 2 ? "model-00001-of-00002.safetensors"
+                                                                  : "model-00002-of-00002.safetensors"));
+    }
+    mkdir(k.dir, 0777);
+    char p[512];
+    snprintf(p, sizeof p, "%s/model-00001-of-00002.safetensors", k.dir);
+    assert_int_equal(st_write(p, e, n / 2, NULL), 0);
+    snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", k.dir);
+    assert_int_equal(st_write(p, e + n / 2, n - n / 2, NULL), 0);
+    snprintf(p, sizeof p, "%s/model.safetensors.index.json", k.dir);
+    json_t *idx = json_pack("{s:{s:i}, s:o}", "metadata", "total_size", 0, "weight_map", map);
+    assert_int_equal(json_dump_file(idx, p, 0), 0);
+    json_decref(idx);
+    gpt2 *m2 = gpt2_create(k.d, &k.c, 1, 4);
+    assert_int_equal(gpt2_init_weights(m2, 77), 0);
+    assert_int_equal(checkpoint_load(m2, k.dir), 0);
+    float *w2 = weights(m2);
+    assert_memory_equal(w, w2, gpt2_param_count(k.m) * sizeof *w);
+    free(w2);
+    gpt2_free(m2);
+    free(e);
+    free(names);
+    free(w);
+    ckpt_close(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -446,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_checkpoint_round_trip),
         cmocka_unit_test(test_checkpoint_variants),
         cmocka_unit_test(test_checkpoint_dtypes),
+        cmocka_unit_test(test_checkpoint_sharded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,34 +29,49 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* a path to a tokenizer.json, a vocab.json or a directory: which files to read */
-static int open_bpe(tokenizer *t, const char *path)
+static int load_json_file(tokenizer *t, const char *path)
+{
+    snprintf(t->name, sizeof t->name, "bpe:%s", path);
+    return bpe_load_json(&t->b, path);
+}
+
+static int load_vocab_merges(tokenizer *t, const char *vocab, const char *merges)
+{
+    snprintf(t->name, sizeof t->name, "bpe:%s", vocab);
+    return bpe_load_vocab_merges(&t->b, vocab, merges);
+}
+
+/* a directory: its tokenizer.json, else its vocab.json + merges.txt */
+static int open_dir(tokenizer *t, const char *dir)
 {
     char a[4200], m[4200];
-    if (exists(path, 1)) {
-        snprintf(a, sizeof a, "%s/tokenizer.json", path);
-        if (exists(a, 0))
-            return snprintf(t->name, sizeof t->name, "bpe:%s", a), bpe_load_json(&t->b, a);
-        snprintf(a, sizeof a, "%s/vocab.json", path);
-        snprintf(m, sizeof m, "%s/merges.txt", path);
-        if (!exists(a, 0) || !exists(m, 0)) {
-            log_error("%s: the directory holds neither tokenizer.json nor vocab.json and "
-                      "merges.txt", path);
-            return EXIT_USAGE;
-        }
-    } else if (!exists(path, 0)) {
+    snprintf(a, sizeof a, "%s/tokenizer.json", dir);
+    if (exists(a, 0))
+        return load_json_file(t, a);
+    snprintf(a, sizeof a, "%s/vocab.json", dir);
+    snprintf(m, sizeof m, "%s/merges.txt", dir);
+    if (exists(a, 0) && exists(m, 0))
+        return load_vocab_merges(t, a, m);
+    log_error("%s: the directory holds neither tokenizer.json nor vocab.json and merges.txt", dir);
+    return EXIT_USAGE;
+}
+
+/* a path to a tokenizer.json, a vocab.json (merges.txt beside it) or a directory */
+static int open_bpe(tokenizer *t, const char *path)
+{
+    if (exists(path, 1))
+        return open_dir(t, path);
+    if (!exists(path, 0)) {
         log_error("%s: no such tokenizer file or directory", path);
         return EXIT_USAGE;
-    } else if (!ends_with(path, "vocab.json")) {
-        return snprintf(t->name, sizeof t->name, "bpe:%s", path), bpe_load_json(&t->b, path);
-    } else {
-        snprintf(a, sizeof a, "%s", path);
-        path_dirname(path, m, sizeof m);
-        size_t n = strlen(m);
-        snprintf(m + n, sizeof m - n, "/merges.txt");
     }
-    snprintf(t->name, sizeof t->name, "bpe:%s", a);
-    return bpe_load_vocab_merges(&t->b, a, m);
+    if (!ends_with(path, "vocab.json"))
+        return load_json_file(t, path);
+    char m[4200];
+    path_dirname(path, m, sizeof m);
+    size_t n = strlen(m);
+    snprintf(m + n, sizeof m - n, "/merges.txt");
+    return load_vocab_merges(t, path, m);
 }
 
 int tokenizer_open(const char *kind, const char *path, tokenizer **out)

@@ -69,6 +69,12 @@ expect 0 "init parity-b (bpe)" -- "$H" init "$SRC/tests/fixtures/parity-b/scenar
 scenario "$T/bpe" bpedir "" '"tokenizer": "bpe"'
 sed -i 's/"seq_len": 64/"seq_len": 48/' "$T/bpedir.json"
 expect 0 "run with the directory's tokenizer" -- "$H" run "$T/bpedir.json" --steps 1 --db "$T/a.db"
+head -c 3000 "$T/bpe/tokenizer.json" >"$T/bpe/tokenizer.json.part" && mv "$T/bpe/tokenizer.json.part" "$T/bpe/tokenizer.json"
+expect 2 "a truncated tokenizer.json" -- "$H" run "$T/bpedir.json" --steps 1 --db "$T/a.db"; says "tokenizer.json"
+cp "$SRC/tests/data/hf/bpe512/tokenizer.json" "$T/bpe/"
+printf 'caf\351 au lait\n' >"$T/latin1.txt"
+sed "s#\"$corpus\"#\"$T/latin1.txt\"#; s/\"seq_len\": 48/\"seq_len\": 2/" "$T/bpedir.json" >"$T/latin1.json"
+expect 2 "data that is not UTF-8" -- "$H" run "$T/latin1.json" --steps 1 --db "$T/a.db"; says "not valid UTF-8 at byte 3"
 scenario "$T/init" bpenotok "" '"tokenizer": "bpe"'
 expect 2 "bpe with a directory lacking a tokenizer" -- "$H" run "$T/bpenotok.json" --steps 1 --db "$T/a.db"; says "tokenizer"
 cat >"$T/nobpe.json" <<EOF

@@ -1,0 +1,54 @@
+/* devices/opencl/kernels/common.cl: what every kernel file shares (built first): the accumulator
+ * type (double where the device has fp64), work-group sum and max, and the error flag codes.
+ * Build options set WG (the work-group size of every launch, a power of two), HAVE_FP64 and
+ * REDUCE_GROUPS. Views arrive as a buffer plus an element offset (ulong). */
+#if HAVE_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double acc_t;
+#else
+typedef float acc_t;
+#endif
+
+/* codes a kernel leaves in the error flag (OCL_ERR_* in ocl_internal.h) */
+#define ERR_TOKEN_FWD 1
+#define ERR_TOKEN_BWD 2
+#define ERR_TARGET_FWD 3
+#define ERR_TARGET_BWD 4
+
+/* keeps the first code raised since the flag was last cleared */
+void raise_error(__global int *flag, int code)
+{
+    atomic_cmpxchg(flag, 0, code);
+}
+
+/* the sum of v over the work-group, in a fixed tree order; every item gets it. buf: WG slots */
+acc_t wg_sum(__local acc_t *buf, acc_t v)
+{
+    int lid = get_local_id(0);
+    buf[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            buf[lid] += buf[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    acc_t r = buf[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+/* the max of v over the work-group; every item gets it. buf: WG slots */
+float wg_max(__local float *buf, float v)
+{
+    int lid = get_local_id(0);
+    buf[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            buf[lid] = fmax(buf[lid], buf[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = buf[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}

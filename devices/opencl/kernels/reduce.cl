@@ -1,0 +1,33 @@
+/* devices/opencl/kernels/reduce.cl: reductions in a fixed order (no atomics, so results repeat
+ * bit for bit): sum / sum of squares into per-group partials, and column sums for bias grads. */
+
+/* REDUCE_GROUPS groups of WG items; item g sums x[g], x[g + G*WG], ... then each group sums its
+ * items in a tree and writes one partial; the host adds the partials in double, in order */
+__kernel void reduce_partial(__global const float *x, ulong x_off, int n, int squares,
+                             __global acc_t *partial)
+{
+    __local acc_t buf[WG];
+    size_t stride = get_global_size(0);
+    acc_t s = 0;
+    for (size_t i = get_global_id(0); i < (size_t)n; i += stride) {
+        acc_t v = x[x_off + i];
+        s += squares ? v * v : v;
+    }
+    s = wg_sum(buf, s);
+    if (get_local_id(0) == 0)
+        partial[get_group_id(0)] = s;
+}
+
+/* dbias[c] += sum_n dout[n,c]: group c, its items take rows lid, lid + WG, ... */
+__kernel void bias_backward(__global float *dbias, ulong db_off, __global const float *dout,
+                            ulong dout_off, int N, int C)
+{
+    __local acc_t buf[WG];
+    size_t c = get_group_id(0);
+    acc_t s = 0;
+    for (int n = get_local_id(0); n < N; n += WG)
+        s += dout[dout_off + (size_t)n * C + c];
+    s = wg_sum(buf, s);
+    if (get_local_id(0) == 0)
+        dbias[db_off + c] += (float)s;
+}

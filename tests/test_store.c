@@ -1,9 +1,11 @@
 /* tests/test_store.c: the SQLite store: schema and migrations, run/step round trips (NaN, Inf),
  * the killed-run rule, refusing files that are not stores, read-only opening, add_step cost. */
 #define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +15,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 #include <sqlite3.h>
 
+#include "commands.h"
 #include "store.h"
 #include "testutil.h"
 #include "util.h"
@@ -540,6 +544,98 @@ static void test_add_step_cost(void **state)
     remove_db(path);
 }
 
+/* ---- the runs and show commands ------------------------------------------------------------ */
+
+/* runs fn(argc, argv) with stdout sent to a file; returns what it printed (caller frees) */
+static char *capture(int (*fn)(int, char **), int *rc, int argc, ...)
+{
+    char *argv[16];
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 0; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    argv[argc] = NULL;
+    const char *out = tu_temp_path(".out");
+    fflush(stdout);
+    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 1);
+    close(fd);
+    *rc = fn(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    char *text = read_file(out, NULL);
+    assert_non_null(text);
+    unlink(out);
+    return text;
+}
+
+static void test_cmd_show(void **state)
+{
+    (void)state;
+    int64_t id;
+    const char *path = make_store(3, &id);
+    char run[32];
+    snprintf(run, sizeof run, "%lld", (long long)id);
+    int rc;
+    char *text = capture(cmd_show, &rc, 4, "show", run, "--db", (char *)path);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(text, "tiny-gpt2"));
+    assert_non_null(strstr(text, "3.33333353")); /* step 2 loss 10/3 + 2e-7, %.9g */
+    assert_non_null(strstr(text, "5.0000001"));  /* step 1 loss 10/2 + 1e-7 */
+    free(text);
+    text = capture(cmd_show, &rc, 5, "show", "--json", run, "--db", (char *)path);
+    assert_int_equal(rc, 0);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    assert_non_null(root);
+    assert_int_equal(json_array_size(json_object_get(root, "steps")), 3);
+    assert_string_equal(json_string_value(json_object_get(root, "status")), "running");
+    json_decref(root);
+    free(text);
+    text = capture(cmd_show, &rc, 4, "show", "999", "--db", (char *)path);
+    assert_int_equal(rc, 2);
+    free(text);
+    text = capture(cmd_show, &rc, 4, "show", "x1", "--db", (char *)path);
+    assert_int_equal(rc, 2);
+    free(text);
+    remove_db(path);
+}
+
+static void test_cmd_runs(void **state)
+{
+    (void)state;
+    int64_t id;
+    const char *path = make_store(2, &id);
+    int rc;
+    char *text = capture(cmd_runs, &rc, 3, "runs", "--db", (char *)path);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(text, "tiny-gpt2"));
+    assert_non_null(strstr(text, "running"));
+    free(text);
+    text = capture(cmd_runs, &rc, 5, "runs", "--json", "--limit=1", "--db", (char *)path);
+    assert_int_equal(rc, 0);
+    json_error_t err;
+    json_t *root = json_loads(text, 0, &err);
+    assert_non_null(root);
+    assert_int_equal(json_array_size(root), 1);
+    json_t *r0 = json_array_get(root, 0);
+    assert_int_equal(json_integer_value(json_object_get(r0, "n_steps")), 2);
+    json_decref(root);
+    free(text);
+    text = capture(cmd_runs, &rc, 5, "runs", "--limit", "ten", "--db", (char *)path);
+    assert_int_equal(rc, 2);
+    free(text);
+    const char *missing = tu_temp_path(".db");
+    text = capture(cmd_runs, &rc, 3, "runs", "--db", (char *)missing);
+    assert_int_equal(rc, 2);
+    assert_false(exists(missing));
+    free(text);
+    remove_db(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -558,6 +654,8 @@ int main(void)
         cmocka_unit_test(test_readonly_leaves_no_files),
         cmocka_unit_test(test_readonly_missing_fails),
         cmocka_unit_test(test_add_step_cost),
+        cmocka_unit_test(test_cmd_show),
+        cmocka_unit_test(test_cmd_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

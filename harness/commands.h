@@ -8,6 +8,7 @@ int cmd_run(int argc, char **argv);     /* harness/cmd_run.c */
 int cmd_runs(int argc, char **argv);    /* harness/cmd_list.c */
 int cmd_show(int argc, char **argv);    /* harness/cmd_list.c */
 int cmd_devices(int argc, char **argv); /* harness/cmd_list.c */
+int cmd_ops(int argc, char **argv);     /* harness/cmd_ops.c */
 
 /* default database file when --db is not given */
 #define DEFAULT_DB "harness.db"

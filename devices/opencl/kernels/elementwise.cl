@@ -1,5 +1,6 @@
 /* devices/opencl/kernels/elementwise.cl: one work-item per element: GELU (tanh form) forward
- * and backward, residual add, accumulate, scale, bias add, and the fault-injection add. */
+ * and backward, residual add, accumulate, scale, bias add, and the fault-injection add.
+ * GELU uses 0.5(1 + tanh(u)) = sigmoid(2u), as the cpu reference: no cancellation for x < 0. */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_C 0.044715f
 
@@ -10,10 +11,11 @@ __kernel void gelu_forward(__global float *out, ulong out_off, __global const fl
     if (i >= (size_t)n)
         return;
     float x = inp[inp_off + i];
-    out[out_off + i] = 0.5f * x * (1.0f + tanh(GELU_K * (x + GELU_C * x * x * x)));
+    out[out_off + i] = x / (1.0f + exp(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
 }
 
-/* d/dx of 0.5x(1+tanh(u)), u = k(x + c x^3): 0.5(1+th) + 0.5x(1-th^2) k(1 + 3c x^2) */
+/* d/dx of 0.5x(1+tanh(u)), u = k(x + c x^3): 0.5(1+th) + 0.5x(1-th^2) k(1 + 3c x^2), with
+ * 0.5(1+th) = sig and 0.5(1-th^2) = 2 sig (1-sig), sig = sigmoid(2u) */
 __kernel void gelu_backward(__global float *dinp, ulong dinp_off, __global const float *inp,
                             ulong inp_off, __global const float *dout, ulong dout_off, int n)
 {
@@ -21,9 +23,8 @@ __kernel void gelu_backward(__global float *dinp, ulong dinp_off, __global const
     if (i >= (size_t)n)
         return;
     float x = inp[inp_off + i];
-    float th = tanh(GELU_K * (x + GELU_C * x * x * x));
-    float sech2 = 1.0f - th * th;
-    float grad = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
+    float sig = 1.0f / (1.0f + exp(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
+    float grad = sig + 2.0f * x * sig * (1.0f - sig) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
     dinp[dinp_off + i] += grad * dout[dout_off + i];
 }
 

@@ -223,9 +223,10 @@ static void print_row(const op_row *r)
     fmt_num(x, sizeof x, r->res.max_abs);
     printf("%-22s %-28s %-10s %-10s %-10s %s", r->op, r->shape, m, t, x,
            r->res.pass ? "PASS" : "FAIL");
-    if (!r->res.pass)
-        printf("  %s%s%s", r->res.worst, r->res.message[0] && r->res.worst[0] ? ": " : "",
-               r->res.message[0] ? r->res.message : "above the threshold");
+    if (!r->res.pass && r->res.message[0])
+        printf("  %s", r->res.message);
+    else if (!r->res.pass)
+        printf("  %s above the threshold", r->res.worst);
     printf("\n");
     fflush(stdout);
 }
@@ -447,6 +448,8 @@ int cmd_ops(int argc, char **argv)
     int rc = parse_ops_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
+    if (a.db && opdb_check(a.db)) /* refuse a bad --db before the work, not after */
+        return EXIT_USAGE;
     if (a.ndev == 0)
         default_devices(&a);
     device *ref = strcmp(a.mode, "test") == 0 ? open_device(REFERENCE) : NULL;

@@ -93,14 +93,21 @@ static int insert_all(sqlite3 *db, const char *path, const op_row *rows, int n)
     return 0;
 }
 
-int opdb_record(const char *path, const op_row *rows, int n)
+/* the store module opens (creating or migrating) the file, so it is a harness store that
+ * `harness run` accepts later, and anything else is refused with the store's message */
+int opdb_check(const char *path)
 {
-    /* the store module opens (creating or migrating) the file first, so it is a harness store
-     * that `harness run` accepts later, and anything else is refused with its message */
     store *st = NULL;
     if (store_open(path, &st) != 0)
         return EXIT_USAGE;
     store_close(st);
+    return 0;
+}
+
+int opdb_record(const char *path, const op_row *rows, int n)
+{
+    if (opdb_check(path))
+        return EXIT_USAGE;
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
         int rc = db_error(db, path, "opening");

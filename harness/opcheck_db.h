@@ -16,6 +16,8 @@ typedef struct {
     oc_result res;
 } op_row;
 
+/* opens path as a harness store (creating it if missing); 0, or 2 after the store's message */
+int opdb_check(const char *path);
 /* appends rows to op_results in the database at path (opened as a harness store first, so a
  * file that is not one is refused). Returns 0, or 2 after a message. */
 int opdb_record(const char *path, const op_row *rows, int n);

@@ -8,10 +8,17 @@ __kernel void reduce_partial(__global const float *x, ulong x_off, int n, int sq
 {
     __local acc_t buf[WG];
     size_t stride = get_global_size(0);
-    acc_t s = 0;
+    acc_t s = 0, comp = 0; /* without fp64: Kahan-compensated float sums */
     for (size_t i = get_global_id(0); i < (size_t)n; i += stride) {
         acc_t v = x[x_off + i];
-        s += squares ? v * v : v;
+        v = squares ? v * v : v;
+#if HAVE_FP64
+        s += v;
+#else
+        acc_t y = v - comp, t = s + y;
+        comp = (t - s) - y;
+        s = t;
+#endif
     }
     s = wg_sum(buf, s);
     if (get_local_id(0) == 0)

@@ -118,6 +118,10 @@ static void test_argument_errors(void **state)
     expect_error(d, "opencl: add: second tensor must be DT_REAL");
     d->ops->scale(d, a, 2, 10); /* a no-op now: the first error stays */
     expect_error(d, "add");
+    float back[10]; /* downloads still read after the error, for inspection */
+    d->ops->download(d, back, a);
+    for (int i = 0; i < 10; i++)
+        assert_float_equal(back[i], 0, 0);
     device_free(d, a);
     device_free(d, t);
     device_close(d);

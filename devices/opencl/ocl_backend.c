@@ -93,7 +93,9 @@ static int read_bytes(device *d, const char *op, void *dst, dten t)
                        clEnqueueReadBuffer(OCL(d)->queue, t.buf->mem, CL_TRUE, t.off * es,
                                            t.n * es, dst, 0, NULL, NULL)))
         return 0;
-    return ocl_check_flag(d, op);
+    if (!d->failed) /* a bad token or target found by a kernel fails the device here */
+        ocl_check_flag(d, op);
+    return 1;
 }
 
 static void ocl_upload(device *d, dten dst, const float *src)
@@ -123,7 +125,8 @@ static void ocl_upload_f64(device *d, dten dst, const double *src)
     free(tmp);
 }
 
-/* after a device error a download leaves NaN (or 0) rather than stale host memory */
+/* downloads still read after a device error (for inspection); only when the read itself fails
+ * do they leave NaN (or 0) rather than stale host memory */
 static void poison(float *f, double *g, int32_t *i, size_t n)
 {
     for (size_t k = 0; k < n; k++) {
@@ -138,14 +141,14 @@ static void poison(float *f, double *g, int32_t *i, size_t n)
 
 static void ocl_download(device *d, float *dst, dten src)
 {
-    if (d->failed || !ocl_view_ok(d, "download", "src", src, 0, DT_REAL) ||
+    if (!ocl_view_ok(d, "download", "src", src, 0, DT_REAL) ||
         !read_bytes(d, "download", dst, src))
         poison(dst, NULL, NULL, src.n);
 }
 
 static void ocl_download_i32(device *d, int32_t *dst, dten src)
 {
-    if (d->failed || !ocl_view_ok(d, "download_i32", "src", src, 0, DT_I32) ||
+    if (!ocl_view_ok(d, "download_i32", "src", src, 0, DT_I32) ||
         !read_bytes(d, "download_i32", dst, src))
         poison(NULL, NULL, dst, src.n);
 }
@@ -155,7 +158,7 @@ static void ocl_download_f64(device *d, double *dst, dten src)
     float *tmp = malloc((src.n ? src.n : 1) * sizeof *tmp);
     if (!tmp)
         device_fail(d, "opencl: download_f64: out of host memory for %zu elements", src.n);
-    if (d->failed || !ocl_view_ok(d, "download_f64", "src", src, 0, DT_REAL) ||
+    if (!tmp || !ocl_view_ok(d, "download_f64", "src", src, 0, DT_REAL) ||
         !read_bytes(d, "download_f64", tmp, src)) {
         poison(NULL, dst, NULL, src.n);
     } else {

@@ -8,7 +8,7 @@ __kernel void layernorm_forward(__global float *out, ulong out_off, __global flo
                                 __global const float *w, ulong w_off, __global const float *b,
                                 ulong b_off, int C, acc_t eps)
 {
-    __local acc_t buf[WG];
+    __local acc_t buf[WG_BUF];
     size_t n = get_group_id(0);
     int lid = get_local_id(0);
     __global const float *x = inp + inp_off + n * C;
@@ -38,7 +38,7 @@ __kernel void layernorm_backward_inp(__global float *dinp, ulong dinp_off,
                                      __global const float *mean, ulong mean_off,
                                      __global const float *rstd, ulong rstd_off, int C)
 {
-    __local acc_t buf[WG];
+    __local acc_t buf[WG_BUF];
     size_t n = get_group_id(0);
     int lid = get_local_id(0);
     __global const float *x = inp + inp_off + n * C, *g = dout + dout_off + n * C;
@@ -65,7 +65,7 @@ __kernel void layernorm_backward_wb(__global float *dw, ulong dw_off, __global f
                                     __global const float *mean, ulong mean_off,
                                     __global const float *rstd, ulong rstd_off, int N, int C)
 {
-    __local acc_t buf[WG];
+    __local acc_t buf[WG_BUF];
     size_t c = get_group_id(0);
     acc_t sw = 0, sb = 0;
     for (int n = get_local_id(0); n < N; n += WG) {

@@ -7,8 +7,8 @@ __kernel void softmax_xent_forward(__global float *losses, ulong loss_off, __glo
                                    ulong logits_off, __global const int *targets, ulong tg_off,
                                    int V, int ignore_index, __global int *flag)
 {
-    __local float fbuf[WG];
-    __local acc_t abuf[WG];
+    __local float fbuf[WG_BUF];
+    __local acc_t abuf[WG_BUF];
     size_t n = get_group_id(0);
     int lid = get_local_id(0);
     __global const float *x = logits + logits_off + n * V;

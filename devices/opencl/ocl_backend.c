@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <clblast_c.h>
+
 #include "ocl_internal.h"
 #include "opencl.h"
 
@@ -29,6 +31,9 @@ static void ocl_close(device *d)
         if (c->ctx)
             clReleaseContext(c->ctx);
         free(c);
+        /* CLBlast's program cache retains the context; let it go (a device opened later
+         * rebuilds from PoCL's or the driver's own cache) */
+        CLBlastClearCache();
     }
     free(d);
 }

@@ -137,11 +137,11 @@ static int parse_ops_args(int argc, char **argv, ops_args *a)
                 return EXIT_USAGE;
             if (!*v)
                 return ops_error("%s needs a non-empty value", arg);
-            if (arg[2] == 'd' && arg[3] == 'e')
+            if (is_opt(arg, "--device"))
                 rc = add_devices(a, v);
-            else if (arg[2] == 'o')
+            else if (is_opt(arg, "--op"))
                 rc = add_ops(a, v);
-            else if (arg[2] == 'm')
+            else if (is_opt(arg, "--mode"))
                 a->mode = v;
             else
                 a->db = v;

@@ -390,14 +390,12 @@ static void fd_compare(fd_ctx *f, int j, const double *an, const char *name, oc_
 
 /* the backward op's tensors from their sources; bb holds the ones made here */
 static int grad_backward_views(fd_ctx *f, const oc_tensor *bs, int nb, oc_bufs *bb, dten *views,
-                               oc_inputs *bin, char *msg, size_t len)
+                               char *msg, size_t len)
 {
     device *d = f->d;
     memset(bb, 0, sizeof *bb);
-    *bin = (oc_inputs){.n = nb};
     for (int i = 0; i < nb; i++) {
         oc_src s = f->g->src[i];
-        bin->spec[i] = bs[i];
         if (s.kind == SRC_FWD) {
             views[i] = f->fb.view[s.idx];
             continue;
@@ -447,10 +445,9 @@ static void grad_check_pairs(fd_ctx *f, const oc_op *bwd, oc_result *r)
     oc_tensor bs[OC_MAX_TENSORS];
     int nb = bwd->tensors(&f->g->s, bs);
     oc_bufs bb;
-    oc_inputs bin;
     dten views[OC_MAX_TENSORS];
     fd_loss(f); /* the forward's saved outputs (mean, rstd, att, probs) for the backward */
-    if (grad_backward_views(f, bs, nb, &bb, views, &bin, r->message, sizeof r->message) == 0) {
+    if (grad_backward_views(f, bs, nb, &bb, views, r->message, sizeof r->message) == 0) {
         bwd->run(d, &f->g->s, views);
         for (int p = 0; p < f->g->npairs && !device_error(d); p++) {
             int bi = f->g->pairs[p][0], fj = f->g->pairs[p][1];

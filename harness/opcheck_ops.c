@@ -13,12 +13,13 @@
  *   differ by a few ulps, NMSE ~1e-14; 1e-10 allows 100x that in every element;
  * REDUCTION: row/column sums in a different order (layernorm, bias grads, softmax, sum):
  *   rounding grows like sqrt(n) u, still < 1e-12 at these sizes; 1e-9;
- * CONTRACTION: dot products of length K (GEMM, attention): error ~ K u^2 relative, 2e-12 at
- *   K = 512, and vendor GEMMs block and reorder sums freely; 1e-8. */
+ * CONTRACTION: dot products of length K (GEMM, attention): NMSE up to ~K u^2 = 2e-12 at
+ *   K = 512 however a vendor GEMM blocks and orders its sums; 1e-10 is 50x that (a 1e-3 error
+ *   in every output of the K = 512 case, magnitude ~10, is NMSE 2e-8). */
 #define NMSE_EXACT 1e-12
 #define NMSE_ELEMENTWISE 1e-10
 #define NMSE_REDUCTION 1e-9
-#define NMSE_CONTRACTION 1e-8
+#define NMSE_CONTRACTION 1e-10
 
 #define OPS(d) ((d)->ops)
 #define BT(s) ((size_t)(s)->B * (size_t)(s)->T)

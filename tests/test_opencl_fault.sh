@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# tests/test_opencl_fault.sh: a check that can fail. Builds the harness a second time with
-# -DHARNESS_OPENCL_FAULT=gelu_forward (the opencl gelu_forward adds 1e-3 to every output) and
-# shows that `harness ops` names that op as FAIL (exit 1) while every other op passes, and that
-# training gpt2-tiny (40 steps) with it leaves cpu's losses beyond rtol 1e-4, while the real build stays
-# within it. Exit 77 (skipped) without an OpenCL device.
+# tests/test_opencl_fault.sh: a check that can fail: an opencl build with gelu_forward made
+# deliberately wrong must be caught by `harness ops` and by training against cpu.
 # usage: test_opencl_fault.sh HARNESS_EXE SOURCE_DIR
+
+# Builds the harness a second time with -DHARNESS_OPENCL_FAULT=gelu_forward (the opencl
+# gelu_forward adds 1e-3 to every output) and shows that `harness ops` names that op as FAIL
+# (exit 1) while every other op passes, and that training gpt2-tiny (40 steps) with it leaves
+# cpu's losses beyond rtol 1e-4 while the real build stays within it. Exit 77 (skipped) without
+# an OpenCL device.
 set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
 FAULT=gelu_forward

@@ -1,7 +1,7 @@
-/* tests/test_opencl_ops.c: what the opencl backend does beyond the op math (which `harness ops`
- * checks): device specs, identity, transfers, zero and copy on views, errors that name the op
- * and the CL error, bad token ids caught on the device, repeatable reductions, op timing.
- * Skipped when the build or the machine has no OpenCL device. */
+/* tests/test_opencl_ops.c: the opencl backend beyond the op math `harness ops` checks: specs,
+ * transfers, zero/copy on views, errors naming the op, bad ids, repeatable sums, timing. */
+
+/* Every test is skipped when the build or the machine has no OpenCL device. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,5 @@
 /* tests/test_opencl_train.c: gpt2-tiny trained on opencl against cpu: every step's loss within
- * rtol 1e-4 (the scenario's tolerance) yet not bit-identical, and opencl repeats itself exactly.
- * Skipped when the build or the machine has no OpenCL device. */
+ * rtol 1e-4 yet not bit-identical, and opencl repeats itself exactly (skipped without OpenCL). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# tests/test_ops_cli.sh: `harness ops` end to end: bad arguments (exit 2), the cpu devices in test
-# and grad mode, --json and --db, then the opencl device in test, grad and perf mode (that part
-# is skipped, with a message, when the build or the machine has no OpenCL device).
+# tests/test_ops_cli.sh: `harness ops` end to end: bad arguments (exit 2), cpu devices, --json and
+# --db, the opencl device in every mode (skipped, with a message, when there is none).
 # usage: test_ops_cli.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"

@@ -1,7 +1,8 @@
 # devices/opencl/embed_kernels.cmake: turns the OpenCL C kernel files into one C file of byte
-# arrays, so the harness never reads a .cl file at run time. Usage: cmake -DOUT=file.c
-#   -DSOURCES="a.cl;b.cl" -P embed_kernels.cmake. Each file becomes a NUL-terminated char array;
-# the table opencl_kernel_files[] names them (file name without its folder) in sorted order.
+# arrays, so the harness never reads a .cl file at run time.
+
+# Usage: cmake -DOUT=file.c -DSOURCES="a.cl;b.cl" -P embed_kernels.cmake. Each file becomes a
+# NUL-terminated char array; opencl_kernel_files[] names them (file name only), sorted.
 if(NOT OUT OR NOT SOURCES)
   message(FATAL_ERROR "embed_kernels.cmake: OUT and SOURCES must be set")
 endif()

@@ -1,8 +1,10 @@
 /* devices/opencl/kernels/attention.cl: multi-head self-attention on qkv[B,T,3C] ([q | k | v],
- * head h on channels [h*hs, (h+1)*hs)). Forward: one item per query row (b,h,t) for the
- * softmax row of att, then one per output element for att . v. Backward: one item per query
- * row for the softmax backward (into scratch), per element of dq, and per element of dk/dv
- * (walking the query rows in order): no atomics. Causal rows end at s = t. */
+ * head h on channels [h*hs, (h+1)*hs)), forward and backward, without atomics. */
+
+/* Forward: one item per query row (b,h,t) for the softmax row of att, then one per output
+ * element for att . v. Backward: one item per query row for the softmax backward (into
+ * scratch), per element of dq, and per element of dk/dv (walking the query rows in order).
+ * Causal rows end at s = t. */
 
 /* the offset of (b, t) in qkv, without the view offset */
 #define QKV_ROW(b, t) (((size_t)(b) * T + (t)) * 3 * (size_t)C)

@@ -1,6 +1,7 @@
 /* devices/opencl/kernels/common.cl: what every kernel file shares (built first): the accumulator
- * type (double where the device has fp64), work-group sum and max, and the error flag codes.
- * Build options set WG (the work-group size of every launch, a power of two), HAVE_FP64 and
+ * type (double where the device has fp64), work-group sum and max, and the error flag codes. */
+
+/* Build options set WG (the work-group size of every launch, a power of two), HAVE_FP64 and
  * REDUCE_GROUPS. Views arrive as a buffer plus an element offset (ulong). */
 #if HAVE_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable

@@ -28,9 +28,10 @@ fi
 # ---- the fault build: only the harness target, in a folder of the build tree (kept between
 # runs, so a rerun only relinks) ----
 echo "building the fault-injection harness in $B"
-if ! cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release -DHARNESS_SANITIZE=OFF -DHARNESS_OPENCL=ON \
+CMAKE="${CMAKE_COMMAND:-cmake}" # ctest passes the cmake that configured this build
+if ! "$CMAKE" -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release -DHARNESS_SANITIZE=OFF -DHARNESS_OPENCL=ON \
       -DHARNESS_OPENCL_FAULT=$FAULT >"$T/cfg" 2>&1 ||
-   ! cmake --build "$B" --target harness -j2 >"$T/build" 2>&1; then
+   ! "$CMAKE" --build "$B" --target harness -j2 >"$T/build" 2>&1; then
   echo "FAIL: the fault build did not build"; tail -20 "$T/cfg" "$T/build"
   exit 1
 fi

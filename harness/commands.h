@@ -9,6 +9,7 @@ int cmd_init(int argc, char **argv);    /* harness/cmd_init.c */
 int cmd_runs(int argc, char **argv);    /* harness/cmd_list.c */
 int cmd_show(int argc, char **argv);    /* harness/cmd_list.c */
 int cmd_devices(int argc, char **argv); /* harness/cmd_list.c */
+int cmd_ops(int argc, char **argv);     /* harness/cmd_ops.c */
 
 /* default database file when --db is not given */
 #define DEFAULT_DB "harness.db"

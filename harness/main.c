@@ -18,6 +18,7 @@ static const command commands[] = {
     {"runs", cmd_runs, "list the runs in the store"},
     {"show", cmd_show, "print one run and its steps"},
     {"devices", cmd_devices, "list the backends and devices of this build"},
+    {"ops", cmd_ops, "check every device op against the cpu reference (test, grad, perf)"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,144 @@
+/* devices/opencl/kernels/attention.cl: multi-head self-attention on qkv[B,T,3C] ([q | k | v],
+ * head h on channels [h*hs, (h+1)*hs)), forward and backward, without atomics. */
+
+/* Forward: one item per query row (b,h,t) for the softmax row of att, then one per output
+ * element for att . v. Backward: one item per query row for the softmax backward (into
+ * scratch), per element of dq, and per element of dk/dv (walking the query rows in order).
+ * Causal rows end at s = t. */
+
+/* the offset of (b, t) in qkv, without the view offset */
+#define QKV_ROW(b, t) (((size_t)(b) * T + (t)) * 3 * (size_t)C)
+
+/* att[b,h,t,:] = softmax_s(q_t . k_s * scale) for s < send, 0 after */
+__kernel void attention_softmax(__global float *att, ulong att_off, __global const float *qkv,
+                                ulong qkv_off, int B, int T, int C, int NH, int causal,
+                                float scale)
+{
+    size_t r = get_global_id(0);
+    if (r >= (size_t)B * NH * T)
+        return;
+    int t = r % T, h = (r / T) % NH, hs = C / NH;
+    size_t b = r / ((size_t)NH * T);
+    __global const float *q = qkv + qkv_off + QKV_ROW(b, t) + h * hs;
+    __global float *a = att + att_off + r * T;
+    int send = causal ? t + 1 : T;
+    float mx = -INFINITY;
+    for (int s = 0; s < send; s++) {
+        __global const float *k = qkv + qkv_off + QKV_ROW(b, s) + C + h * hs;
+        float dot = 0;
+        for (int j = 0; j < hs; j++)
+            dot += q[j] * k[j];
+        a[s] = dot * scale;
+        mx = fmax(mx, a[s]);
+    }
+    acc_t sum = 0;
+    for (int s = 0; s < send; s++) {
+        a[s] = exp(a[s] - mx);
+        sum += a[s];
+    }
+    float inv = (float)((acc_t)1 / sum);
+    for (int s = 0; s < send; s++)
+        a[s] *= inv;
+    for (int s = send; s < T; s++)
+        a[s] = 0;
+}
+
+/* out[b,t,h*hs+j] = sum_s att[b,h,t,s] v_s[j]: one item per output element */
+__kernel void attention_value(__global float *out, ulong out_off, __global const float *att,
+                              ulong att_off, __global const float *qkv, ulong qkv_off, int B,
+                              int T, int C, int NH, int causal)
+{
+    size_t i = get_global_id(0);
+    if (i >= (size_t)B * T * C)
+        return;
+    int hs = C / NH, c = i % C, h = c / hs;
+    size_t bt = i / C, b = bt / T;
+    int t = bt % T, send = causal ? t + 1 : T;
+    __global const float *a = att + att_off + ((b * NH + h) * T + t) * (size_t)T;
+    __global const float *v = qkv + qkv_off + QKV_ROW(b, 0) + 2 * C + c;
+    float y = 0;
+    for (int s = 0; s < send; s++)
+        y += a[s] * v[(size_t)s * 3 * C];
+    out[out_off + i] = y;
+}
+
+/* per query row: datt[s] = dout_t . v_s; dpre[s] = att[s] (datt[s] - sum_s' att datt) * scale
+ * into scratch (0 past send) */
+__kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
+                                      __global const float *dout, ulong dout_off,
+                                      __global const float *qkv, ulong qkv_off,
+                                      __global const float *att, ulong att_off, int B, int T,
+                                      int C, int NH, int causal, float scale)
+{
+    size_t r = get_global_id(0);
+    if (r >= (size_t)B * NH * T)
+        return;
+    int t = r % T, h = (r / T) % NH, hs = C / NH;
+    size_t b = r / ((size_t)NH * T);
+    __global const float *go = dout + dout_off + (b * T + t) * (size_t)C + h * hs;
+    __global const float *a = att + att_off + r * T;
+    __global float *w = scratch + sc_off + r * T;
+    int send = causal ? t + 1 : T;
+    acc_t dsum = 0;
+    for (int s = 0; s < send; s++) {
+        __global const float *v = qkv + qkv_off + QKV_ROW(b, s) + 2 * C + h * hs;
+        float dot = 0;
+        for (int j = 0; j < hs; j++)
+            dot += go[j] * v[j];
+        w[s] = dot;
+        dsum += (acc_t)a[s] * dot;
+    }
+    for (int s = 0; s < send; s++)
+        w[s] = (float)(a[s] * (w[s] - dsum)) * scale;
+    for (int s = send; s < T; s++)
+        w[s] = 0;
+}
+
+/* dq_t[j] += sum_s dpre[t][s] k_s[j]: one item per element of dq */
+__kernel void attention_backward_dq(__global float *dqkv, ulong dqkv_off,
+                                    __global const float *scratch, ulong sc_off,
+                                    __global const float *qkv, ulong qkv_off, int B, int T, int C,
+                                    int NH, int causal)
+{
+    size_t i = get_global_id(0);
+    if (i >= (size_t)B * T * C)
+        return;
+    int hs = C / NH, c = i % C, h = c / hs;
+    size_t bt = i / C, b = bt / T;
+    int t = bt % T, send = causal ? t + 1 : T;
+    __global const float *w = scratch + sc_off + ((b * NH + h) * T + t) * (size_t)T;
+    __global const float *k = qkv + qkv_off + QKV_ROW(b, 0) + C + c;
+    float acc = 0;
+    for (int s = 0; s < send; s++)
+        acc += w[s] * k[(size_t)s * 3 * C];
+    dqkv[dqkv_off + QKV_ROW(b, t) + c] += acc;
+}
+
+/* dk_s[j] += sum_t dpre[t][s] q_t[j]; dv_s[j] += sum_t att[t][s] dout_t[j], over the query rows
+ * t that see key s (t >= s when causal): one item per element of dk (and of dv) */
+__kernel void attention_backward_dkv(__global float *dqkv, ulong dqkv_off,
+                                     __global const float *scratch, ulong sc_off,
+                                     __global const float *dout, ulong dout_off,
+                                     __global const float *qkv, ulong qkv_off,
+                                     __global const float *att, ulong att_off, int B, int T,
+                                     int C, int NH, int causal)
+{
+    size_t i = get_global_id(0);
+    if (i >= (size_t)B * T * C)
+        return;
+    int hs = C / NH, c = i % C, h = c / hs;
+    size_t bt = i / C, b = bt / T;
+    int s = bt % T;
+    size_t head = (b * NH + h) * (size_t)T * T;
+    __global const float *q = qkv + qkv_off + QKV_ROW(b, 0) + c;
+    __global const float *go = dout + dout_off + b * T * (size_t)C + c;
+    float dk = 0, dv = 0;
+    for (int t = causal ? s : 0; t < T; t++) {
+        size_t ts = head + (size_t)t * T + s;
+        dk += scratch[sc_off + ts] * q[(size_t)t * 3 * C];
+        dv += att[att_off + ts] * go[(size_t)t * C];
+    }
+    __global float *row = dqkv + dqkv_off + QKV_ROW(b, s);
+    row[C + c] += dk;
+    row[2 * C + c] += dv;
+}

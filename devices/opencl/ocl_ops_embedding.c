@@ -1,0 +1,69 @@
+/* devices/opencl/ocl_ops_embedding.c: the opencl backend's token + position embedding, forward
+ * and backward. Token ids are checked on the device: a bad one raises the error flag, which the
+ * next synchronize or download turns into a device error naming the op. */
+#include "ocl_internal.h"
+
+static int emb_ok(device *d, const char *op, dten wte, dten wpe, dten act, dten tokens, int B,
+                  int T, int C)
+{
+    size_t bt = (size_t)B * (size_t)T;
+    return !d->failed && ocl_dims_ok(d, op, (int[]){B, T, C}, 3, 1) &&
+           ocl_view_ok(d, op, "tokens", tokens, bt, DT_I32) &&
+           ocl_view_ok(d, op, "wte", wte, (size_t)C, DT_REAL) &&
+           ocl_view_ok(d, op, "wpe", wpe, (size_t)T * (size_t)C, DT_REAL) &&
+           ocl_view_ok(d, op, "activations", act, bt * (size_t)C, DT_REAL);
+}
+
+static void ocl_embedding_forward(device *d, dten out, dten tokens, dten wte, dten wpe, int B,
+                                  int T, int C)
+{
+    const char *op = "embedding_forward";
+    if (!emb_ok(d, op, wte, wpe, out, tokens, B, T, C))
+        return;
+    ocl_op_begin(d);
+    size_t total = (size_t)B * T * C;
+    ocl_args a = {0};
+    oa_ten(&a, out);
+    oa_ten(&a, tokens);
+    oa_ten(&a, wte);
+    oa_ten(&a, wpe);
+    oa_int(&a, T);
+    oa_int(&a, C);
+    oa_int(&a, (int)(wte.n / (size_t)C));
+    oa_ulong(&a, total);
+    oa_mem(&a, OCL(d)->flag);
+    if (ocl_launch(d, op, K_EMBEDDING_FORWARD, &a, total))
+        ocl_fault(d, op, out, total);
+}
+
+static void ocl_embedding_backward(device *d, dten dwte, dten dwpe, dten dout, dten tokens,
+                                   int B, int T, int C)
+{
+    const char *op = "embedding_backward";
+    if (!emb_ok(d, op, dwte, dwpe, dout, tokens, B, T, C))
+        return;
+    ocl_op_begin(d);
+    ocl_args a = {0};
+    oa_ten(&a, dwte);
+    oa_ten(&a, dout);
+    oa_ten(&a, tokens);
+    oa_int(&a, B * T);
+    oa_int(&a, C);
+    oa_int(&a, (int)(dwte.n / (size_t)C));
+    oa_mem(&a, OCL(d)->flag);
+    ocl_args p = {0};
+    oa_ten(&p, dwpe);
+    oa_ten(&p, dout);
+    oa_int(&p, B);
+    oa_int(&p, T);
+    oa_int(&p, C);
+    if (ocl_launch(d, op, K_EMBEDDING_BACKWARD_WTE, &a, (size_t)C) &&
+        ocl_launch(d, op, K_EMBEDDING_BACKWARD_WPE, &p, (size_t)T * C))
+        ocl_fault(d, op, dwpe, (size_t)T * C);
+}
+
+void ocl_fill_embedding(device_i *ops)
+{
+    ops->embedding_forward = ocl_embedding_forward;
+    ops->embedding_backward = ocl_embedding_backward;
+}

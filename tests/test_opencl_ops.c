@@ -1,0 +1,221 @@
+/* tests/test_opencl_ops.c: the opencl backend beyond the op math `harness ops` checks: specs,
+ * transfers, zero/copy on views, errors naming the op, bad ids, repeatable sums, timing. */
+
+/* Every test is skipped when the build or the machine has no OpenCL device. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "device.h"
+#include "testutil.h"
+#ifdef HARNESS_OPENCL
+#include "opencl/opencl.h"
+#endif
+
+static device *open_or_skip(const char *spec)
+{
+    char err[DEVICE_ERR];
+    device *d = device_open(spec, err, sizeof err);
+    if (!d) {
+        fprintf(stderr, "skipping: %s: %s\n", spec, err);
+        skip();
+    }
+    return d;
+}
+
+static void expect_error(device *d, const char *part)
+{
+    const char *e = device_error(d);
+    if (!e || !strstr(e, part))
+        fail_msg("device error '%s' lacks '%s'", e ? e : "(none)", part);
+}
+
+static void test_specs(void **state)
+{
+    device *d = open_or_skip("opencl");
+    assert_string_equal(d->backend, "opencl");
+    assert_string_equal(d->dtype, "fp32");
+    assert_int_equal(d->real_size, 4);
+    assert_true(d->mem_total > 0);
+    assert_true(strlen(d->name) > 0);
+    char name[8] = "";
+    for (int i = 0; i < 4 && d->name[i]; i++) /* part of the name, upper case */
+        name[i] = (char)(d->name[i] >= 'a' && d->name[i] <= 'z' ? d->name[i] - 32 : d->name[i]);
+    device_close(d);
+    char spec[64], err[DEVICE_ERR];
+    const char *good[] = {"opencl:0", "opencl:0.0", spec};
+    snprintf(spec, sizeof spec, "opencl:%s", name);
+    for (int i = 0; i < 3; i++) {
+        device *e = device_open(good[i], err, sizeof err);
+        if (!e)
+            fail_msg("%s: %s", good[i], err);
+        device_close(e);
+    }
+    const char *bad[] = {"opencl:99", "opencl:7.0", "opencl:0.9", "opencl:no such device"};
+    for (int i = 0; i < 4; i++) {
+        assert_null(device_open(bad[i], err, sizeof err));
+        assert_non_null(strstr(err, "this machine has"));
+    }
+    device_info info[16];
+    int n = device_list(info, 16), found = 0;
+    for (int i = 0; i < n; i++)
+        found += strncmp(info[i].spec, "opencl:", 7) == 0;
+    assert_true(found >= 1);
+}
+
+/* float, double and int32 round trips through views at odd offsets; zero and copy on views */
+static void test_transfers(void **state)
+{
+    device *d = open_or_skip("opencl");
+    dten a = device_alloc(d, 101, DT_REAL), t = device_alloc(d, 9, DT_I32);
+    assert_non_null(a.buf);
+    assert_true(d->mem_current >= 101 * 4 + 9 * 4);
+    double x[101], y[101];
+    for (int i = 0; i < 101; i++)
+        x[i] = i * 0.5 - 7;
+    d->ops->upload_f64(d, a, x);
+    d->ops->zero(d, dten_view(a, 3, 5));
+    d->ops->copy(d, dten_view(a, 50, 20), dten_view(a, 10, 20));    /* disjoint */
+    d->ops->copy(d, dten_view(a, 80, 10), dten_view(a, 75, 10));    /* overlapping */
+    d->ops->download_f64(d, y, a);
+    assert_null(device_error(d));
+    for (int i = 0; i < 101; i++) {
+        double want = i >= 3 && i < 8 ? 0 : i >= 50 && i < 70 ? x[i - 40] : i >= 80 && i < 90 ? x[i - 5] : x[i];
+        if (y[i] != want)
+            fail_msg("element %d: %g, want %g", i, y[i], want);
+    }
+    int32_t ids[9] = {5, -3, 0, 2147483647, 7, 8, 9, 10, -2147483647}, back[9];
+    d->ops->upload_i32(d, t, ids);
+    d->ops->download_i32(d, back, t);
+    assert_memory_equal(ids, back, sizeof ids);
+    assert_int_equal(d->ops->mem_used(d), d->mem_current);
+    device_free(d, a);
+    device_free(d, t);
+    assert_int_equal(d->mem_current, 0);
+    device_close(d);
+}
+
+/* a view past its buffer and a DT_I32 where a real belongs: errors naming op and tensor */
+static void test_argument_errors(void **state)
+{
+    device *d = open_or_skip("opencl");
+    dten a = device_alloc(d, 10, DT_REAL), t = device_alloc(d, 10, DT_I32);
+    d->ops->gelu_forward(d, a, a, 11);
+    expect_error(d, "opencl: gelu_forward: first tensor has 10 elements, the op needs 11");
+    device_free(d, a);
+    device_free(d, t);
+    device_close(d);
+    d = open_or_skip("opencl");
+    a = device_alloc(d, 10, DT_REAL);
+    t = device_alloc(d, 10, DT_I32);
+    d->ops->add(d, a, t, a, 10);
+    expect_error(d, "opencl: add: second tensor must be DT_REAL");
+    d->ops->scale(d, a, 2, 10); /* a no-op now: the first error stays */
+    expect_error(d, "add");
+    float back[10]; /* downloads still read after the error, for inspection */
+    d->ops->download(d, back, a);
+    for (int i = 0; i < 10; i++)
+        assert_float_equal(back[i], 0, 0);
+    device_free(d, a);
+    device_free(d, t);
+    device_close(d);
+}
+
+/* a token id outside wte's rows is caught on the device and reported at the next sync */
+static void test_bad_token(void **state)
+{
+    device *d = open_or_skip("opencl");
+    int B = 1, T = 3, C = 4, V = 5;
+    dten out = device_alloc(d, (size_t)B * T * C, DT_REAL), tok = device_alloc(d, 3, DT_I32);
+    dten wte = device_alloc(d, (size_t)V * C, DT_REAL), wpe = device_alloc(d, (size_t)T * C, DT_REAL);
+    int32_t ids[3] = {1, 5, 2};
+    d->ops->upload_i32(d, tok, ids);
+    d->ops->embedding_forward(d, out, tok, wte, wpe, B, T, C);
+    d->ops->synchronize(d);
+    expect_error(d, "embedding_forward: a token id is outside the rows of wte");
+    dten all[] = {out, tok, wte, wpe};
+    for (int i = 0; i < 4; i++)
+        device_free(d, all[i]);
+    device_close(d);
+}
+
+/* an allocation larger than the device allows fails with the CL limit named */
+static void test_huge_alloc(void **state)
+{
+    device *d = open_or_skip("opencl");
+    dten a = device_alloc(d, (size_t)1 << 40, DT_REAL);
+    assert_null(a.buf);
+    expect_error(d, "opencl: alloc:");
+    assert_int_equal(d->mem_current, 0);
+    device_close(d);
+}
+
+/* sums repeat bit for bit, at sizes that are not multiples of a work-group */
+static void test_reductions_repeat(void **state)
+{
+    device *d = open_or_skip("opencl");
+    size_t n = 100003;
+    float *x = malloc(n * sizeof *x);
+    uint64_t seed = 3;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)tu_uniform(&seed, -1, 1);
+    dten a = device_alloc(d, n + 1, DT_REAL);
+    d->ops->upload(d, dten_view(a, 1, n), x);
+    double s1 = d->ops->sum(d, dten_view(a, 1, n), (int)n);
+    double q1 = d->ops->sumsq(d, dten_view(a, 1, n), (int)n);
+    double s2 = d->ops->sum(d, dten_view(a, 1, n), (int)n);
+    double q2 = d->ops->sumsq(d, dten_view(a, 1, n), (int)n);
+    double s = 0, q = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i], q += (double)x[i] * x[i];
+    assert_memory_equal(&s1, &s2, sizeof s1);
+    assert_memory_equal(&q1, &q2, sizeof q1);
+    assert_float_equal(s1, s, 1e-9 * q);
+    assert_float_equal(q1, q, 1e-9 * q);
+    assert_float_equal(d->ops->sum(d, dten_view(a, 1, 0), 0), 0, 0);
+    assert_null(device_error(d));
+    device_free(d, a);
+    free(x);
+    device_close(d);
+}
+
+/* with timing on, an op's span on the device is known */
+static void test_timing(void **state)
+{
+#ifdef HARNESS_OPENCL
+    device *d = open_or_skip("opencl");
+    dten a = device_alloc(d, 4096, DT_REAL);
+    opencl_set_timing(d, 1);
+    d->ops->scale(d, a, 0.5, 4096);
+    double ns = opencl_last_op_ns(d);
+    assert_true(ns > 0 && ns < 1e10);
+    d->ops->gemm(d, 0, 0, 16, 16, 16, 1, a, 16, 0, a, 16, 0, 0, dten_view(a, 512, 256), 16, 0, 1);
+    assert_true(opencl_last_op_ns(d) > 0);
+    opencl_set_timing(d, 0);
+    assert_null(device_error(d));
+    device_free(d, a);
+    device_close(d);
+#else
+    skip();
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_specs),
+        cmocka_unit_test(test_transfers),
+        cmocka_unit_test(test_argument_errors),
+        cmocka_unit_test(test_bad_token),
+        cmocka_unit_test(test_huge_alloc),
+        cmocka_unit_test(test_reductions_repeat),
+        cmocka_unit_test(test_timing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# tests/test_ops_cli.sh: `harness ops` end to end: bad arguments (exit 2), cpu devices, --json and
+# --db, the opencl device in every mode (skipped, with a message, when there is none).
+# usage: test_ops_cli.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$1"
+T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+pass() { passes=$((passes+1)); }
+fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+# expect CODE DESCRIPTION -- command...: checks the exit code; stdout in $T/out, stderr in $T/err
+expect() {
+  local want="$1" what="$2"; shift 3
+  "$@" >"$T/out" 2>"$T/err"; local got=$?
+  if [ "$got" = "$want" ]; then pass; else
+    fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; grep -v PASS "$T/out" | head -20 | sed 's/^/    /'
+  fi
+}
+says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "message lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+prints() { if grep -qE -- "$1" "$T/out"; then pass; else fail "output lacks /$1/"; tail -3 "$T/out" | sed 's/^/    /'; fi; }
+
+# ---- arguments ----
+expect 0 "ops --help" -- "$H" ops --help
+prints "--mode test"
+expect 2 "unknown option" -- "$H" ops --bogus; says "--bogus"
+expect 2 "unknown op" -- "$H" ops --op nosuch --device cpu; says "nosuch"
+expect 2 "unknown op in a list" -- "$H" ops --op gelu_forward,nosuch --device cpu; says "nosuch"
+expect 2 "bad mode" -- "$H" ops --mode fast; says "fast"
+expect 2 "--mode without value" -- "$H" ops --mode
+expect 2 "--device without value" -- "$H" ops --device
+expect 2 "empty --device" -- "$H" ops --device=
+expect 2 "unknown device" -- "$H" ops --device nosuch; says "nosuch"
+expect 2 "cpu:3" -- "$H" ops --device cpu:3
+expect 2 "positional argument" -- "$H" ops gemm
+printf 'not a database\n' >"$T/text.db"; cp "$T/text.db" "$T/text.copy"
+expect 2 "--db on a text file" -- "$H" ops --device cpu --op sum --db "$T/text.db"
+cmp -s "$T/text.db" "$T/text.copy" && pass || fail "a non-database --db file was modified"
+
+# ---- the cpu devices: cpu64 against cpu, cpu against itself, gradients ----
+expect 0 "cpu64 test mode" -- "$H" ops --device cpu64
+prints "^[0-9]+ passed, 0 failed$"
+expect 0 "cpu against itself" -- "$H" ops --device cpu --op layernorm_forward,gemm
+expect 0 "cpu grad mode" -- "$H" ops --device cpu --mode grad
+prints "layernorm_backward"
+expect 0 "cpu64 grad mode" -- "$H" ops --device cpu64 --mode grad
+expect 0 "--json" -- "$H" ops --device cpu64 --op sum --json
+head -c 1 "$T/out" | grep -q '\[' && pass || fail "--json prints a JSON array"
+[ "$(grep -c '"status": "pass"' "$T/out")" -ge 3 ] && pass || fail "--json has a pass per sum shape"
+expect 0 "--db" -- "$H" ops --device cpu64 --op add,scale --db "$T/ops.db"
+expect 0 "--db again" -- "$H" ops --device cpu64 --op add --mode perf --db "$T/ops.db"
+expect 0 "the --db file is still a store harness runs reads" -- "$H" runs --db "$T/ops.db"
+if command -v sqlite3 >/dev/null; then
+  n=$(sqlite3 "$T/ops.db" "select count(*) from op_results")
+  [ "$n" = 5 ] && pass || fail "op_results holds 5 rows, got $n"
+fi
+
+# ---- opencl ----
+"$H" ops --device opencl --op sum >"$T/out" 2>"$T/err"; probe=$?
+if [ "$probe" = 2 ] && grep -qE "no OpenCL device|unknown device 'opencl'" "$T/err"; then
+  echo "SKIP: opencl part: $(head -1 "$T/err")"
+else
+  expect 0 "opencl test mode" -- "$H" ops --device opencl
+  prints "^[0-9]+ passed, 0 failed$"
+  prints "softmax_xent_forward +N=7 V=11 "
+  expect 0 "opencl grad mode" -- "$H" ops --device opencl --mode grad
+  prints "attention_backward"
+  expect 0 "opencl perf mode, two devices" -- "$H" ops --device cpu,opencl --mode perf --op add,gemm
+  prints "^gemm .*\| .*\| "
+  name=$("$H" devices | awk '/^opencl:0/ {print toupper(substr($2, 1, 6))}')
+  expect 0 "opencl by part of its name, any case ($name)" -- "$H" ops --device "opencl:$name" --op add
+  expect 2 "opencl:99" -- "$H" ops --device opencl:99; says "opencl:99"
+fi
+
+echo "test_ops_cli: $passes passed, $fails failed"
+[ "$fails" = 0 ]

@@ -11,6 +11,12 @@ typedef struct store store;
  * a message naming the file (not a database, newer schema than this harness knows, ...). */
 int store_open(const char *path, store **out);
 void store_close(store *st);
+/* Opens an existing store for reading only: never creates, migrates or writes the file. Returns
+ * 0, or 2 after a message ("no database at FILE", not a database, an older or newer schema). The
+ * write functions refuse (1) on a store opened this way. */
+int store_open_readonly(const char *path, store **out);
+/* The schema version (PRAGMA user_version) this harness creates and migrates to. */
+int store_schema_version(void);
 
 typedef struct {
     const char *scenario, *scenario_json, *scenario_hash;
@@ -51,8 +57,15 @@ typedef struct {
 int store_get_run(store *st, int64_t run_id, run_row *out);
 /* The scenario JSON of a run (malloc'd, caller frees), NULL if none */
 char *store_get_run_json(store *st, int64_t run_id);
-/* Calls fn for every run, newest first (limit 0 = all). Returns 0 or 2. */
+/* Calls fn for every run, newest first (limit 0 = all). Returns 0 or 2. A nonzero return from
+ * fn stops the walk, and store_each_run returns that value. */
 int store_each_run(store *st, int limit, int (*fn)(const run_row *r, void *arg), void *arg);
+/* The device identity of a run that run_row leaves out. */
+typedef struct {
+    char vendor[256], driver_version[256], runtime_version[256];
+} run_device;
+/* Fills *out for run id; returns 0, 1 when there is no such run (message printed), 2 on error */
+int store_get_run_device(store *st, int64_t run_id, run_device *out);
 /* Loads all steps of a run in step order into a malloc'd array (caller frees). 0 or 2. */
 int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n);
 

@@ -5,7 +5,7 @@ set -euo pipefail
 
 HARNESS_PACKAGES=(
   build-essential cmake pkg-config git
-  libsqlite3-dev libjansson-dev libcmocka-dev libopenblas-dev libomp-dev libssl-dev
+  libsqlite3-dev libjansson-dev libcmocka-dev libopenblas-openmp-dev libssl-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
   gnuplot-nox
 )

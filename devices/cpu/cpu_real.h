@@ -27,8 +27,48 @@ struct dbuf {
 #define RP(t) ((real *)(t).buf->data + (t).off)
 #define IP(t) ((int32_t *)(t).buf->data + (t).off)
 
+/* math and BLAS in the element type */
+#ifdef CPU_REAL_DOUBLE
+#define R_EXP exp
+#define R_SQRT sqrt
+#define cblas_real_gemm cblas_dgemm
+#else
+#define R_EXP expf
+#define R_SQRT sqrtf
+#define cblas_real_gemm cblas_sgemm
+#endif
+
 /* every non-static function of the backend goes through CPU_SYM so both builds link together */
 #define cpu_fill_ops CPU_SYM(fill_ops)
 void cpu_fill_ops(device_i *ops); /* cpu_ops*.c: the op entries of the table */
+
+/* cpu_ops.c: argument checks shared by the ops. Each returns 1 when fine; otherwise it records
+ * "<backend>: <op>: ..." with device_fail and returns 0. */
+#define cpu_check CPU_SYM(check)
+#define cpu_dims_ok CPU_SYM(dims_ok)
+/* t has a buffer of the given kind, lies inside it and holds at least need elements */
+int cpu_check(device *d, const char *op, const char *name, dten t, size_t need, dkind kind);
+/* every one of the ndims sizes is >= min */
+int cpu_dims_ok(device *d, const char *op, const int *dims, int ndims, int min);
+
+/* the op entries of each cpu_ops_<area>.c */
+#define cpu_fill_elementwise CPU_SYM(fill_elementwise)
+#define cpu_fill_embedding CPU_SYM(fill_embedding)
+#define cpu_fill_layernorm CPU_SYM(fill_layernorm)
+#define cpu_fill_gemm CPU_SYM(fill_gemm)
+#define cpu_fill_attention CPU_SYM(fill_attention)
+#define cpu_fill_loss CPU_SYM(fill_loss)
+#define cpu_fill_optim CPU_SYM(fill_optim)
+void cpu_fill_elementwise(device_i *ops); /* gelu, add, accumulate, scale */
+void cpu_fill_embedding(device_i *ops);
+void cpu_fill_layernorm(device_i *ops);
+void cpu_fill_gemm(device_i *ops); /* gemm, bias_add, bias_backward */
+void cpu_fill_attention(device_i *ops);
+void cpu_fill_loss(device_i *ops); /* softmax cross-entropy */
+void cpu_fill_optim(device_i *ops); /* adamw, sumsq, sum */
+
+/* channels per block in column reductions (bias and layernorm weight gradients, embedding
+ * scatter): a block's sums run over rows in order, so results do not depend on threads */
+#define CPU_COL_BLOCK 32
 
 #endif

@@ -1,0 +1,109 @@
+/* devices/cpu/cpu_ops_layernorm.c: the cpu backend's layernorm over the last dimension, forward
+ * and backward. Row statistics and reductions accumulate in double. */
+#include "cpu_real.h"
+
+#include <math.h>
+
+static int ln_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten mean, dten rstd,
+                 int N, int C)
+{
+    size_t nc = (size_t)N * (size_t)C;
+    return cpu_dims_ok(d, op, &N, 1, 0) && cpu_dims_ok(d, op, &C, 1, 1) &&
+           cpu_check(d, op, "inp", x, nc, DT_REAL) &&
+           cpu_check(d, op, "out/dout", y, nc, DT_REAL) &&
+           cpu_check(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
+           cpu_check(d, op, "b/db", b, (size_t)C, DT_REAL) &&
+           cpu_check(d, op, "mean", mean, (size_t)N, DT_REAL) &&
+           cpu_check(d, op, "rstd", rstd, (size_t)N, DT_REAL);
+}
+
+static void cpu_layernorm_forward(device *d, dten out, dten mean, dten rstd, dten inp, dten w,
+                                  dten b, int N, int C, double eps)
+{
+    if (d->failed || !ln_ok(d, "layernorm_forward", inp, out, w, b, mean, rstd, N, C))
+        return;
+    const real *x = RP(inp), *wt = RP(w), *bs = RP(b);
+    real *y = RP(out), *mu = RP(mean), *rs = RP(rstd);
+#pragma omp parallel for schedule(static)
+    for (long n = 0; n < N; n++) {
+        const real *xr = x + (size_t)n * C;
+        double m = 0, v = 0;
+        for (int c = 0; c < C; c++)
+            m += xr[c];
+        m /= C;
+        for (int c = 0; c < C; c++)
+            v += (xr[c] - m) * (xr[c] - m);
+        double s = 1.0 / sqrt(v / C + eps);
+        real *yr = y + (size_t)n * C;
+        for (int c = 0; c < C; c++)
+            yr[c] = (real)((xr[c] - m) * s) * wt[c] + bs[c];
+        mu[n] = (real)m;
+        rs[n] = (real)s;
+    }
+}
+
+/* dinp += rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)), dnorm = dout * w */
+static void ln_backward_inp(real *dx, const real *dy, const real *x, const real *w,
+                            const real *mu, const real *rs, int N, int C)
+{
+#pragma omp parallel for schedule(static)
+    for (long n = 0; n < N; n++) {
+        const real *xr = x + (size_t)n * C, *gr = dy + (size_t)n * C;
+        double m = mu[n], s = rs[n], m1 = 0, m2 = 0;
+        for (int c = 0; c < C; c++) {
+            double dn = (double)gr[c] * w[c];
+            m1 += dn;
+            m2 += dn * (xr[c] - m) * s;
+        }
+        m1 /= C;
+        m2 /= C;
+        real *dr = dx + (size_t)n * C;
+        for (int c = 0; c < C; c++) {
+            double xhat = (xr[c] - m) * s;
+            dr[c] += (real)(((double)gr[c] * w[c] - m1 - xhat * m2) * s);
+        }
+    }
+}
+
+/* dw[c] += sum_n dout*xhat, db[c] += sum_n dout: channel blocks in parallel, rows in order */
+static void ln_backward_wb(real *dw, real *db, const real *dy, const real *x, const real *mu,
+                           const real *rs, int N, int C)
+{
+    int nblocks = (C + CPU_COL_BLOCK - 1) / CPU_COL_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; blk++) {
+        int c0 = blk * CPU_COL_BLOCK, nc = C - c0 < CPU_COL_BLOCK ? C - c0 : CPU_COL_BLOCK;
+        double aw[CPU_COL_BLOCK] = {0}, ab[CPU_COL_BLOCK] = {0};
+        for (long n = 0; n < N; n++) {
+            const real *xr = x + (size_t)n * C + c0, *gr = dy + (size_t)n * C + c0;
+            double m = mu[n], s = rs[n];
+            for (int j = 0; j < nc; j++) {
+                aw[j] += (double)gr[j] * ((xr[j] - m) * s);
+                ab[j] += gr[j];
+            }
+        }
+        for (int j = 0; j < nc; j++) {
+            dw[c0 + j] += (real)aw[j];
+            db[c0 + j] += (real)ab[j];
+        }
+    }
+}
+
+static void cpu_layernorm_backward(device *d, dten dinp, dten dw, dten db, dten dout, dten inp,
+                                   dten w, dten mean, dten rstd, int N, int C)
+{
+    const char *op = "layernorm_backward";
+    if (d->failed || !ln_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) ||
+        !cpu_check(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
+        !cpu_check(d, op, "w", w, (size_t)C, DT_REAL))
+        return;
+    const real *dy = RP(dout), *x = RP(inp), *mu = RP(mean), *rs = RP(rstd);
+    ln_backward_inp(RP(dinp), dy, x, RP(w), mu, rs, N, C);
+    ln_backward_wb(RP(dw), RP(db), dy, x, mu, rs, N, C);
+}
+
+void cpu_fill_layernorm(device_i *ops)
+{
+    ops->layernorm_forward = cpu_layernorm_forward;
+    ops->layernorm_backward = cpu_layernorm_backward;
+}

@@ -1,0 +1,85 @@
+/* devices/cpu/cpu_ops_optim.c: the cpu backend's fused AdamW step (PyTorch's order, in double
+ * per element) and the sum / sum-of-squares reductions (double, in a fixed chunk order). */
+#include "cpu_real.h"
+
+#include <math.h>
+
+/* As torch.optim.AdamW (single tensor, no amsgrad): param *= 1 - lr*wd; m, v updated;
+ * step_size = lr / bc1; denom = sqrt(v) / sqrt(bc2) + eps; param -= step_size * m / denom. */
+static void cpu_adamw(device *d, dten p, dten g, dten m, dten v, int n, double lr, double beta1,
+                      double beta2, double eps, double weight_decay, int t)
+{
+    const char *op = "adamw";
+    if (d->failed)
+        return;
+    if (t < 1) {
+        device_fail(d, "%s: adamw: step t=%d must count from 1", CPU_BACKEND_NAME, t);
+        return;
+    }
+    if (!cpu_dims_ok(d, op, &n, 1, 0) || !cpu_check(d, op, "p", p, (size_t)n, DT_REAL) ||
+        !cpu_check(d, op, "g", g, (size_t)n, DT_REAL) ||
+        !cpu_check(d, op, "m", m, (size_t)n, DT_REAL) ||
+        !cpu_check(d, op, "v", v, (size_t)n, DT_REAL))
+        return;
+    real *pp = RP(p), *mp = RP(m), *vp = RP(v);
+    const real *gp = RP(g);
+    double bc1 = 1 - pow(beta1, t), bc2_sqrt = sqrt(1 - pow(beta2, t));
+    double step_size = lr / bc1, decay = 1 - lr * weight_decay;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) {
+        double gi = gp[i];
+        double mi = beta1 * mp[i] + (1 - beta1) * gi;
+        double vi = beta2 * vp[i] + (1 - beta2) * gi * gi;
+        double denom = sqrt(vi) / bc2_sqrt + eps;
+        pp[i] = (real)(pp[i] * decay - step_size * mi / denom);
+        mp[i] = (real)mi;
+        vp[i] = (real)vi;
+    }
+}
+
+/* fixed chunks (not threads) so the sum is the same whatever the thread count */
+#define REDUCE_CHUNKS 64
+
+static double reduce(const real *x, long n, int squares)
+{
+    double part[REDUCE_CHUNKS];
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < REDUCE_CHUNKS; c++) {
+        long lo = n * c / REDUCE_CHUNKS, hi = n * (c + 1) / REDUCE_CHUNKS;
+        double s = 0;
+        if (squares)
+            for (long i = lo; i < hi; i++)
+                s += (double)x[i] * x[i];
+        else
+            for (long i = lo; i < hi; i++)
+                s += x[i];
+        part[c] = s;
+    }
+    double s = 0;
+    for (int c = 0; c < REDUCE_CHUNKS; c++)
+        s += part[c];
+    return s;
+}
+
+static double cpu_sumsq(device *d, dten x, int n)
+{
+    if (d->failed || !cpu_dims_ok(d, "sumsq", &n, 1, 0) ||
+        !cpu_check(d, "sumsq", "x", x, (size_t)n, DT_REAL))
+        return 0;
+    return reduce(RP(x), n, 1);
+}
+
+static double cpu_sum(device *d, dten x, int n)
+{
+    if (d->failed || !cpu_dims_ok(d, "sum", &n, 1, 0) ||
+        !cpu_check(d, "sum", "x", x, (size_t)n, DT_REAL))
+        return 0;
+    return reduce(RP(x), n, 0);
+}
+
+void cpu_fill_optim(device_i *ops)
+{
+    ops->adamw = cpu_adamw;
+    ops->sumsq = cpu_sumsq;
+    ops->sum = cpu_sum;
+}

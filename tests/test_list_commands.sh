@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# tests/test_list_commands.sh: `harness runs`, `show` and `devices` from the outside: --help, bad
+# arguments, missing, corrupt and foreign stores, and the devices table and JSON. Needs no Python.
+# usage: bash tests/test_list_commands.sh HARNESS_EXE SOURCE_DIR
+set -u
+H=${1:?usage: test_list_commands.sh HARNESS_EXE SOURCE_DIR}
+case "$H" in /*) ;; *) H="$PWD/$H" ;; esac
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/harness-list-XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+# expect CODE WHAT CMD...: runs CMD; its exit code must be CODE, and exit 2 needs a message on
+# stderr. stdout and stderr stay in $TMP/out and $TMP/err for further checks.
+expect() {
+    local want=$1 what=$2
+    shift 2
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    local got=$?
+    if [ "$got" != "$want" ]; then
+        fail "$what: exit $got, expected $want"
+        sed 's/^/    stderr: /' "$TMP/err"
+        return 1
+    fi
+    if [ "$want" = 2 ] && [ ! -s "$TMP/err" ]; then
+        fail "$what: exit 2 without a message on stderr"
+        return 1
+    fi
+    echo "ok: $what"
+}
+
+# grep_in FILE PATTERN WHAT
+grep_in() {
+    grep -q -- "$2" "$TMP/$1" || fail "$3: '$2' not in $1: $(head -c 300 "$TMP/$1")"
+}
+
+no_side_files() {
+    local s
+    for s in -wal -shm -journal; do
+        [ -e "$1$s" ] && fail "$2: $1$s was left behind"
+    done
+    return 0
+}
+
+# ---- --help: exit 0 and every option named ----------------------------------------------------
+for spec in "runs --db --limit --json" "show --db --json" "devices --json"; do
+    set -- $spec
+    cmd=$1
+    shift
+    for h in --help -h; do
+        expect 0 "$cmd $h" "$H" "$cmd" "$h" && grep_in out "usage: harness $cmd" "$cmd $h"
+    done
+    for opt in "$@"; do
+        grep_in out "$opt" "$cmd --help names $opt"
+    done
+done
+
+# ---- bad arguments: exit 2 with a message ------------------------------------------------------
+expect 2 "runs: unknown option" "$H" runs --bogus
+expect 2 "runs: extra argument" "$H" runs extra
+expect 2 "runs: --limit not a number" "$H" runs --limit abc
+expect 2 "runs: --limit negative" "$H" runs --limit -1
+expect 2 "runs: --limit 1.5" "$H" runs --limit=1.5
+expect 2 "runs: --limit without value" "$H" runs --limit
+expect 2 "runs: --db without value" "$H" runs --db
+expect 2 "runs: --json with a value" "$H" runs --json=yes
+expect 2 "show: no RUN" "$H" show
+expect 2 "show: RUN not a number" "$H" show abc
+expect 2 "show: RUN 12x" "$H" show 12x
+expect 2 "show: RUN 0" "$H" show 0
+expect 2 "show: two RUNs" "$H" show 1 2
+expect 2 "show: unknown option" "$H" show 1 --bogus
+expect 2 "show: --db without value" "$H" show 1 --db
+expect 2 "devices: unknown option" "$H" devices --bogus
+expect 2 "devices: extra argument" "$H" devices extra
+grep_in err "extra" "devices: message names the argument"
+
+# ---- missing store: exit 2, nothing created ----------------------------------------------------
+missing="$TMP/missing.db"
+expect 2 "runs: missing --db" "$H" runs --db "$missing" && grep_in err "no database at" "runs"
+[ -e "$missing" ] && fail "runs created $missing"
+expect 2 "show: missing --db" "$H" show 1 --db "$missing" && grep_in err "no database at" "show"
+[ -e "$missing" ] && fail "show created $missing"
+no_side_files "$missing" "missing store"
+mkdir "$TMP/empty"
+(cd "$TMP/empty" && "$H" runs >/dev/null 2>"$TMP/err")
+rc=$?
+[ $rc = 2 ] || fail "runs without harness.db in the directory: exit $rc, expected 2"
+grep_in err "no database at harness.db" "runs without --db"
+[ -e "$TMP/empty/harness.db" ] && fail "runs created harness.db"
+
+# ---- files that are not stores: exit 2, file unchanged ----------------------------------------
+printf 'step,loss\n1,2.5\n2,2.4\n' >"$TMP/text.db"
+head -c 4096 /dev/urandom >"$TMP/random.db"
+printf 'SQLite format 3\000' >"$TMP/header.db"
+head -c 8192 /dev/urandom >>"$TMP/header.db"
+for name in text random header; do
+    f="$TMP/$name.db"
+    cp "$f" "$TMP/copy"
+    expect 2 "runs: $name file" "$H" runs --db "$f"
+    expect 2 "show: $name file" "$H" show 1 --db "$f" --json
+    grep_in err "$f" "$name file: message names the file"
+    cmp -s "$f" "$TMP/copy" || fail "$name file was modified"
+    no_side_files "$f" "$name file"
+done
+: >"$TMP/zero.db"
+expect 2 "runs: empty file" "$H" runs --db "$TMP/zero.db"
+[ -s "$TMP/zero.db" ] && fail "runs wrote into an empty file"
+
+# ---- SQLite files that are not harness stores (only where the sqlite3 CLI exists) --------------
+if command -v sqlite3 >/dev/null; then
+    sqlite3 "$TMP/newer.db" "PRAGMA user_version = 9999;"
+    expect 2 "runs: newer schema" "$H" runs --db "$TMP/newer.db" &&
+        grep_in err "newer than this harness" "newer schema"
+    sqlite3 "$TMP/foreign.db" "CREATE TABLE notes(x); INSERT INTO notes VALUES ('hi');"
+    cp "$TMP/foreign.db" "$TMP/copy"
+    expect 2 "runs: another program's database" "$H" runs --db "$TMP/foreign.db" &&
+        grep_in err "not a harness store" "foreign database"
+    cmp -s "$TMP/foreign.db" "$TMP/copy" || fail "foreign database was modified"
+else
+    echo "skip: sqlite3 CLI not found (newer-schema and foreign-database checks)"
+fi
+
+# ---- devices -----------------------------------------------------------------------------------
+expect 0 "devices" "$H" devices && grep_in out "SPEC" "devices header" && grep_in out "^cpu " "devices lists cpu"
+expect 0 "devices --json" "$H" devices --json
+if command -v jq >/dev/null; then
+    jq -e 'type == "array" and length >= 1 and
+           all(.[]; has("spec") and has("name") and has("vendor") and has("dtype") and
+                    (.mem_total_bytes | type) == "number")' "$TMP/out" >/dev/null ||
+        fail "devices --json is not the expected JSON array: $(head -c 300 "$TMP/out")"
+    [ "$(jq -r '.[0].spec' "$TMP/out")" = cpu ] || fail "devices --json: first spec is not cpu"
+else
+    echo "skip: jq not found, checking devices --json by grep only"
+    head -c 1 "$TMP/out" | grep -q '\[' || fail "devices --json does not start with ["
+    grep_in out '"spec": "cpu"' "devices --json lists cpu"
+fi
+
+if [ "$fails" -gt 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+fi
+echo "all checks passed"

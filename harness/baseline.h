@@ -53,4 +53,15 @@ char *scenario_canonical_json(const char *json);
  * into out; returns how many differ, or -1 when either text is not JSON. */
 int scenario_json_diff(const char *a, const char *b, char *out, size_t len);
 
+/* ---- with the store (harness/baseline_db.c) ---- */
+/* Reads stored run run_id as a baseline labelled `label` (may be ""). Returns 0, 1 when there is
+ * no such run, 2 on an error (messages printed). Any status is read; callers check b->status. */
+int baseline_from_run(store *st, int64_t run_id, const char *label, baseline *b);
+/* Imports b as a new finished run (steps and extra keys included). 0 or 1. */
+int baseline_import(store *st, const baseline *b, int64_t *run_id);
+/* The path of the committed file for scenario + label in dir: DIR/SCENARIO.LABEL.baseline, with
+ * both names made safe for a file name (escape.h) */
+void baseline_file_name(const char *dir, const char *scenario, const char *label, char *out,
+                        size_t len);
+
 #endif

@@ -124,7 +124,7 @@ static int begin_run(store *st, const scenario *s, const device *d, int64_t *id)
     char host[256];
     host_name(host, sizeof host);
     run_meta m = {s->name, s->json, s->hash, d->backend, d->name, d->vendor, d->driver_version,
-                  d->runtime_version, s->world_size, d->dtype, host, HARNESS_GIT_COMMIT,
+                  d->runtime_version, s->world_size, d->dtype, host, harness_git_commit,
                   HARNESS_VERSION, (int64_t)d->mem_total};
     return store_begin_run(st, &m, id);
 }

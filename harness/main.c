@@ -46,7 +46,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
         printf("harness %s (commit %s)\n", HARNESS_VERSION,
-               HARNESS_GIT_COMMIT[0] ? HARNESS_GIT_COMMIT : "unknown");
+               harness_git_commit[0] ? harness_git_commit : "unknown");
         return EXIT_PASS;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

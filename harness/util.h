@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* the git commit the binary was built from ("" outside a checkout); generated at build time */
+extern const char *harness_git_commit;
+
 /* exit codes used by every command */
 enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 

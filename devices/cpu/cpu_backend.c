@@ -38,6 +38,8 @@ static void cpu_free(device *d, dbuf *b)
 
 static void cpu_upload(device *d, dten dst, const float *src)
 {
+    if (d->failed)
+        return;
     real *p = RP(dst);
     for (size_t i = 0; i < dst.n; i++)
         p[i] = (real)src[i];
@@ -45,6 +47,8 @@ static void cpu_upload(device *d, dten dst, const float *src)
 
 static void cpu_upload_f64(device *d, dten dst, const double *src)
 {
+    if (d->failed)
+        return;
     real *p = RP(dst);
     for (size_t i = 0; i < dst.n; i++)
         p[i] = (real)src[i];
@@ -52,6 +56,8 @@ static void cpu_upload_f64(device *d, dten dst, const double *src)
 
 static void cpu_upload_i32(device *d, dten dst, const int32_t *src)
 {
+    if (d->failed)
+        return;
     memcpy(IP(dst), src, dst.n * sizeof(int32_t));
 }
 
@@ -76,12 +82,21 @@ static void cpu_download_i32(device *d, int32_t *dst, dten src)
 
 static void cpu_zero(device *d, dten t)
 {
+    if (d->failed)
+        return;
     size_t esize = t.buf->head.kind == DT_I32 ? sizeof(int32_t) : sizeof(real);
     memset((char *)t.buf->data + t.off * esize, 0, t.n * esize);
 }
 
 static void cpu_copy(device *d, dten dst, dten src)
 {
+    if (d->failed)
+        return;
+    if (dst.n != src.n || dst.buf->head.kind != src.buf->head.kind) {
+        device_fail(d, "%s: copy: %zu elements into %zu, or of another kind", d->backend, src.n,
+                    dst.n);
+        return;
+    }
     size_t esize = dst.buf->head.kind == DT_I32 ? sizeof(int32_t) : sizeof(real);
     memmove((char *)dst.buf->data + dst.off * esize, (char *)src.buf->data + src.off * esize,
             dst.n * esize);

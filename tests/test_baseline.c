@@ -302,6 +302,108 @@ static void test_scenario_diff(void **state)
     assert_null(scenario_canonical_json("{"));
 }
 
+/* ---- with the store ---- */
+
+static int64_t store_run(store *st, const char *scenario, const char *json, const char *status,
+                         int n, double tps)
+{
+    char hash[65];
+    char *canon = scenario_canonical_json(json);
+    sha256_hex(canon, strlen(canon), hash);
+    free(canon);
+    run_meta m = {scenario, json, hash, "cpu", "Test CPU", "host", "n/a", "blas", 1, "fp32",
+                  "testhost", "abc123", "0.1.0", 1 << 30};
+    int64_t id;
+    assert_int_equal(store_begin_run(st, &m, &id), 0);
+    for (int i = 0; i < n; i++) {
+        step_record r = {i + 1, 5.0 / (i + 1), 1.0 / 3, 1e-3, 512, 10.0, tps, 1 << 20, 1 << 19,
+                         1 << 30};
+        assert_int_equal(store_add_step(st, id, &r), 0);
+    }
+    if (status)
+        assert_int_equal(store_finish_run(st, id, status, NULL), 0);
+    return id;
+}
+
+static void test_store_round_trip(void **state)
+{
+    const char *db1 = tu_temp_path(".db"), *db2 = tu_temp_path(".db");
+    const char *file1 = tu_temp_path(".baseline"), *file2 = tu_temp_path(".baseline");
+    store *a, *b;
+    assert_int_equal(store_open(db1, &a), 0);
+    int64_t id = store_run(a, "t", SCN, "ok", 30, 1000);
+    baseline x, y, z;
+    assert_int_equal(baseline_from_run(a, id, "ref", &x), 0);
+    assert_int_equal(baseline_set_extra(&x, "source", "unit test"), 0);
+    assert_int_equal(baseline_save(file1, &x), 0);
+    /* file -> import -> store -> file: identical bytes */
+    assert_int_equal(baseline_read(file1, &y), 0);
+    assert_int_equal(store_open(db2, &b), 0);
+    int64_t id2;
+    assert_int_equal(baseline_import(b, &y, &id2), 0);
+    assert_int_equal(store_set_baseline(b, y.scenario, y.label, id2), 0);
+    int64_t found = 0;
+    assert_int_equal(store_find_baseline(b, "t", "ref", &found), 0);
+    assert_int_equal(found, id2);
+    assert_int_equal(store_find_baseline(b, "other", "ref", &found), 1);
+    assert_int_equal(baseline_from_run(b, id2, "ref", &z), 0);
+    assert_int_equal(z.n_extra, 1);
+    assert_true(baseline_same(&x, &z));
+    assert_int_equal(baseline_save(file2, &z), 0);
+    char *t1 = read_file(file1, NULL), *t2 = read_file(file2, NULL);
+    assert_string_equal(t1, t2);
+    free(t1);
+    free(t2);
+    baseline_free(&x);
+    baseline_free(&y);
+    baseline_free(&z);
+    /* one label per scenario: the same label for another scenario is another baseline */
+    int64_t other = store_run(b, "u", "{\"name\": \"u\"}", "ok", 3, 1000);
+    assert_int_equal(store_set_baseline(b, "u", "ref", other), 0);
+    assert_int_equal(store_find_baseline(b, "t", "ref", &found), 0);
+    assert_int_equal(found, id2);
+    /* verdicts are stored */
+    char verdict[16];
+    assert_int_equal(store_last_verdict(b, other, verdict), 1);
+    assert_int_equal(store_add_comparison(b, other, id2, "fail", 4, 0.5, NAN, "{}"), 0);
+    assert_int_equal(store_add_comparison(b, other, id2, "pass", 0, 0, 0, NULL), 0);
+    assert_int_equal(store_last_verdict(b, other, verdict), 0);
+    assert_string_equal(verdict, "pass");
+    store_close(a);
+    store_close(b);
+    unlink(db1);
+    unlink(db2);
+    unlink(file1);
+    unlink(file2);
+}
+
+static void test_store_history(void **state)
+{
+    const char *db = tu_temp_path(".db");
+    store *st;
+    assert_int_equal(store_open(db, &st), 0);
+    int64_t ids[6];
+    for (int i = 0; i < 5; i++)
+        ids[i] = store_run(st, "t", SCN, i == 2 ? "failed" : "ok", 5, 1000 + i);
+    store_run(st, "t", "{\"name\": \"t\", \"x\": 1}", "ok", 5, 1000); /* another hash */
+    ids[5] = store_run(st, "t", SCN, NULL, 5, 1000);                      /* still running */
+    int64_t *prev;
+    int n;
+    assert_int_equal(store_previous_runs(st, ids[5], 0, &prev, &n), 0);
+    assert_int_equal(n, 4); /* not the failed run, not the other scenario */
+    assert_int_equal(prev[0], ids[4]);
+    assert_int_equal(prev[3], ids[0]);
+    free(prev);
+    assert_int_equal(store_previous_runs(st, ids[5], 2, &prev, &n), 0);
+    assert_int_equal(n, 2);
+    free(prev);
+    assert_int_equal(store_previous_runs(st, ids[0], 0, &prev, &n), 0);
+    assert_int_equal(n, 0);
+    free(prev);
+    store_close(st);
+    unlink(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +413,8 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_fuzz),
         cmocka_unit_test(test_scenario_diff),
+        cmocka_unit_test(test_store_round_trip),
+        cmocka_unit_test(test_store_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

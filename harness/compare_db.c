@@ -279,7 +279,7 @@ static void print_ratio(FILE *f, const char *name, double run, double base, doub
     else
         fprintf(f, "%.1f %s vs %.1f %s: %.3fx", run / scale, unit, base / scale, unit, ratio);
     if (limit >= 0)
-        fprintf(f, " [gate %s %.3gx]", gate, limit);
+        fprintf(f, " [gate %s %gx]", gate, limit);
     fputc('\n', f);
 }
 

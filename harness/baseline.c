@@ -531,6 +531,23 @@ void baseline_free(baseline *b)
     memset(b, 0, sizeof *b);
 }
 
+int baseline_copy(baseline *dst, const baseline *src)
+{
+    *dst = *src;
+    dst->extra = NULL;
+    dst->n_extra = 0;
+    dst->scenario_json = src->scenario_json ? strdup(src->scenario_json) : NULL;
+    dst->steps = malloc(sizeof *dst->steps * (size_t)(src->n_steps ? src->n_steps : 1));
+    int bad = !dst->steps || (src->scenario_json && !dst->scenario_json);
+    if (!bad)
+        memcpy(dst->steps, src->steps, sizeof *dst->steps * (size_t)src->n_steps);
+    for (int i = 0; i < src->n_extra && !bad; i++)
+        bad = baseline_set_extra(dst, src->extra[i].key, src->extra[i].value);
+    if (bad)
+        baseline_free(dst);
+    return bad ? -1 : 0;
+}
+
 /* ---- writing ------------------------------------------------------------------------------ */
 
 /* a metadata value with \\ \n \r \t and other control bytes escaped, so it stays on its line */

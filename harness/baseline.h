@@ -45,6 +45,8 @@ int baseline_same(const baseline *a, const baseline *b);
 /* adds or replaces an extra metadata key; 0 or -1 (out of memory) */
 int baseline_set_extra(baseline *b, const char *key, const char *value);
 void baseline_free(baseline *b);
+/* a deep copy of src into dst; 0, or -1 when out of memory (dst then holds nothing) */
+int baseline_copy(baseline *dst, const baseline *src);
 
 /* Canonical form of a scenario JSON text (sorted keys, compact), malloc'd; NULL if the text
  * is not JSON. Its sha256 is the scenario hash. */

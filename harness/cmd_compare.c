@@ -133,7 +133,7 @@ static int compare_history(store *st, const compare_args *a, int warmup)
 
 static int compare_baseline(store *st, const compare_args *a, int warmup)
 {
-    baseline_query q = {a->baseline, NULL, a->baselines, a->force, warmup};
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, warmup, NULL};
     judgement j;
     int rc = judge_run(st, a->run_id, &q, &j);
     if (!rc && judge_store(st, &j))

@@ -120,9 +120,9 @@ static int select_runs(store *st, const report_args *a, run_set *s)
 
 /* judges one run into row (and its plots); a run without a usable baseline still gets a row */
 static int build_row(store *st, const report_args *a, int64_t id, report_row *row, plotter *p,
-                     int index)
+                     int index, baseline_cache *cache)
 {
-    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1};
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, cache};
     judgement j;
     memset(row, 0, sizeof *row);
     int rc = judge_run(st, id, &q, &j);
@@ -152,10 +152,13 @@ static int build_rows(store *st, const report_args *a, const run_set *s, report 
         log_error("report: out of memory for %d rows", s->n);
         return EXIT_USAGE;
     }
-    for (int i = 0; i < s->n; i++, r->n++)
-        if (build_row(st, a, s->rows[i].id, &r->rows[i], p, i + 1))
-            return EXIT_USAGE;
-    return 0;
+    baseline_cache cache;
+    memset(&cache, 0, sizeof cache);
+    int rc = 0;
+    for (int i = 0; i < s->n && !rc; i++, r->n++)
+        rc = build_row(st, a, s->rows[i].id, &r->rows[i], p, i + 1, &cache);
+    baseline_cache_free(&cache);
+    return rc;
 }
 
 static int write_files(report *r)

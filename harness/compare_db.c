@@ -75,11 +75,40 @@ static int is_run_spec(const char *spec)
     return spec[0] && strspn(spec, "0123456789") == strlen(spec);
 }
 
-static int load_base_run(store *st, judgement *j, int64_t id, const char *label)
+void baseline_cache_free(baseline_cache *c)
+{
+    baseline_free(&c->b);
+    c->st = NULL;
+    c->id = 0;
+}
+
+/* the stored run id as the baseline, through the cache when there is one */
+static int read_base(store *st, baseline_cache *cache, int64_t id, const char *label,
+                     baseline *b)
+{
+    if (cache && cache->st == st && cache->id == id) {
+        if (baseline_copy(b, &cache->b))
+            return EXIT_USAGE;
+        snprintf(b->label, sizeof b->label, "%s", label);
+        return 0;
+    }
+    if (baseline_from_run(st, id, label, b))
+        return EXIT_USAGE;
+    if (cache) {
+        baseline_cache_free(cache);
+        if (baseline_copy(&cache->b, b) == 0) {
+            cache->st = st;
+            cache->id = id;
+        }
+    }
+    return 0;
+}
+
+static int load_base_run(store *st, judgement *j, int64_t id, const char *label,
+                         baseline_cache *cache)
 {
     baseline_free(&j->base);
-    int rc = baseline_from_run(st, id, label, &j->base);
-    if (rc)
+    if (read_base(st, cache, id, label, &j->base))
         return EXIT_USAGE;
     if (strcmp(j->base.status, "ok") != 0) {
         log_error("run %lld is %s: a baseline must be a finished run (status ok)", (long long)id,
@@ -99,7 +128,7 @@ static int use_file(store *st, judgement *j, const char *path, int set_label)
         return rc;
     int64_t id = 0;
     int found = file.label[0] ? store_find_baseline(st, file.scenario, file.label, &id) : 1;
-    if (found == 0 && (rc = load_base_run(st, j, id, file.label)) == 0 &&
+    if (found == 0 && (rc = load_base_run(st, j, id, file.label, NULL)) == 0 &&
         baseline_same(&j->base, &file)) {
         snprintf(j->origin, sizeof j->origin, "%s (stored as run %lld)", path, (long long)id);
     } else if (found == 2) {
@@ -109,7 +138,7 @@ static int use_file(store *st, judgement *j, const char *path, int set_label)
             rc = store_set_baseline(st, file.scenario, file.label, id);
         snprintf(j->origin, sizeof j->origin, "%s (imported as run %lld)", path, (long long)id);
         if (!rc)
-            rc = load_base_run(st, j, id, file.label);
+            rc = load_base_run(st, j, id, file.label, NULL);
     }
     baseline_free(&file);
     return rc ? EXIT_USAGE : 0;
@@ -155,7 +184,7 @@ static int use_label(store *st, judgement *j, const baseline_query *q, const cha
     if (rc == 0) {
         snprintf(j->origin, sizeof j->origin, "label '%.200s' in the store (run %lld)", label,
                  (long long)id);
-        return load_base_run(st, j, id, label);
+        return load_base_run(st, j, id, label, q->cache);
     }
     char path[PATH_MAX], tried[4 * PATH_MAX];
     if (!find_file(q, j->run.scenario, label, path, sizeof path, tried, sizeof tried)) {
@@ -185,7 +214,7 @@ static int find_baseline(store *st, judgement *j, const baseline_query *q)
     if (is_run_spec(spec)) {
         int64_t id = strtoll(spec, NULL, 10);
         snprintf(j->origin, sizeof j->origin, "run %lld", (long long)id);
-        return load_base_run(st, j, id, "");
+        return load_base_run(st, j, id, "", q->cache);
     }
     return use_label(st, j, q, spec);
 }

@@ -12,6 +12,14 @@
 #include "history.h"
 #include "store.h"
 
+/* the last baseline read from a store, so judging many runs against one baseline reads it once */
+typedef struct {
+    const store *st;
+    int64_t id;
+    baseline b;
+} baseline_cache;
+void baseline_cache_free(baseline_cache *c);
+
 typedef struct {
     const char *spec;          /* LABEL, RUN id or FILE (has a '/' or ends in .baseline);
                                   NULL or "": the label the run's scenario names ("baseline") */
@@ -20,6 +28,7 @@ typedef struct {
     const char *baselines_dir; /* looked in first; NULL for none */
     int force;                 /* compare even though the scenario hashes differ */
     int warmup;                /* steps left out of the throughput median; < 0: the default */
+    baseline_cache *cache;     /* NULL, or where to keep the baseline between calls */
 } baseline_query;
 
 typedef struct {

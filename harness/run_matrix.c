@@ -92,7 +92,7 @@ static int parse_devices(const char *list, char specs[][64], int max, int *n)
 
 static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
 {
-    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1};
+    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL};
     judgement j;
     if (judge_run(st, c->run_id, &q, &j)) {
         c->error = 1;

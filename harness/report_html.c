@@ -146,7 +146,7 @@ int report_html(const report *r, const char *path)
     for (int i = 0; i < r->n; i++)
         html_row(f, &r->rows[i]);
     fputs("</table>\n", f);
-    if (r->plots) {
+    if (r->plots && r->n > 0) {
         fputs("<h2>Throughput and memory</h2>\n", f);
         img(f, r, "throughput.png", "throughput per device");
         img(f, r, "memory.png", "peak memory per device");

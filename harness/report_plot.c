@@ -107,7 +107,7 @@ static void datablock(FILE *f, const char *name, const double *x, const double *
 /* one PNG and one SVG of the plot command cmd (already written to f with the settings) */
 static void outputs(FILE *f, const char *base, const char *cmd, int width)
 {
-    fprintf(f, "set terminal pngcairo size %d,480\nset output '%s.png'\n%s\n", width, base, cmd);
+    fprintf(f, "set terminal png size %d,480\nset output '%s.png'\n%s\n", width, base, cmd);
     fprintf(f, "set terminal svg size %d,480 dynamic\nset output '%s.svg'\nreplot\n"
                "unset output\n", width, base);
 }

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "device.h"
+#include "runner.h"
 #include "scenario.h"
 #include "store.h"
 #include "train.h"
@@ -23,24 +24,29 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
-            "                            [--quiet]\n\n"
-            "Trains the scenario on one device and records every step in the store.\n\n"
+            "                            [--quiet]\n"
+            "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
+            "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
+            "Trains the scenario on one device and records every step in the store.\n"
+            "With --compare: trains every scenario on every listed device, compares each run\n"
+            "with its baseline (the scenario's \"baseline\" label unless --baseline; see\n"
+            "'harness compare --help'), prints one summary table and exits with the worst\n"
+            "verdict. 'all' is every backend compiled in that has a device, except cpu64\n"
+            "(name it to include it).\n\n"
             "  --device SPEC  device to train on (default cpu; see 'harness devices')\n"
             "  --db FILE      SQLite store (default %s; created if missing)\n"
             "  --steps N      train N steps instead of the scenario's train.steps\n"
             "  --save DIR     write the final weights as a Hugging Face model directory\n"
             "                 (config.json + model.safetensors) when the run ends ok\n"
-            "  --quiet        print only the final line\n\n"
-            "Exit codes: 0 the run finished ok, 1 it failed or diverged (NaN/Inf loss) or was\n"
-            "interrupted, 2 usage or input error.\n",
+            "  --quiet        print only the final line\n"
+            "  --compare      compare each run with its baseline (docs/compare.md)\n"
+            "  --baseline B   with --compare: the baseline of every run instead of the default\n"
+            "  --baselines D  with --compare: look for committed baseline files in D first\n\n"
+            "Exit codes: 0 the run finished ok (with --compare: every verdict is pass), 1 it\n"
+            "failed or diverged (NaN/Inf loss) or was interrupted (with --compare: a verdict\n"
+            "is not pass), 2 usage or input error.\n",
             DEFAULT_DB);
 }
-
-typedef struct {
-    const char *scenario, *device, *db, *save;
-    long steps;
-    int quiet;
-} run_args;
 
 static int parse_run_args(int argc, char **argv, run_args *a)
 {
@@ -55,6 +61,12 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             return -1;
         } else if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
             a->quiet = 1;
+        } else if (strcmp(arg, "--compare") == 0) {
+            a->compare = 1;
+        } else if (strcmp(arg, "--baseline") == 0 && has_value) {
+            a->baseline = argv[++i];
+        } else if (strcmp(arg, "--baselines") == 0 && has_value) {
+            a->baselines = argv[++i];
         } else if (strcmp(arg, "--device") == 0 && has_value) {
             a->device = argv[++i];
         } else if (strcmp(arg, "--db") == 0 && has_value) {
@@ -69,15 +81,30 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         } else if (arg[0] == '-' && arg[1]) {
             log_error("run: unknown option or missing value: %s (see 'harness run --help')", arg);
             return EXIT_USAGE;
-        } else if (!a->scenario) {
-            a->scenario = arg;
+        } else if (a->n_scenarios < RUN_MAX_SCENARIOS) {
+            a->scenarios[a->n_scenarios++] = arg;
+            if (!a->scenario)
+                a->scenario = arg;
         } else {
-            log_error("run: one scenario file expected, got another: %s", arg);
+            log_error("run: more than %d scenario files", RUN_MAX_SCENARIOS);
             return EXIT_USAGE;
         }
     }
     if (!a->scenario) {
         log_error("run: no scenario file given (see 'harness run --help')");
+        return EXIT_USAGE;
+    }
+    if (a->n_scenarios > 1 && !a->compare) {
+        log_error("run: one scenario file expected, got another: %s (several need --compare)",
+                  a->scenarios[1]);
+        return EXIT_USAGE;
+    }
+    if (a->compare && a->save) {
+        log_error("run: --save goes with one run, not with --compare");
+        return EXIT_USAGE;
+    }
+    if (!a->compare && (a->baseline || a->baselines)) {
+        log_error("run: --baseline and --baselines go with --compare");
         return EXIT_USAGE;
     }
     return 0;
@@ -116,13 +143,16 @@ static const char *status_name(train_status st)
     return st == TRAIN_OK ? "ok" : st == TRAIN_DIVERGED ? "diverged" : "failed";
 }
 
-static int train_and_record(const scenario *s, device *d, store *st, const run_args *a)
+int train_and_record(const scenario *s, device *d, store *st, const run_args *a,
+                     int64_t *run_id)
 {
     step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps};
+    *run_id = 0;
     if (begin_run(st, s, d, &sink.run_id))
         return EXIT_FAIL;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    *run_id = sink.run_id;
     train_options o = {(int)a->steps, &stop_requested, record_step, &sink, a->save};
     train_result res;
     int rc = train_run(s, d, &o, &res);
@@ -140,6 +170,8 @@ int cmd_run(int argc, char **argv)
     int rc = parse_run_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
+    if (a.compare)
+        return run_matrix(&a);
     scenario s;
     if ((rc = scenario_load(a.scenario, &s)) != 0) {
         scenario_free(&s);
@@ -157,10 +189,16 @@ int cmd_run(int argc, char **argv)
         if (!a.quiet)
             printf("scenario %s on %s (%s, %s), recording into %s\n", s.name, d->backend,
                    d->name, d->dtype, a.db);
-        rc = train_and_record(&s, d, st, &a);
+        int64_t run_id = 0;
+        rc = train_and_record(&s, d, st, &a, &run_id);
         store_close(st);
     }
     device_close(d);
     scenario_free(&s);
     return rc;
+}
+
+int run_stop_requested(void)
+{
+    return stop_requested != 0;
 }

@@ -10,6 +10,9 @@ int cmd_runs(int argc, char **argv);    /* harness/cmd_list.c */
 int cmd_show(int argc, char **argv);    /* harness/cmd_list.c */
 int cmd_devices(int argc, char **argv); /* harness/cmd_list.c */
 int cmd_ops(int argc, char **argv);     /* harness/cmd_ops.c */
+int cmd_baseline(int argc, char **argv); /* harness/cmd_baseline.c */
+int cmd_compare(int argc, char **argv);  /* harness/cmd_compare.c */
+int cmd_report(int argc, char **argv);   /* harness/cmd_report.c */
 
 /* default database file when --db is not given */
 #define DEFAULT_DB "harness.db"

@@ -19,6 +19,9 @@ static const command commands[] = {
     {"show", cmd_show, "print one run and its steps"},
     {"devices", cmd_devices, "list the backends and devices of this build"},
     {"ops", cmd_ops, "check every device op against the cpu reference (test, grad, perf)"},
+    {"baseline", cmd_baseline, "record, import and list baselines (reference runs)"},
+    {"compare", cmd_compare, "judge a run against its baseline or its history: pass or fail"},
+    {"report", cmd_report, "porting table (Markdown, HTML, CSV, JUnit) and plots of runs"},
 };
 
 static void usage(FILE *f)

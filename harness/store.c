@@ -52,6 +52,21 @@ static const char *const migrations[] = {
     " created_at TEXT NOT NULL, details_json TEXT);"
     "CREATE INDEX comparisons_run ON comparisons(run_id);"
     "PRAGMA application_id = " STR(STORE_APP_ID) ";",
+    /* 2 (compare): baselines keyed by (scenario, label); extra metadata of imported runs; an
+     * index for the history of a scenario on a device */
+    "CREATE TABLE baselines_v2("
+    " scenario TEXT NOT NULL, label TEXT NOT NULL,"
+    " run_id INTEGER NOT NULL REFERENCES runs(id), created_at TEXT NOT NULL,"
+    " PRIMARY KEY (scenario, label)) WITHOUT ROWID;"
+    "INSERT INTO baselines_v2 SELECT r.scenario, b.label, b.run_id, b.created_at"
+    " FROM baselines b JOIN runs r ON r.id = b.run_id;"
+    "DROP TABLE baselines;"
+    "ALTER TABLE baselines_v2 RENAME TO baselines;"
+    "CREATE TABLE run_extra("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " seq INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY (run_id, seq)) WITHOUT ROWID;"
+    "CREATE INDEX runs_history ON runs(scenario_hash, device_name, id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -616,4 +631,253 @@ int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n)
     *steps = a;
     *n = count;
     return 0;
+}
+
+/* ---- baselines, comparisons and history (added for compare and report) ------------------- */
+
+static int step_done(store *st, sqlite3_stmt *s, const char *what, int code)
+{
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+        return 0;
+    return db_fail(st, what, code);
+}
+
+static int import_row(store *st, const run_import *in, int64_t *run_id)
+{
+    static const char sql[] =
+        "INSERT INTO runs(scenario, scenario_json, scenario_hash, device, device_name, vendor,"
+        " driver_version, runtime_version, dtype, host, git_commit, harness_version, started_at,"
+        " world_size, mem_total_bytes, status, finished_at)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'ok', ?16)";
+    char now[32];
+    iso_time_now(now, sizeof now);
+    const char *started = in->started_at && in->started_at[0] ? in->started_at : now;
+    const char *finished = in->finished_at && in->finished_at[0] ? in->finished_at : started;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        rc = bind_run_meta(s, &in->meta, started);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(s, 16, finished, -1, SQLITE_STATIC);
+    if (rc != SQLITE_OK)
+        rc = db_fail(st, "preparing the imported run", 1);
+    else if (!(rc = step_done(st, s, "inserting the imported run into runs", 1)))
+        *run_id = sqlite3_last_insert_rowid(st->db);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int import_steps(store *st, int64_t run_id, const step_record *steps, int n)
+{
+    sqlite3_stmt *s = st->add_step;
+    for (int i = 0; i < n; i++) {
+        int rc = bind_step(s, run_id, &steps[i]);
+        if (rc == SQLITE_OK)
+            rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+        if (rc != SQLITE_OK) {
+            char what[96];
+            snprintf(what, sizeof what, "inserting step %d of the imported run", steps[i].step);
+            return db_fail(st, what, 1);
+        }
+    }
+    return 0;
+}
+
+static int import_extra(store *st, int64_t run_id, const char *const *kv, int n)
+{
+    static const char sql[] = "INSERT INTO run_extra(run_id, seq, key, value) VALUES(?1,?2,?3,?4)";
+    sqlite3_stmt *s = NULL;
+    int rc = n ? sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) : SQLITE_OK;
+    for (int i = 0; i < n && rc == SQLITE_OK; i++) {
+        sqlite3_bind_int64(s, 1, run_id);
+        sqlite3_bind_int(s, 2, i);
+        sqlite3_bind_text(s, 3, kv[2 * i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 4, kv[2 * i + 1], -1, SQLITE_STATIC);
+        rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+        sqlite3_reset(s);
+    }
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK ? 0 : db_fail(st, "inserting the imported run's metadata", 1);
+}
+
+int store_import_run(store *st, const run_import *in, int64_t *run_id)
+{
+    if (st->readonly)
+        return readonly_error(st, "importing a run");
+    if (exec(st, "BEGIN IMMEDIATE", "starting the import", 1))
+        return 1;
+    int rc = import_row(st, in, run_id);
+    if (!rc)
+        rc = import_steps(st, *run_id, in->steps, in->n_steps);
+    if (!rc)
+        rc = import_extra(st, *run_id, in->extra, in->n_extra);
+    if (!rc)
+        return exec(st, "COMMIT", "committing the import", 1);
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return 1;
+}
+
+int store_each_run_extra(store *st, int64_t run_id,
+                         int (*fn)(const char *key, const char *value, void *arg), void *arg)
+{
+    sqlite3_stmt *s;
+    if (prepare_for_run(st, "SELECT key, value FROM run_extra WHERE run_id = ?1 ORDER BY seq",
+                        run_id, "reading a run's extra metadata", &s))
+        return 2;
+    int rc, ret = 0;
+    while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW)
+        ret = fn((const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
+                 arg);
+    if (!ret && rc != SQLITE_DONE)
+        ret = db_fail(st, "reading a run's extra metadata", 2);
+    sqlite3_finalize(s);
+    return ret;
+}
+
+int store_set_baseline(store *st, const char *scenario, const char *label, int64_t run_id)
+{
+    static const char sql[] = "INSERT OR REPLACE INTO baselines(scenario, label, run_id,"
+                              " created_at) VALUES(?1, ?2, ?3, ?4)";
+    if (st->readonly)
+        return readonly_error(st, "setting a baseline label");
+    char now[32];
+    iso_time_now(now, sizeof now);
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 1, scenario, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 3, run_id);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 4, now, -1, SQLITE_STATIC);
+    rc = rc == SQLITE_OK ? step_done(st, s, "setting a baseline label", 1)
+                         : db_fail(st, "setting a baseline label", 1);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_find_baseline(store *st, const char *scenario, const char *label, int64_t *run_id)
+{
+    static const char sql[] = "SELECT run_id FROM baselines WHERE scenario = ?1 AND label = ?2";
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL), ret = 2;
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 1, scenario, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 2, label, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *run_id = sqlite3_column_int64(s, 0);
+        ret = 0;
+    } else if (rc == SQLITE_DONE) {
+        ret = 1;
+    } else {
+        db_fail(st, "looking a baseline label up", 2);
+    }
+    sqlite3_finalize(s);
+    return ret;
+}
+
+int store_each_baseline(store *st, int (*fn)(const baseline_row *b, void *arg), void *arg)
+{
+    static const char sql[] = "SELECT scenario, label, run_id, created_at FROM baselines"
+                              " ORDER BY scenario, label";
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return db_fail(st, "listing baselines", 2);
+    int rc, ret = 0;
+    baseline_row b;
+    while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        column_copy(b.scenario, sizeof b.scenario, s, 0);
+        column_copy(b.label, sizeof b.label, s, 1);
+        b.run_id = sqlite3_column_int64(s, 2);
+        column_copy(b.created_at, sizeof b.created_at, s, 3);
+        ret = fn(&b, arg);
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = db_fail(st, "listing baselines", 2);
+    sqlite3_finalize(s);
+    return ret;
+}
+
+int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, const char *verdict,
+                         int first_failing_step, double max_abs, double max_rel,
+                         const char *details_json)
+{
+    static const char sql[] =
+        "INSERT INTO comparisons(run_id, baseline_run_id, verdict, first_failing_step, max_abs,"
+        " max_rel, created_at, details_json) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    if (st->readonly)
+        return readonly_error(st, "recording a comparison");
+    char now[32];
+    iso_time_now(now, sizeof now);
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 1, run_id);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 2, baseline_run_id);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 3, verdict, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && first_failing_step > 0)
+        rc = sqlite3_bind_int(s, 4, first_failing_step);
+    if (rc == SQLITE_OK) rc = bind_real(s, 5, max_abs);
+    if (rc == SQLITE_OK) rc = bind_real(s, 6, max_rel);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 7, now, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 8, details_json, -1, SQLITE_STATIC);
+    rc = rc == SQLITE_OK ? step_done(st, s, "recording a comparison", 1)
+                         : db_fail(st, "recording a comparison", 1);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int store_last_verdict(store *st, int64_t run_id, char verdict[16])
+{
+    sqlite3_stmt *s;
+    if (prepare_for_run(st, "SELECT verdict FROM comparisons WHERE run_id = ?1"
+                            " ORDER BY id DESC LIMIT 1", run_id, "reading a verdict", &s))
+        return 2;
+    int rc = sqlite3_step(s), ret = 1;
+    if (rc == SQLITE_ROW) {
+        column_copy(verdict, 16, s, 0);
+        ret = 0;
+    } else if (rc != SQLITE_DONE) {
+        ret = db_fail(st, "reading a verdict", 2);
+    }
+    sqlite3_finalize(s);
+    return ret;
+}
+
+int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n)
+{
+    static const char sql[] =
+        "SELECT p.id FROM runs r JOIN runs p ON p.scenario_hash = r.scenario_hash"
+        " AND p.device_name IS r.device_name AND p.id < r.id AND p.status = 'ok'"
+        " WHERE r.id = ?1 ORDER BY p.id DESC LIMIT ?2";
+    *ids = NULL;
+    *n = 0;
+    sqlite3_stmt *s;
+    if (prepare_for_run(st, sql, run_id, "listing a run's history", &s))
+        return 2;
+    sqlite3_bind_int(s, 2, limit > 0 ? limit : -1);
+    int rc, cap = 0, ret = 0;
+    while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            int64_t *grown = realloc(*ids, sizeof *grown * (size_t)cap);
+            if (!grown) {
+                log_error("%s: out of memory listing a run's history", st->path);
+                ret = 2;
+                break;
+            }
+            *ids = grown;
+        }
+        (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
+    }
+    if (!ret && rc != SQLITE_DONE)
+        ret = db_fail(st, "listing a run's history", 2);
+    sqlite3_finalize(s);
+    if (ret) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+    }
+    return ret;
 }

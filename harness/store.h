@@ -69,4 +69,45 @@ int store_get_run_device(store *st, int64_t run_id, run_device *out);
 /* Loads all steps of a run in step order into a malloc'd array (caller frees). 0 or 2. */
 int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n);
 
+/* ---- baselines, comparisons and history (added for compare and report) ----------------------
+ * Schema version 2: baselines are keyed by (scenario, label), so one label ("cpu", "a100")
+ * names a baseline per scenario; run_extra keeps the metadata keys of an imported baseline that
+ * the runs table has no column for (source, torch_version, ...). See docs/store.md. */
+
+/* A finished run to insert whole (an imported baseline): times from the file, status ok. */
+typedef struct {
+    run_meta meta;
+    const char *started_at, *finished_at; /* "" or NULL: now */
+    const step_record *steps;
+    int n_steps;
+    const char *const *extra; /* key, value, key, value, ... */
+    int n_extra;              /* pairs */
+} run_import;
+/* Inserts the run, its steps and extra keys in one transaction. Returns 0 or 1 (message). */
+int store_import_run(store *st, const run_import *in, int64_t *run_id);
+/* Calls fn(key, value) for each extra metadata key of a run, in insertion order. 0 or 2. */
+int store_each_run_extra(store *st, int64_t run_id,
+                         int (*fn)(const char *key, const char *value, void *arg), void *arg);
+
+/* Points label of scenario at run_id (replacing what it pointed at). 0 or 1. */
+int store_set_baseline(store *st, const char *scenario, const char *label, int64_t run_id);
+/* Looks a label of a scenario up: 0 found (*run_id set), 1 no such label (no message), 2 error */
+int store_find_baseline(store *st, const char *scenario, const char *label, int64_t *run_id);
+typedef struct {
+    char scenario[256], label[256], created_at[32];
+    int64_t run_id;
+} baseline_row;
+/* Calls fn for every baseline label, by scenario then label. 0, 2, or fn's nonzero return. */
+int store_each_baseline(store *st, int (*fn)(const baseline_row *b, void *arg), void *arg);
+
+/* Records the result of a comparison. first_failing_step 0 is stored as NULL. 0 or 1. */
+int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, const char *verdict,
+                         int first_failing_step, double max_abs, double max_rel,
+                         const char *details_json);
+/* The newest comparison of run_id: its verdict into verdict[16]; 0, 1 when none, 2 on error */
+int store_last_verdict(store *st, int64_t run_id, char verdict[16]);
+/* Ids of the runs before run_id with the same scenario hash and device name and status ok,
+ * newest first, at most limit (malloc'd, caller frees). 0 or 2. */
+int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n);
+
 #endif

@@ -7,7 +7,7 @@ HARNESS_PACKAGES=(
   build-essential cmake pkg-config git
   libsqlite3-dev libjansson-dev libcmocka-dev libopenblas-openmp-dev libssl-dev libonig-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
-  gnuplot-nox
+  gnuplot-nox libxml2-utils
 )
 
 missing=()

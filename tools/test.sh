@@ -11,6 +11,13 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 
+# The CI gate: every tiny scenario on cpu against its committed baseline (baselines/), one
+# summary table; a change that moves the cpu backend's numbers out of tolerance fails here.
+echo "== CI gate: tiny scenarios on cpu against their committed baselines"
+gate_dir="$(mktemp -d)"
+./build/harness run scenarios/*tiny*.json --device cpu --compare --db "$gate_dir/gate.db" --quiet
+rm -rf "$gate_dir"
+
 echo "== build and test under ASan + UBSan"
 cmake -S . -B build-san -DCMAKE_BUILD_TYPE=Debug -DHARNESS_SANITIZE=ON >/dev/null
 cmake --build build-san -j"$jobs"

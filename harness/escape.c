@@ -1,0 +1,121 @@
+/* harness/escape.c: escaping of user strings for HTML/XML, Markdown, CSV, gnuplot string
+ * literals and file names (see escape.h for each rule). */
+#include "escape.h"
+
+#include <string.h>
+
+int utf8_seq_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+    if (n == 0 || (n == 3 && s[0] > 0xef))
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    /* overlong forms, surrogates and code points above U+10FFFF */
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* writes the character at *s HTML-escaped and advances *s past it */
+static void html_char(FILE *f, const unsigned char **s)
+{
+    unsigned char c = **s;
+    int n = utf8_seq_len(*s);
+    if (n == 0) {
+        fputs("\xef\xbf\xbd", f);
+        (*s)++;
+        return;
+    }
+    switch (c) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default:
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            fputs("\xef\xbf\xbd", f);
+        else
+            fwrite(*s, 1, (size_t)n, f);
+    }
+    *s += n;
+}
+
+void esc_html(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p)
+        html_char(f, &p);
+}
+
+void esc_markdown(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    if (*p && strchr("+-=!", *p)) {
+        fputc('\\', f);
+        fputc(*p++, f);
+    }
+    while (*p) {
+        if (*p == '\n' || *p == '\r') {
+            fputc(' ', f);
+            p++;
+        } else if (strchr("|\\`*_[]#~", *p)) {
+            fputc('\\', f);
+            fputc(*p++, f);
+        } else {
+            html_char(f, &p);
+        }
+    }
+}
+
+void esc_csv(FILE *f, const char *s)
+{
+    s = s ? s : "";
+    int formula = s[0] && strchr("=+-@\t\r", s[0]) != NULL;
+    int quote = strpbrk(s, ",\"\r\n") != NULL;
+    if (quote)
+        fputc('"', f);
+    if (formula)
+        fputc('\'', f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"')
+            fputc('"', f);
+        fputc(*p, f);
+    }
+    if (quote)
+        fputc('"', f);
+}
+
+void esc_gnuplot(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '\'')
+            fputs("''", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fputc(' ', f);
+        else
+            fputc(*p, f);
+    }
+    fputc('\'', f);
+}
+
+void esc_filename(const char *s, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = s ? s : ""; *p && n + 1 < len; p++) {
+        char c = *p;
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '-' || (c == '.' && n > 0);
+        out[n++] = ok ? c : '_';
+    }
+    if (n == 0 && len > 1)
+        out[n++] = '_';
+    if (len)
+        out[n < len ? n : len - 1] = 0;
+}

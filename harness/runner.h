@@ -1,0 +1,36 @@
+/* harness/runner.h: `harness run` shared between the single run (cmd_run.c) and the --compare
+ * matrix of scenarios x devices (run_matrix.c). */
+#ifndef RUNNER_H
+#define RUNNER_H
+
+#include <stdint.h>
+
+#include "device.h"
+#include "scenario.h"
+#include "store.h"
+
+#define RUN_MAX_SCENARIOS 256
+
+typedef struct {
+    const char *scenario, *device, *db;
+    long steps;
+    int quiet;
+    const char *save; /* --save DIR: the final weights as a Hugging Face model directory */
+    /* --compare */
+    int compare;
+    const char *scenarios[RUN_MAX_SCENARIOS];
+    int n_scenarios;
+    const char *baseline, *baselines;
+} run_args;
+
+/* Records and trains scenario s on d (cmd_run.c): prints the step lines and the final
+ * `run ID: STATUS, N steps, ...` line; *run_id is the new run (0 if none was begun). Returns 0
+ * when the run ended ok, 1 failed/diverged/interrupted, 2 input error. */
+int train_and_record(const scenario *s, device *d, store *st, const run_args *a,
+                     int64_t *run_id);
+/* 1 once SIGINT or SIGTERM asked the runs to stop */
+int run_stop_requested(void);
+/* the --compare mode (run_matrix.c) */
+int run_matrix(const run_args *a);
+
+#endif

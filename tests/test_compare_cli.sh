@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# tests/test_compare_cli.sh: baseline, compare, report and run --compare end to end: every verdict
+# and exit code, the committed baseline as the CI gate, round trips, malformed baselines (exit 2),
+# history, report files (JUnit through an XML parser, PNG, SVG) and hostile names run nothing.
+# usage: test_compare_cli.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
+T="$(mktemp -d)"; trap 'rm -rf "$T" /tmp/harness-pwned-$$*' EXIT
+fails=0; passes=0
+pass() { passes=$((passes+1)); }
+fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+# expect CODE DESCRIPTION -- command...: checks the exit code; stdout in $T/out, stderr in $T/err
+expect() {
+  local want="$1" what="$2"; shift 3
+  "$@" >"$T/out" 2>"$T/err"; local got=$?
+  if [ "$got" = "$want" ]; then pass; else fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; fi
+}
+says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "stderr lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+prints() { if grep -qF -- "$1" "$T/out"; then pass; else fail "stdout lacks '$1':"; sed 's/^/    /' "$T/out" | head -20; fi; }
+# an XML parser accepts the file
+xml_ok() {
+  if command -v xmllint >/dev/null; then xmllint --noout "$1" 2>"$T/xml.err"
+  elif command -v python3 >/dev/null; then python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$1" 2>"$T/xml.err"
+  else echo "no XML parser (xmllint or python3) to check $1"; return 1; fi
+}
+png_ok() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
+
+tiny="$SRC/scenarios/gpt2-tiny.json"
+committed="$SRC/baselines/gpt2-tiny.cpu.baseline"
+db="$T/h.db"
+cd "$T"   # no ./baselines here: the committed file is found next to the scenario
+
+# ---- usage errors
+for c in compare baseline report; do expect 0 "$c --help" -- "$H" $c --help; done
+expect 2 "compare without run" -- "$H" compare --db "$db"
+expect 2 "compare abc" -- "$H" compare abc --db "$db"; says "abc"
+expect 2 "compare no db" -- "$H" compare 1 --db "$T/none.db"; says "no database"
+[ ! -e "$T/none.db" ] && pass || fail "compare created a database"
+expect 2 "compare --history with --baseline" -- "$H" compare 1 --history --baseline cpu --db "$db"
+expect 2 "compare --warmup x" -- "$H" compare 1 --warmup x --db "$db"; says "--warmup"
+expect 2 "baseline without subcommand" -- "$H" baseline
+expect 2 "baseline frob" -- "$H" baseline frob; says "frob"
+expect 2 "baseline record without label" -- "$H" baseline record 1 --db "$db"
+expect 2 "report without --out" -- "$H" report --db "$db"; says "--out"
+
+# ---- pass: a cpu run against the committed baseline (imported on first use); the CI gate
+expect 0 "run tiny" -- "$H" run "$tiny" --db "$db" --quiet
+expect 0 "compare with the committed baseline" -- "$H" compare 1 --db "$db"
+prints "verdict: pass"; prints "gpt2-tiny.cpu.baseline (imported as run 2)"
+expect 0 "compare again uses the stored label" -- "$H" compare 1 --db "$db" --json
+prints '"verdict": "pass"'; prints "label 'cpu' in the store (run 2)"
+expect 2 "compare an unknown run" -- "$H" compare 99 --db "$db"; says "no run 99"
+expect 2 "compare with an unknown label" -- "$H" compare 1 --baseline nosuch --db "$db"; says "no baseline 'nosuch'"
+
+# ---- fail: the committed file with one loss moved by 1e-3 (relative), first failing step 7
+awk '$1 == 7 && NF == 10 { $2 = $2 * 1.001 } { print }' "$committed" | sed 's/^label: cpu$/label: moved/' >"$T/moved.baseline"
+expect 1 "compare against a moved baseline" -- "$H" compare 1 --baseline "$T/moved.baseline" --db "$db"
+prints "verdict: fail"; prints "first failing step: 7 (loss)"
+expect 1 "--json on fail" -- "$H" compare 1 --baseline "$T/moved.baseline" --db "$db" --json
+prints '"first_failing_step": 7'
+# a throughput gate the run cannot meet (tolerances are part of the scenario: --force)
+sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e 's/"grad_norm_rtol": 1e-3}/"grad_norm_rtol": 1e-3, "min_throughput_ratio": 1000}/' "$tiny" >"$T/gate.json"
+expect 0 "run the gated scenario" -- "$H" run "$T/gate.json" --db "$db" --quiet
+gate_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
+expect 1 "throughput gate" -- "$H" compare "$gate_run" --baseline 1 --force --db "$db"
+prints "[gate >= 1000x]"; prints "verdict: fail: throughput"
+
+# ---- scenario hash mismatch: exit 2 naming the field; --force compares and says so
+sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e 's/"lr": 3e-3/"lr": 2e-3/' "$tiny" >"$T/lr.json"
+expect 0 "run another lr" -- "$H" run "$T/lr.json" --db "$db" --quiet --steps 5
+lr_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
+expect 2 "different scenario refused" -- "$H" compare "$lr_run" --db "$db"; says "train.lr"; says "--force"
+expect 1 "different scenario forced" -- "$H" compare "$lr_run" --baseline cpu --force --db "$db"
+prints "FORCED"; prints "train.lr"
+
+# ---- diverged: NaN/Inf loss
+sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e 's/"lr": 3e-3/"lr": 1e30/; s/"warmup_steps": 5/"warmup_steps": 0/; s/"clip": 1.0/"clip": 0/' "$tiny" >"$T/huge.json"
+expect 1 "diverging run" -- "$H" run "$T/huge.json" --steps 20 --db "$db" --quiet
+div_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
+expect 1 "diverged verdict" -- "$H" compare "$div_run" --baseline 1 --force --db "$db"; prints "verdict: diverged"
+
+# ---- incomplete: killed mid-way (a constant schedule, so its steps match a shorter baseline)
+sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e 's/"cosine"/"constant"/' "$tiny" >"$T/const.json"
+expect 0 "run the constant-lr baseline" -- "$H" run "$T/const.json" --steps 10 --db "$T/k.db" --quiet
+expect 0 "record it" -- "$H" baseline record 1 --label const --dir "$T" --db "$T/k.db"
+"$H" run "$T/const.json" --steps 1000000 --db "$T/k.db" >"$T/kill.out" 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ "$(grep -c '^step ' "$T/kill.out")" -ge 3 ] && break; sleep 0.05; done
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+expect 1 "incomplete verdict" -- "$H" compare 2 --baseline const --db "$T/k.db"; prints "verdict: incomplete"
+
+# ---- round trip: record -> file -> import -> record: identical
+mkdir -p "$T/rt1" "$T/rt2"
+expect 0 "record" -- "$H" baseline record 1 --label rt --dir "$T/rt1" --db "$db"
+expect 0 "import into a new store" -- "$H" baseline import "$T/rt1/gpt2-tiny.rt.baseline" --db "$T/rt.db"
+expect 0 "record the import" -- "$H" baseline record 1 --label rt --dir "$T/rt2" --db "$T/rt.db"
+cmp -s "$T/rt1/gpt2-tiny.rt.baseline" "$T/rt2/gpt2-tiny.rt.baseline" && pass || fail "round trip changed the file"
+expect 0 "import again: already there" -- "$H" baseline import "$T/rt1/gpt2-tiny.rt.baseline" --db "$T/rt.db"; prints "already in the store"
+expect 2 "import a different file under a taken label" -- "$H" baseline import "$T/moved.baseline" --label rt --db "$T/rt.db"; says "--replace"
+expect 0 "--replace" -- "$H" baseline import "$T/moved.baseline" --label rt --replace --db "$T/rt.db"
+expect 2 "record a diverged run" -- "$H" baseline record "$div_run" --label bad --db "$db" --dir "$T"; says "diverged"
+# extra metadata from other tools is kept and printed
+sed 's/^status: ok$/status: ok\nsource: pytorch\ntorch_version: 2.1.0/; s/^label: cpu$/label: torch/' "$committed" >"$T/torch.baseline"
+expect 0 "import with extra keys" -- "$H" baseline import "$T/torch.baseline" --db "$db"
+expect 0 "list" -- "$H" baseline list --db "$db"; prints "torch_version: 2.1.0"; prints "torch"
+expect 0 "list --json" -- "$H" baseline list --db "$db" --json; prints '"source": "pytorch"'
+expect 0 "compare prints the extra keys" -- "$H" compare 1 --baseline torch --db "$db"; prints "source: pytorch"
+
+# ---- malformed baseline files: exit 2 with FILE:LINE
+head -n 30 "$committed" >"$T/trunc.baseline"
+expect 2 "truncated" -- "$H" baseline import "$T/trunc.baseline" --db "$db"; says "trunc.baseline:"; says "steps:"
+head -c 2000 /dev/urandom >"$T/garbage.baseline"
+expect 2 "garbage" -- "$H" baseline import "$T/garbage.baseline" --db "$db"; says "garbage.baseline:"
+: >"$T/empty.baseline"
+expect 2 "empty" -- "$H" baseline import "$T/empty.baseline" --db "$db"; says "empty.baseline:1: format: missing"
+sed 's/^format: harness-baseline 1/format: harness-baseline 9/' "$committed" >"$T/v9.baseline"
+expect 2 "newer format" -- "$H" baseline import "$T/v9.baseline" --db "$db"; says "v9.baseline:4: format"
+sed 's/^10 \([^ ]*\) /10 x\1 /' "$committed" >"$T/num.baseline"
+expect 2 "bad number" -- "$H" baseline import "$T/num.baseline" --db "$db"; says "num.baseline:35: loss"
+sed 's/"lr":0.003/"lr":0.004/' "$committed" >"$T/edited.baseline"
+expect 2 "edited scenario_json" -- "$H" baseline import "$T/edited.baseline" --db "$db"; says "scenario_hash: does not match"
+expect 2 "compare with a malformed file" -- "$H" compare 1 --baseline "$T/trunc.baseline" --db "$db"
+expect 2 "import a missing file" -- "$H" baseline import "$T/nope.baseline" --db "$db"; says "nope.baseline"
+
+# ---- history: imported copies of the baseline with scaled throughput form the history
+hist() { awk -v f="$1" 'NF == 10 && $1 ~ /^[0-9]+$/ { $7 = $7 * f } { print }' "$committed" | sed "s/^label: cpu$/label: h$2/" >"$T/h$2.baseline"; "$H" baseline import "$T/h$2.baseline" --db "$T/hist.db" | sed -n 's/.* as run \([0-9]*\).*/\1/p'; }
+for i in 1 2 3 4; do hist "1.0$i" $i >/dev/null; done
+ok_run=$(hist 0.99 5); slow_run=$(hist 0.5 6)
+expect 0 "history: within the noise" -- "$H" compare "$ok_run" --history --db "$T/hist.db"; prints "verdict: pass"
+expect 1 "history: a halved throughput" -- "$H" compare "$slow_run" --history --db "$T/hist.db"; prints "throughput regression"
+expect 0 "history: too few runs" -- "$H" compare 2 --history --db "$T/hist.db"; prints "not enough history"
+
+# ---- report: every file, JUnit through an XML parser, PNG and SVG
+expect 1 "report (a failing run inside)" -- "$H" report 1 "$lr_run" "$div_run" --out "$T/rep" --db "$db" --force
+for f in report.md report.html report.csv junit.xml plots/loss_1.png plots/dloss_1.svg plots/throughput.png plots/memory.svg; do
+  [ -s "$T/rep/$f" ] && pass || fail "report lacks $f"
+done
+xml_ok "$T/rep/junit.xml" && pass || { fail "junit.xml is not XML"; cat "$T/xml.err"; }
+xml_ok "$T/rep/plots/dloss_1.svg" && pass || fail "dloss_1.svg is not XML"
+png_ok "$T/rep/plots/loss_1.png" && pass || fail "loss_1.png is not a PNG"
+grep -q '<failure type="diverged"' "$T/rep/junit.xml" && pass || fail "junit has the diverged failure"
+grep -q 'first failing step' "$T/rep/junit.xml" && pass || fail "junit failure names the first failing step"
+[ "$(grep -c '^| ' "$T/rep/report.md")" = 4 ] && pass || fail "markdown table: header + 3 rows"
+expect 0 "report of the passing run" -- "$H" report 1 --out "$T/rep1" --db "$db" --no-plots
+[ ! -e "$T/rep1/plots" ] && pass || fail "--no-plots made plots"
+expect 1 "report of the newest runs" -- "$H" report --out "$T/rep2" --db "$T/rt.db"
+grep -q '| fail at step 7 |' "$T/rep2/report.md" && pass || fail "report.md: the replaced baseline fails at step 7"
+expect 2 "report of an unknown run" -- "$H" report 99 --out "$T/rep3" --db "$db"
+
+# ---- hostile names: nothing runs, the HTML stays inert
+pw="/tmp/harness-pwned-$$"
+cat >"$T/name.txt" <<EOS
+  "name": "evil' \`touch $pw-a\` system(\"touch $pw-b\") '; system('touch $pw-c'); x='<script>alert(1)</script> @x",
+EOS
+sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" "$tiny" |
+  awk 'FNR == NR { line = $0; next } /"name":/ { print line; next } { print }' "$T/name.txt" - >"$T/evil.json"
+expect 0 "run the evil scenario" -- "$H" run "$T/evil.json" --db "$db" --quiet --steps 5
+evil_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
+expect 0 "record its baseline" -- "$H" baseline record "$evil_run" --label "<b>'\`x\`" --dir "$T/evilb" --db "$db"
+expect 0 "compare it" -- "$H" compare "$evil_run" --baseline "<b>'\`x\`" --db "$db"
+expect 0 "report it" -- "$H" report "$evil_run" --out "$T/evilrep" --db "$db"
+ls "$pw"* >/dev/null 2>&1 && fail "gnuplot ran a command: $(ls "$pw"*)" || pass
+grep -qi '<script' "$T/evilrep/report.html" && fail "report.html holds a raw <script>" || pass
+grep -qi '<script' "$T/evilrep/plots/"*.svg && fail "an SVG holds a raw <script>" || pass
+grep -qF '&lt;script&gt;' "$T/evilrep/report.html" && pass || fail "the name is shown escaped"
+xml_ok "$T/evilrep/junit.xml" && pass || fail "junit.xml with hostile names is not XML"
+
+# ---- run --compare: the matrix and its exit codes
+expect 0 "run --compare on cpu" -- "$H" run "$tiny" --compare --device cpu --db "$T/m.db" --quiet
+prints "== summary: 1 scenario x 1 device"; prints "worst verdict: pass"
+expect 2 "run --compare with an unknown device" -- "$H" run "$tiny" --compare --device cpu,nosuch --db "$T/m.db" --quiet
+prints "worst verdict: error"; says "nosuch"
+expect 2 "run --compare, bad device list" -- "$H" run "$tiny" --compare --device cpu,,cpu --db "$T/m.db"
+expect 1 "run --compare against a moved baseline" -- "$H" run "$tiny" --compare --baseline "$T/moved.baseline" --db "$T/m.db" --quiet
+prints "worst verdict: fail"
+expect 2 "run two scenarios without --compare" -- "$H" run "$tiny" "$tiny" --db "$T/m.db"
+
+echo "test_compare_cli: $passes passed, $fails failed"
+[ "$fails" = 0 ]

@@ -260,15 +260,15 @@ def write_baseline(path, sc, rows, scenario_hash, harness):
         f.write("# harness baseline: a finished reference run of one scenario on one device.\n"
                 "# Format: docs/baselines.md. Made by tools/reference/train_reference.py: the\n"
                 "# PyTorch/transformers run of the scenario on the CPU from the initial weights\n"
-                "# of 'harness init' (harness_version, git_commit); step_ms and memory are not\n"
-                "# measured (0).\n")
+                "# of 'harness init' (harness_version, git_commit); step_ms, throughput and\n"
+                "# memory are not measured ('-').\n")
         for k, val in meta:
             f.write("%s: %s\n" % (k, val))
         f.write("\n")
         f.write("step loss grad_norm lr tokens step_ms tokens_per_s mem_peak_bytes "
                 "mem_used_bytes mem_total_bytes\n")
         for r in rows:
-            f.write("%d %s %s %s %d 0 0 0 0 0\n" % (r["step"], fmt17(r["loss"]),
+            f.write("%d %s %s %s %d - - - - -\n" % (r["step"], fmt17(r["loss"]),
                                                     fmt17(r["grad_norm"]), fmt17(r["lr"]), tokens))
 
 

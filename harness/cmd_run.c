@@ -164,6 +164,14 @@ int train_and_record(const scenario *s, device *d, store *st, const run_args *a,
     return rc;
 }
 
+int runner_load_scenario(const run_args *a, const char *path, scenario *s)
+{
+    int rc = scenario_load(path, s);
+    if (rc == 0 && a->steps > 0 && a->steps != s->steps)
+        rc = scenario_override_steps(s, (int)a->steps);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_args a;
@@ -173,7 +181,7 @@ int cmd_run(int argc, char **argv)
     if (a.compare)
         return run_matrix(&a);
     scenario s;
-    if ((rc = scenario_load(a.scenario, &s)) != 0) {
+    if ((rc = runner_load_scenario(&a, a.scenario, &s)) != 0) {
         scenario_free(&s);
         return rc;
     }

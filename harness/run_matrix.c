@@ -144,7 +144,7 @@ static int run_scenario(store *st, const run_args *a, const char *path, char spe
                         int n_dev, matrix *m)
 {
     scenario s;
-    int bad = scenario_load(path, &s);
+    int bad = runner_load_scenario(a, path, &s);
     for (int i = 0; i < n_dev && !run_stop_requested(); i++) {
         cell *c = add_cell(m, bad ? path : s.name, specs[i]);
         if (!c) {

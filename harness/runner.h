@@ -28,6 +28,9 @@ typedef struct {
  * when the run ended ok, 1 failed/diverged/interrupted, 2 input error. */
 int train_and_record(const scenario *s, device *d, store *st, const run_args *a,
                      int64_t *run_id);
+/* scenario_load plus the --steps override (which becomes part of the stored scenario and its
+ * hash). 0, or 2 after a message; scenario_free(s) is safe either way. */
+int runner_load_scenario(const run_args *a, const char *path, scenario *s);
 /* 1 once SIGINT or SIGTERM asked the runs to stop */
 int run_stop_requested(void);
 /* the --compare mode (run_matrix.c) */

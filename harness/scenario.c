@@ -653,3 +653,28 @@ void scenario_free(scenario *s)
     free(s->json);
     memset(s, 0, sizeof *s);
 }
+
+/* A run with `--steps N` trains another scenario (the LR schedule spans N steps): its stored
+ * JSON and hash say so, so compare and history never mix it with full-length runs. */
+int scenario_override_steps(scenario *s, int steps)
+{
+    json_error_t e;
+    json_t *root = json_loads(s->json, 0, &e), *train = root ? json_object_get(root, "train") : NULL;
+    if (!train || json_object_set_new(train, "steps", json_integer(steps)) != 0) {
+        log_error("%s: cannot set train.steps to %d", s->path, steps);
+        json_decref(root);
+        return 2;
+    }
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    int rc = text ? hash_doc(s->path, root, s->hash) : 2;
+    json_decref(root);
+    if (rc) {
+        free(text);
+        log_error("%s: cannot serialise the scenario with train.steps %d", s->path, steps);
+        return 2;
+    }
+    free(s->json);
+    s->json = text;
+    s->steps = steps;
+    return 0;
+}

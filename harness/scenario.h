@@ -67,5 +67,7 @@ typedef struct {
  * or 2 after printing the message. */
 int scenario_load(const char *path, scenario *s);
 void scenario_free(scenario *s);
+/* Sets train.steps (a run's --steps): updates steps, the stored JSON and the hash. 0 or 2. */
+int scenario_override_steps(scenario *s, int steps);
 
 #endif

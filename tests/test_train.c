@@ -144,6 +144,23 @@ static void test_callback_failure_ends_run(void **state)
     scenario_free(&s);
 }
 
+/* --steps N makes another scenario: the stored JSON and the hash change, other fields do not */
+static void test_steps_override_changes_hash(void **state)
+{
+    scenario s;
+    assert_int_equal(scenario_load(tu_source_path("scenarios/gpt2-tiny.json"), &s), 0);
+    char original[65];
+    memcpy(original, s.hash, sizeof original);
+    int planned = s.steps;
+    assert_int_equal(scenario_override_steps(&s, planned), 0);
+    assert_string_equal(s.hash, original); /* same value: same canonical document */
+    assert_int_equal(scenario_override_steps(&s, 3), 0);
+    assert_int_equal(s.steps, 3);
+    assert_string_not_equal(s.hash, original);
+    assert_non_null(strstr(s.json, "\"steps\": 3"));
+    scenario_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_tiny_loss_falls),
         cmocka_unit_test(test_cpu64_agrees),
         cmocka_unit_test(test_callback_failure_ends_run),
+        cmocka_unit_test(test_steps_override_changes_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,11 +11,12 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 
-# The CI gate: every tiny scenario on cpu against its committed baseline (baselines/), one
+# The CI gate: every tiny scenario on every device of this build (cpu, and opencl where PoCL
+# or another OpenCL device is present) against its committed baseline (baselines/), one
 # summary table; a change that moves the cpu backend's numbers out of tolerance fails here.
-echo "== CI gate: tiny scenarios on cpu against their committed baselines"
+echo "== CI gate: tiny scenarios on every device against their committed baselines"
 gate_dir="$(mktemp -d)"
-./build/harness run scenarios/*tiny*.json --device cpu --compare --db "$gate_dir/gate.db" --quiet
+./build/harness run scenarios/*tiny*.json --device all --compare --db "$gate_dir/gate.db" --quiet
 rm -rf "$gate_dir"
 
 echo "== build and test under ASan + UBSan"

@@ -5,14 +5,12 @@
 
 # Builds the harness a second time with -DHARNESS_OPENCL_FAULT=gelu_forward (the opencl
 # gelu_forward adds 1e-3 to every output) and shows that `harness ops` names that op as FAIL
-# (exit 1) while every other op passes, and that training gpt2-tiny (40 steps) with it leaves
-# cpu's losses beyond rtol 1e-4 while the real build stays within it. Exit 77 (skipped) without
-# an OpenCL device.
+# (exit 1) while every other op passes, and that `harness compare` fails a gpt2-tiny run of it
+# against the cpu run (the scenario's tolerances) while the real build passes. Exit 77 (skipped)
+# without an OpenCL device.
 set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
 FAULT=gelu_forward
-STEPS=40
-RTOL=1e-4
 B="$(cd "$(dirname "$H")" && pwd)/opencl-fault"
 T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
 fails=0; passes=0
@@ -48,27 +46,22 @@ grep -q "fault-injection build" "$T/ops.err" && pass || fail "the fault build do
 "$F" ops --device opencl --op $FAULT --json >"$T/json" 2>/dev/null
 grep -q '"status": "fail"' "$T/json" && pass || fail "--json does not say fail"
 
-# ---- training: losses of `harness run` (one 'step' line per step) against cpu ----
+# ---- training: `harness compare` holds each opencl run against the cpu run of gpt2-tiny ----
 tiny="$SRC/scenarios/gpt2-tiny.json"
-losses() { # EXE DEVICE OUT: the loss of every step, one per line
-  "$1" run "$tiny" --device "$2" --steps $STEPS --db "$T/runs.db" 2>>"$T/run.err" |
-    awk '$1 == "step" { for (i = 2; i < NF; i++) if ($i == "loss") print $(i + 1) }' >"$3"
-  [ "$(wc -l <"$3")" = $STEPS ] || fail "$1 run on $2 printed $(wc -l <"$3") of $STEPS losses"
+run_id() { # EXE DEVICE: trains, prints the new run's id
+  "$1" run "$tiny" --device "$2" --db "$T/runs.db" --quiet 2>>"$T/run.err" |
+    sed -n 's/^run \([0-9]*\): ok,.*/\1/p'
 }
-# max |a - b| / |b| over the steps, and the first step beyond RTOL
-compare() {
-  paste "$1" "$2" | awk -v rtol=$RTOL '{ d = $1 - $2; if (d < 0) d = -d; r = d / ($2 < 0 ? -$2 : $2);
-    if (r > m) m = r; if (r > rtol && !first) first = NR }
-    END { printf "%.3g %d\n", m, first }'
-}
-losses "$H" cpu "$T/cpu"
-losses "$H" opencl "$T/ocl"
-losses "$F" opencl "$T/fault"
-read -r real_rel real_first <<<"$(compare "$T/ocl" "$T/cpu")"
-read -r fault_rel fault_first <<<"$(compare "$T/fault" "$T/cpu")"
-echo "max relative loss difference to cpu over $STEPS steps: opencl $real_rel, opencl with the $FAULT fault $fault_rel (first beyond $RTOL at step $fault_first)"
-awk -v r="$real_rel" -v t=$RTOL 'BEGIN { exit !(r <= t) }' && pass || fail "the real opencl build leaves cpu by $real_rel > $RTOL"
-awk -v r="$fault_rel" -v t=$RTOL 'BEGIN { exit !(r > t) }' && pass || fail "the fault build stays within $RTOL of cpu ($fault_rel)"
+cpu_run=$(run_id "$H" cpu); real_run=$(run_id "$H" opencl); fault_run=$(run_id "$F" opencl)
+[ -n "$cpu_run" ] && [ -n "$real_run" ] && [ -n "$fault_run" ] && pass ||
+  { fail "a training run did not finish ok"; tail -5 "$T/run.err"; }
+"$H" compare "$real_run" --baseline "$cpu_run" --db "$T/runs.db" >"$T/real.cmp" 2>&1; code=$?
+[ "$code" = 0 ] && pass || { fail "compare of the real opencl build exits $code, want 0"; cat "$T/real.cmp"; }
+"$H" compare "$fault_run" --baseline "$cpu_run" --db "$T/runs.db" >"$T/fault.cmp" 2>&1; code=$?
+[ "$code" = 1 ] && pass || { fail "compare of the fault build exits $code, want 1"; cat "$T/fault.cmp"; }
+grep -q "^verdict: fail: loss at step" "$T/fault.cmp" && pass || fail "compare does not give a loss failure"
+echo "real opencl build: $(grep '^loss' "$T/real.cmp")"
+echo "with the $FAULT fault: $(grep '^loss' "$T/fault.cmp"); $(grep '^first failing step' "$T/fault.cmp")"
 
 echo "test_opencl_fault: $passes passed, $fails failed"
 [ "$fails" = 0 ]

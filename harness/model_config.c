@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "json_locate.h"
+#include "json_util.h"
 #include "util.h"
 
 /* ---- the keys the harness models ------------------------------------------------------------ */
@@ -144,26 +145,12 @@ __attribute__((format(printf, 3, 4))) static void cfg_warn(const char *where, co
     va_end(ap);
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 /* ---- reading one key ------------------------------------------------------------------------ */
 
 static int set_int(int *out, json_t *v, const char *where, const char *key)
 {
     if (!json_is_integer(v))
-        return cfg_error(where, key, "must be an integer, not %s", type_name(v));
+        return cfg_error(where, key, "must be an integer, not %s", json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < INT_MIN || i > INT_MAX)
         return cfg_error(where, key, "%lld does not fit in an int", (long long)i);
@@ -174,7 +161,7 @@ static int set_int(int *out, json_t *v, const char *where, const char *key)
 static int set_real(double *out, json_t *v, const char *where, const char *key)
 {
     if (!json_is_number(v))
-        return cfg_error(where, key, "must be a number, not %s", type_name(v));
+        return cfg_error(where, key, "must be a number, not %s", json_type_name(v));
     *out = json_number_value(v);
     return 0;
 }
@@ -184,7 +171,7 @@ static int set_activation(gpt2_config *c, json_t *v, const char *where)
 {
     const char *key = "activation_function";
     if (!json_is_string(v))
-        return cfg_error(where, key, "must be a string, not %s", type_name(v));
+        return cfg_error(where, key, "must be a string, not %s", json_type_name(v));
     const char *name = json_string_value(v);
     if (strcmp(name, "gelu_pytorch_tanh") == 0)
         name = "gelu_new";
@@ -198,7 +185,7 @@ static int set_dtype(gpt2_config *c, json_t *v, const char *where)
 {
     const char *key = "torch_dtype";
     if (!json_is_string(v))
-        return cfg_error(where, key, "must be a string naming a dtype, not %s", type_name(v));
+        return cfg_error(where, key, "must be a string naming a dtype, not %s", json_type_name(v));
     const char *name = map_dtype(json_string_value(v));
     if (!name)
         return cfg_error(where, key,
@@ -225,7 +212,7 @@ int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where)
 {
     if (!json_is_object(obj))
         return cfg_error(where, "", "a model config must be a JSON object, not %s",
-                         obj ? type_name(obj) : "nothing");
+                         obj ? json_type_name(obj) : "nothing");
     for (size_t i = 0; i < NFIELDS; i++) {
         json_t *v = json_object_get(obj, FIELDS[i].key);
         if (!v || (FIELDS[i].type == F_DTYPE && json_is_null(v)))
@@ -271,7 +258,7 @@ static int apply_one(gpt2_config *c, json_t *config, const char *key, json_t *v,
         return set_field(c, f, v, where);
     if (!same_type(cur, v))
         return cfg_error(where, key, "must be %s like the config's value, not %s",
-                         type_name(cur), type_name(v));
+                         json_type_name(cur), json_type_name(v));
     return 0; /* a key the harness does not model: accepted, no effect */
 }
 
@@ -280,7 +267,7 @@ int gpt2_config_apply_overrides(gpt2_config *c, json_t *config, json_t *override
 {
     if (!json_is_object(overrides))
         return cfg_error(where, "", "overrides must be a JSON object, not %s",
-                         overrides ? type_name(overrides) : "nothing");
+                         overrides ? json_type_name(overrides) : "nothing");
     if (!json_is_object(config))
         return cfg_error(where, "", "overrides need the model config as a JSON object");
     const char *key;

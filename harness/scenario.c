@@ -12,6 +12,7 @@
 
 #include "checkpoint.h"
 #include "json_locate.h"
+#include "json_util.h"
 #include "model_dir.h"
 #include "util.h"
 
@@ -71,20 +72,6 @@ static int syntax_error(const char *file, const json_error_t *e)
     return 2;
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a real number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-    }
-}
-
 /* NULL when path is a readable regular file, else why not */
 static const char *unreadable(const char *path)
 {
@@ -116,7 +103,7 @@ static int get_int(const src *x, json_t *o, const char *key, int req, int min, i
     if (!v)
         return rc;
     if (!json_is_integer(v))
-        return fail(x, key, "must be an integer, not %s", type_name(v));
+        return fail(x, key, "must be an integer, not %s", json_type_name(v));
     long long i = json_integer_value(v);
     if (i < min)
         return fail(x, key, "must be >= %d, got %lld", min, i);
@@ -135,7 +122,7 @@ static int get_real(const src *x, json_t *o, const char *key, int req, double mi
     if (!v)
         return rc;
     if (!json_is_number(v))
-        return fail(x, key, "must be a number, not %s", type_name(v));
+        return fail(x, key, "must be a number, not %s", json_type_name(v));
     double d = json_number_value(v);
     if (strict ? !(d > min) : !(d >= min))
         return fail(x, key, "must be %s %g, got %g", strict ? ">" : ">=", min, d);
@@ -150,7 +137,7 @@ static int get_str(const src *x, json_t *o, const char *key, int req, char *out,
     if (!v)
         return rc;
     if (!json_is_string(v))
-        return fail(x, key, "must be a string, not %s", type_name(v));
+        return fail(x, key, "must be a string, not %s", json_type_name(v));
     if (json_string_length(v) >= len)
         return fail(x, key, "is too long (at most %zu bytes)", len - 1);
     if (strlen(json_string_value(v)) != json_string_length(v))
@@ -165,7 +152,7 @@ static int get_bool(const src *x, json_t *o, const char *key, int *out)
     if (!v)
         return 0;
     if (!json_is_boolean(v))
-        return fail(x, key, "must be true or false, not %s", type_name(v));
+        return fail(x, key, "must be true or false, not %s", json_type_name(v));
     *out = json_is_true(v);
     return 0;
 }
@@ -178,7 +165,7 @@ static int get_obj(const src *x, json_t *o, const char *key, int req, json_t **o
     if (!v)
         return rc;
     if (!json_is_object(v))
-        return fail(x, key, "must be an object, not %s", type_name(v));
+        return fail(x, key, "must be an object, not %s", json_type_name(v));
     *out = v;
     return 0;
 }
@@ -261,7 +248,7 @@ static int part_read(const src *mx, const char *key, part *p)
     p->at = (src){p->path, p->text, "", mx->dir};
     snprintf(p->where, sizeof p->where, "%s", p->path);
     if (!json_is_object(p->obj))
-        return fail(&p->at, NULL, "must be a JSON object, not %s", type_name(p->obj));
+        return fail(&p->at, NULL, "must be a JSON object, not %s", json_type_name(p->obj));
     return 0;
 }
 
@@ -274,7 +261,7 @@ static int part_open(const src *mx, json_t *m, const char *key, const char *pref
     json_t *inl = json_object_get(m, key);
     if (inl) {
         if (!json_is_object(inl))
-            return fail(mx, key, "must be an object, not %s", type_name(inl));
+            return fail(mx, key, "must be an object, not %s", json_type_name(inl));
         p->obj = json_incref(inl);
         p->at = sub(mx, prefix);
         snprintf(p->where, sizeof p->where, "%s: %s", mx->file, prefix);
@@ -483,7 +470,7 @@ static int get_betas(const src *tx, json_t *t, scenario *s)
     for (size_t i = 0; i < 2; i++) {
         json_t *e = json_array_get(b, i);
         if (!json_is_number(e))
-            return fail(tx, "betas", "beta%zu must be a number, not %s", i + 1, type_name(e));
+            return fail(tx, "betas", "beta%zu must be a number, not %s", i + 1, json_type_name(e));
         v[i] = json_number_value(e);
         if (!(v[i] >= 0 && v[i] < 1))
             return fail(tx, "betas", "beta%zu must be in [0, 1), got %g", i + 1, v[i]);
@@ -574,7 +561,7 @@ static int load_root(const src *x, json_t *root, scenario *s)
     static const char *const dtypes[] = {"fp32", NULL};
     int rc;
     if (!json_is_object(root))
-        return fail(x, NULL, "a scenario must be a JSON object, not %s", type_name(root));
+        return fail(x, NULL, "a scenario must be a JSON object, not %s", json_type_name(root));
     if ((rc = check_keys(x, root, keys)) ||
         (rc = get_str(x, root, "name", 1, s->name, sizeof s->name)))
         return rc;

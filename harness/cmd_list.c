@@ -9,77 +9,11 @@
 
 #include <jansson.h>
 
+#include "cmdline.h"
 #include "commands.h"
 #include "device.h"
 #include "store.h"
 #include "util.h"
-
-/* ---- arguments ------------------------------------------------------------------------------ */
-
-/* One option: either takes a value (stored in *value) or is a flag (sets *flag to 1). */
-typedef struct {
-    const char *name; /* "--db" */
-    const char **value;
-    int *flag;
-} opt_spec;
-
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
-    __attribute__((format(printf, 2, 0)));
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
-{
-    fprintf(stderr, "harness: error: %s: ", cmd);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see 'harness %s --help')\n", cmd);
-    return EXIT_USAGE;
-}
-
-/* handles argv[*i], an option; 0, or 2 after a message */
-static int parse_option(const char *cmd, int argc, char **argv, int *i, const opt_spec *opts)
-{
-    const char *arg = argv[*i], *eq = strchr(arg, '=');
-    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-    for (const opt_spec *o = opts; o->name; o++) {
-        if (strlen(o->name) != len || strncmp(arg, o->name, len) != 0)
-            continue;
-        if (o->flag) {
-            if (eq)
-                return usage_error(cmd, "%s takes no value", o->name);
-            *o->flag = 1;
-        } else if (eq)
-            *o->value = eq + 1;
-        else if (*i + 1 < argc)
-            *o->value = argv[++*i];
-        else
-            return usage_error(cmd, "%s needs a value", o->name);
-        return 0;
-    }
-    return usage_error(cmd, "unknown option '%s'", arg);
-}
-
-/* Parses argv[1..]: options from opts, -h/--help, "--" ends options, and up to max_pos
- * positional arguments into pos. Returns 0, 1 for help, or 2 after a message. */
-static int parse_args(int argc, char **argv, const opt_spec *opts, const char **pos, int max_pos,
-                      int *n_pos)
-{
-    const char *cmd = argv[0];
-    int only_pos = 0;
-    *n_pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!only_pos && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0))
-            return 1;
-        if (!only_pos && strcmp(a, "--") == 0)
-            only_pos = 1;
-        else if (!only_pos && a[0] == '-' && a[1]) {
-            if (parse_option(cmd, argc, argv, &i, opts))
-                return EXIT_USAGE;
-        } else if (*n_pos < max_pos)
-            pos[(*n_pos)++] = a;
-        else
-            return usage_error(cmd, "unexpected argument '%s'", a);
-    }
-    return 0;
-}
 
 /* ---- output helpers ------------------------------------------------------------------------- */
 
@@ -309,9 +243,9 @@ int cmd_runs(int argc, char **argv)
 {
     const char *db = DEFAULT_DB, *limit_s = NULL, *pos[1];
     int json = 0, n_pos;
-    const opt_spec opts[] = {{"--db", &db, NULL}, {"--limit", &limit_s, NULL},
+    const cmd_opt opts[] = {{"--db", &db, NULL}, {"--limit", &limit_s, NULL},
                              {"--json", NULL, &json}, {NULL, NULL, NULL}};
-    int rc = parse_args(argc, argv, opts, pos, 0, &n_pos);
+    int rc = cmd_parse(argc, argv, opts, pos, 0, &n_pos);
     if (rc == 1) {
         fputs(RUNS_USAGE, stdout);
         return finish_output(EXIT_PASS);
@@ -320,7 +254,8 @@ int cmd_runs(int argc, char **argv)
         return rc;
     long limit = 0;
     if (limit_s && (parse_long(limit_s, &limit) || limit < 0 || limit > INT_MAX))
-        return usage_error(argv[0], "--limit '%s' is not a count (a whole number >= 0)", limit_s);
+        return cmd_usage_error(argv[0], "--limit '%s' is not a count (a whole number >= 0)",
+                               limit_s);
     store *st;
     if (open_db(db, &st))
         return EXIT_USAGE;
@@ -475,8 +410,8 @@ int cmd_show(int argc, char **argv)
 {
     const char *db = DEFAULT_DB, *pos[1];
     int json = 0, n_pos;
-    const opt_spec opts[] = {{"--db", &db, NULL}, {"--json", NULL, &json}, {NULL, NULL, NULL}};
-    int rc = parse_args(argc, argv, opts, pos, 1, &n_pos);
+    const cmd_opt opts[] = {{"--db", &db, NULL}, {"--json", NULL, &json}, {NULL, NULL, NULL}};
+    int rc = cmd_parse(argc, argv, opts, pos, 1, &n_pos);
     if (rc == 1) {
         fputs(SHOW_USAGE, stdout);
         return finish_output(EXIT_PASS);
@@ -484,10 +419,10 @@ int cmd_show(int argc, char **argv)
     if (rc)
         return rc;
     if (n_pos != 1)
-        return usage_error(argv[0], "%s", "missing RUN, the id of the run to show");
+        return cmd_usage_error(argv[0], "missing RUN, the id of the run to show");
     long id;
     if (parse_long(pos[0], &id) || id <= 0)
-        return usage_error(argv[0], "RUN '%s' is not a run id (a whole number > 0)", pos[0]);
+        return cmd_usage_error(argv[0], "RUN '%s' is not a run id (a whole number > 0)", pos[0]);
     store *st;
     if (open_db(db, &st))
         return EXIT_USAGE;
@@ -560,8 +495,8 @@ int cmd_devices(int argc, char **argv)
 {
     const char *pos[1];
     int json = 0, n_pos;
-    const opt_spec opts[] = {{"--json", NULL, &json}, {NULL, NULL, NULL}};
-    int rc = parse_args(argc, argv, opts, pos, 0, &n_pos);
+    const cmd_opt opts[] = {{"--json", NULL, &json}, {NULL, NULL, NULL}};
+    int rc = cmd_parse(argc, argv, opts, pos, 0, &n_pos);
     if (rc == 1) {
         fputs(DEVICES_USAGE, stdout);
         return finish_output(EXIT_PASS);

@@ -1,5 +1,5 @@
-/* harness/cmdline.c: the shared option parser of compare/baseline/report and JSON helpers for
- * their --json output (strings made valid UTF-8, non-finite numbers as null). */
+/* harness/cmdline.c: the shared option parser of compare/baseline/report/runs/show/devices and
+ * JSON helpers for --json output (strings made valid UTF-8, non-finite numbers as null). */
 #include "cmdline.h"
 
 #include <math.h>
@@ -13,12 +13,18 @@
 
 int cmd_usage_error(const char *cmd, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    log_error("%s: %s (see 'harness %s --help')", cmd, msg, cmd);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    log_error("%s: %s (see 'harness %s --help')", cmd, msg ? msg : fmt, cmd);
+    free(msg);
     return EXIT_USAGE;
 }
 

@@ -1,5 +1,5 @@
-/* harness/cmdline.h: the option parser of the compare, baseline and report commands (--name VALUE,
- * --name=VALUE, flags, -h/--help, "--"), plus small JSON helpers their --json output shares. */
+/* harness/cmdline.h: the option parser of compare, baseline, report, runs, show and devices
+ * (--name VALUE, --name=VALUE, flags, -h/--help, "--"), plus JSON helpers for --json output. */
 #ifndef CMDLINE_H
 #define CMDLINE_H
 
@@ -16,7 +16,7 @@ typedef struct {
  * arguments go to pos (at most max_pos). Returns 0, 1 when --help was asked, 2 after a message. */
 int cmd_parse(int argc, char **argv, const cmd_opt *opts, const char **pos, int max_pos,
               int *n_pos);
-/* "harness: error: CMD: MESSAGE (see 'harness CMD --help')"; returns 2 */
+/* "harness: error: CMD: MESSAGE (see 'harness CMD --help')", never truncated; returns 2 */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* a run id: a whole number >= 1; 0, or 2 after a message naming cmd and what */
 int cmd_run_id(const char *cmd, const char *what, const char *s, int64_t *id);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cmdline.h"
 #include "commands.h"
 #include "device.h"
 #include "gpt2.h"
@@ -80,9 +81,7 @@ static int parse_init_args(int argc, char **argv, const char **scn, const char *
         } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
             *dev = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            log_error("init: unknown option or missing value: %s (see 'harness init --help')",
-                      argv[i]);
-            return EXIT_USAGE;
+            return cmd_usage_error("init", "unknown option or missing value: %s", argv[i]);
         } else if (!*scn || !*out) {
             *(*scn ? out : scn) = argv[i];
         } else {
@@ -90,10 +89,8 @@ static int parse_init_args(int argc, char **argv, const char **scn, const char *
             return EXIT_USAGE;
         }
     }
-    if (!*scn || !*out) {
-        log_error("init: needs SCENARIO and OUT_DIR (see 'harness init --help')");
-        return EXIT_USAGE;
-    }
+    if (!*scn || !*out)
+        return cmd_usage_error("init", "needs SCENARIO and OUT_DIR");
     return 0;
 }
 

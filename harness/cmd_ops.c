@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "cmdline.h"
 #include "commands.h"
 #include "device.h"
 #include "opcheck.h"
@@ -59,15 +60,6 @@ typedef struct {
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
-static int ops_error(const char *fmt, const char *arg) __attribute__((format(printf, 1, 0)));
-static int ops_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "harness: error: ops: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see 'harness ops --help')\n");
-    return EXIT_USAGE;
-}
-
 /* splits a comma list into the device specs */
 static int add_devices(ops_args *a, const char *list)
 {
@@ -75,7 +67,7 @@ static int add_devices(ops_args *a, const char *list)
     snprintf(buf, sizeof buf, "%s", list);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (a->ndev == MAX_DEVICES)
-            return ops_error("more than 16 devices: %s", list);
+            return cmd_usage_error("ops", "more than 16 devices: %s", list);
         snprintf(a->devices[a->ndev++], sizeof a->devices[0], "%s", tok);
     }
     return 0;
@@ -93,7 +85,7 @@ static int add_ops(ops_args *a, char *list)
             return EXIT_USAGE;
         }
         if (a->nops == MAX_FILTERS)
-            return ops_error("more than 32 op filters at '%s'", tok);
+            return cmd_usage_error("ops", "more than 32 op filters at '%s'", tok);
         a->ops[a->nops++] = tok;
     }
     return 0;
@@ -107,7 +99,7 @@ static char *option_value(int argc, char **argv, int *i)
         return eq + 1;
     if (*i + 1 < argc)
         return argv[++*i];
-    ops_error("%s needs a value", argv[*i]);
+    cmd_usage_error("ops", "%s needs a value", argv[*i]);
     return NULL;
 }
 
@@ -136,7 +128,7 @@ static int parse_ops_args(int argc, char **argv, ops_args *a)
             if (!(v = option_value(argc, argv, &i)))
                 return EXIT_USAGE;
             if (!*v)
-                return ops_error("%s needs a non-empty value", arg);
+                return cmd_usage_error("ops", "%s needs a non-empty value", arg);
             if (is_opt(arg, "--device"))
                 rc = add_devices(a, v);
             else if (is_opt(arg, "--op"))
@@ -146,13 +138,13 @@ static int parse_ops_args(int argc, char **argv, ops_args *a)
             else
                 a->db = v;
         } else {
-            return ops_error("unknown argument '%s'", arg);
+            return cmd_usage_error("ops", "unknown argument '%s'", arg);
         }
         if (rc)
             return rc;
     }
     if (strcmp(a->mode, "test") && strcmp(a->mode, "grad") && strcmp(a->mode, "perf"))
-        return ops_error("--mode must be test, grad or perf, not '%s'", a->mode);
+        return cmd_usage_error("ops", "--mode must be test, grad or perf, not '%s'", a->mode);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmdline.h"
 #include "commands.h"
 #include "device.h"
 #include "runner.h"
@@ -79,8 +80,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
                 return EXIT_USAGE;
             }
         } else if (arg[0] == '-' && arg[1]) {
-            log_error("run: unknown option or missing value: %s (see 'harness run --help')", arg);
-            return EXIT_USAGE;
+            return cmd_usage_error("run", "unknown option or missing value: %s", arg);
         } else if (a->n_scenarios < RUN_MAX_SCENARIOS) {
             a->scenarios[a->n_scenarios++] = arg;
             if (!a->scenario)
@@ -90,10 +90,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             return EXIT_USAGE;
         }
     }
-    if (!a->scenario) {
-        log_error("run: no scenario file given (see 'harness run --help')");
-        return EXIT_USAGE;
-    }
+    if (!a->scenario)
+        return cmd_usage_error("run", "no scenario file given");
     if (a->n_scenarios > 1 && !a->compare) {
         log_error("run: one scenario file expected, got another: %s (several need --compare)",
                   a->scenarios[1]);

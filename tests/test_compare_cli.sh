@@ -5,17 +5,8 @@
 # usage: test_compare_cli.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
-T="$(mktemp -d)"; trap 'rm -rf "$T" /tmp/harness-pwned-$$*' EXIT
-fails=0; passes=0
-pass() { passes=$((passes+1)); }
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-# expect CODE DESCRIPTION -- command...: checks the exit code; stdout in $T/out, stderr in $T/err
-expect() {
-  local want="$1" what="$2"; shift 3
-  "$@" >"$T/out" 2>"$T/err"; local got=$?
-  if [ "$got" = "$want" ]; then pass; else fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; fi
-}
-says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "stderr lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+. "$(dirname "$0")/lib.sh"
+trap 'rm -rf "$T" /tmp/harness-pwned-$$*' EXIT
 prints() { if grep -qF -- "$1" "$T/out"; then pass; else fail "stdout lacks '$1':"; sed 's/^/    /' "$T/out" | head -20; fi; }
 # an XML parser accepts the file
 xml_ok() {
@@ -177,5 +168,4 @@ expect 1 "run --compare against a moved baseline" -- "$H" run "$tiny" --compare 
 prints "worst verdict: fail"
 expect 2 "run two scenarios without --compare" -- "$H" run "$tiny" "$tiny" --db "$T/m.db"
 
-echo "test_compare_cli: $passes passed, $fails failed"
-[ "$fails" = 0 ]
+finish

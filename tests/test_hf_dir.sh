@@ -4,16 +4,7 @@
 # configs (exit 2 with a message, never a crash). usage: test_hf_dir.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$2"
-T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-pass() { passes=$((passes+1)); }
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-expect() {
-  local want="$1" what="$2"; shift 3
-  "$@" >"$T/out" 2>"$T/err"; local got=$?
-  if [ "$got" = "$want" ]; then pass; else fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; fi
-}
-says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "message lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+. "$(dirname "$0")/lib.sh"
 losses() { grep '^step ' "$1" | awk '{print $4}'; }
 
 tiny="$SRC/scenarios/gpt2-tiny.json"
@@ -137,5 +128,4 @@ expect 2 "weights of another shape" -- "$H" run "$T/bw.json" --steps 1 --db "$T/
 sed -i 's/"n_embd": 32/"n_embd": 64/; s/"n_layer": 2/"n_layer": 3/' "$T/bw/config.json"
 expect 2 "weights missing a layer" -- "$H" run "$T/bw.json" --steps 1 --db "$T/a.db"; says "transformer.h.2"
 
-echo "test_hf_dir: $passes passed, $fails failed"
-[ "$fails" = 0 ]
+finish

@@ -5,28 +5,21 @@
 set -u
 H=${1:?usage: test_list_commands.sh HARNESS_EXE SOURCE_DIR}
 case "$H" in /*) ;; *) H="$PWD/$H" ;; esac
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/harness-list-XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
-fails=0
+. "$(dirname "$0")/lib.sh"
 
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-
-# expect CODE WHAT CMD...: runs CMD; its exit code must be CODE, and exit 2 needs a message on
-# stderr. stdout and stderr stay in $TMP/out and $TMP/err for further checks.
+# expect CODE WHAT CMD...: this script's own (no "--"; exit 2 also needs a message on stderr):
+# runs CMD; its exit code must be CODE. stdout and stderr stay in $T/out and $T/err.
 expect() {
     local want=$1 what=$2
     shift 2
-    "$@" >"$TMP/out" 2>"$TMP/err"
+    "$@" >"$T/out" 2>"$T/err"
     local got=$?
     if [ "$got" != "$want" ]; then
         fail "$what: exit $got, expected $want"
-        sed 's/^/    stderr: /' "$TMP/err"
+        sed 's/^/    stderr: /' "$T/err"
         return 1
     fi
-    if [ "$want" = 2 ] && [ ! -s "$TMP/err" ]; then
+    if [ "$want" = 2 ] && [ ! -s "$T/err" ]; then
         fail "$what: exit 2 without a message on stderr"
         return 1
     fi
@@ -35,7 +28,7 @@ expect() {
 
 # grep_in FILE PATTERN WHAT
 grep_in() {
-    grep -q -- "$2" "$TMP/$1" || fail "$3: '$2' not in $1: $(head -c 300 "$TMP/$1")"
+    grep -q -- "$2" "$T/$1" || fail "$3: '$2' not in $1: $(head -c 300 "$T/$1")"
 }
 
 no_side_files() {
@@ -80,47 +73,47 @@ expect 2 "devices: extra argument" "$H" devices extra
 grep_in err "extra" "devices: message names the argument"
 
 # ---- missing store: exit 2, nothing created ----------------------------------------------------
-missing="$TMP/missing.db"
+missing="$T/missing.db"
 expect 2 "runs: missing --db" "$H" runs --db "$missing" && grep_in err "no database at" "runs"
 [ -e "$missing" ] && fail "runs created $missing"
 expect 2 "show: missing --db" "$H" show 1 --db "$missing" && grep_in err "no database at" "show"
 [ -e "$missing" ] && fail "show created $missing"
 no_side_files "$missing" "missing store"
-mkdir "$TMP/empty"
-(cd "$TMP/empty" && "$H" runs >/dev/null 2>"$TMP/err")
+mkdir "$T/empty"
+(cd "$T/empty" && "$H" runs >/dev/null 2>"$T/err")
 rc=$?
 [ $rc = 2 ] || fail "runs without harness.db in the directory: exit $rc, expected 2"
 grep_in err "no database at harness.db" "runs without --db"
-[ -e "$TMP/empty/harness.db" ] && fail "runs created harness.db"
+[ -e "$T/empty/harness.db" ] && fail "runs created harness.db"
 
 # ---- files that are not stores: exit 2, file unchanged ----------------------------------------
-printf 'step,loss\n1,2.5\n2,2.4\n' >"$TMP/text.db"
-head -c 4096 /dev/urandom >"$TMP/random.db"
-printf 'SQLite format 3\000' >"$TMP/header.db"
-head -c 8192 /dev/urandom >>"$TMP/header.db"
+printf 'step,loss\n1,2.5\n2,2.4\n' >"$T/text.db"
+head -c 4096 /dev/urandom >"$T/random.db"
+printf 'SQLite format 3\000' >"$T/header.db"
+head -c 8192 /dev/urandom >>"$T/header.db"
 for name in text random header; do
-    f="$TMP/$name.db"
-    cp "$f" "$TMP/copy"
+    f="$T/$name.db"
+    cp "$f" "$T/copy"
     expect 2 "runs: $name file" "$H" runs --db "$f"
     expect 2 "show: $name file" "$H" show 1 --db "$f" --json
     grep_in err "$f" "$name file: message names the file"
-    cmp -s "$f" "$TMP/copy" || fail "$name file was modified"
+    cmp -s "$f" "$T/copy" || fail "$name file was modified"
     no_side_files "$f" "$name file"
 done
-: >"$TMP/zero.db"
-expect 2 "runs: empty file" "$H" runs --db "$TMP/zero.db"
-[ -s "$TMP/zero.db" ] && fail "runs wrote into an empty file"
+: >"$T/zero.db"
+expect 2 "runs: empty file" "$H" runs --db "$T/zero.db"
+[ -s "$T/zero.db" ] && fail "runs wrote into an empty file"
 
 # ---- SQLite files that are not harness stores (only where the sqlite3 CLI exists) --------------
 if command -v sqlite3 >/dev/null; then
-    sqlite3 "$TMP/newer.db" "PRAGMA user_version = 9999;"
-    expect 2 "runs: newer schema" "$H" runs --db "$TMP/newer.db" &&
+    sqlite3 "$T/newer.db" "PRAGMA user_version = 9999;"
+    expect 2 "runs: newer schema" "$H" runs --db "$T/newer.db" &&
         grep_in err "newer than this harness" "newer schema"
-    sqlite3 "$TMP/foreign.db" "CREATE TABLE notes(x); INSERT INTO notes VALUES ('hi');"
-    cp "$TMP/foreign.db" "$TMP/copy"
-    expect 2 "runs: another program's database" "$H" runs --db "$TMP/foreign.db" &&
+    sqlite3 "$T/foreign.db" "CREATE TABLE notes(x); INSERT INTO notes VALUES ('hi');"
+    cp "$T/foreign.db" "$T/copy"
+    expect 2 "runs: another program's database" "$H" runs --db "$T/foreign.db" &&
         grep_in err "not a harness store" "foreign database"
-    cmp -s "$TMP/foreign.db" "$TMP/copy" || fail "foreign database was modified"
+    cmp -s "$T/foreign.db" "$T/copy" || fail "foreign database was modified"
 else
     echo "skip: sqlite3 CLI not found (newer-schema and foreign-database checks)"
 fi
@@ -131,12 +124,12 @@ expect 0 "devices --json" "$H" devices --json
 if command -v jq >/dev/null; then
     jq -e 'type == "array" and length >= 1 and
            all(.[]; has("spec") and has("name") and has("vendor") and has("dtype") and
-                    (.mem_total_bytes | type) == "number")' "$TMP/out" >/dev/null ||
-        fail "devices --json is not the expected JSON array: $(head -c 300 "$TMP/out")"
-    [ "$(jq -r '.[0].spec' "$TMP/out")" = cpu ] || fail "devices --json: first spec is not cpu"
+                    (.mem_total_bytes | type) == "number")' "$T/out" >/dev/null ||
+        fail "devices --json is not the expected JSON array: $(head -c 300 "$T/out")"
+    [ "$(jq -r '.[0].spec' "$T/out")" = cpu ] || fail "devices --json: first spec is not cpu"
 else
     echo "skip: jq not found, checking devices --json by grep only"
-    head -c 1 "$TMP/out" | grep -q '\[' || fail "devices --json does not start with ["
+    head -c 1 "$T/out" | grep -q '\[' || fail "devices --json does not start with ["
     grep_in out '"spec": "cpu"' "devices --json lists cpu"
 fi
 

@@ -12,10 +12,7 @@ set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
 FAULT=gelu_forward
 B="$(cd "$(dirname "$H")" && pwd)/opencl-fault"
-T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-pass() { passes=$((passes+1)); }
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
+. "$(dirname "$0")/lib.sh"
 
 "$H" ops --device opencl --op sum >"$T/out" 2>"$T/err"
 if [ $? = 2 ] && grep -qE "no OpenCL device|unknown device 'opencl'" "$T/err"; then
@@ -63,5 +60,4 @@ grep -q "^verdict: fail: loss at step" "$T/fault.cmp" && pass || fail "compare d
 echo "real opencl build: $(grep '^loss' "$T/real.cmp")"
 echo "with the $FAULT fault: $(grep '^loss' "$T/fault.cmp"); $(grep '^first failing step' "$T/fault.cmp")"
 
-echo "test_opencl_fault: $passes passed, $fails failed"
-[ "$fails" = 0 ]
+finish

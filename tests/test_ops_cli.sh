@@ -4,19 +4,7 @@
 # usage: test_ops_cli.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"
-T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-pass() { passes=$((passes+1)); }
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-# expect CODE DESCRIPTION -- command...: checks the exit code; stdout in $T/out, stderr in $T/err
-expect() {
-  local want="$1" what="$2"; shift 3
-  "$@" >"$T/out" 2>"$T/err"; local got=$?
-  if [ "$got" = "$want" ]; then pass; else
-    fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; grep -v PASS "$T/out" | head -20 | sed 's/^/    /'
-  fi
-}
-says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "message lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+. "$(dirname "$0")/lib.sh"
 prints() { if grep -qE -- "$1" "$T/out"; then pass; else fail "output lacks /$1/"; tail -3 "$T/out" | sed 's/^/    /'; fi; }
 
 # ---- arguments ----
@@ -71,5 +59,4 @@ else
   expect 2 "opencl:99" -- "$H" ops --device opencl:99; says "opencl:99"
 fi
 
-echo "test_ops_cli: $passes passed, $fails failed"
-[ "$fails" = 0 ]
+finish

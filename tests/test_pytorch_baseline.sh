@@ -5,7 +5,7 @@
 # usage: test_pytorch_baseline.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$2"
-T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
 "$H" run "$SRC/scenarios/gpt2-tiny.json" --compare --baseline pytorch \
   --baselines "$SRC/baselines" --db "$T/a.db" >"$T/out" 2>&1
 rc=$?

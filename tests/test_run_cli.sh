@@ -4,18 +4,7 @@
 # usage: test_run_cli.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$2"
-T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-pass() { passes=$((passes+1)); }
-fail() { echo "FAIL: $*"; fails=$((fails+1)); }
-# expect CODE DESCRIPTION -- command...: checks the exit code, keeps stderr in $T/err
-expect() {
-  local want="$1" what="$2"; shift 3
-  "$@" >"$T/out" 2>"$T/err"; local got=$?
-  if [ "$got" = "$want" ]; then pass; else fail "$what: exit $got, want $want"; sed 's/^/    /' "$T/err" | head -5; fi
-}
-# stderr mentions a string
-says() { if grep -qF -- "$1" "$T/err"; then pass; else fail "message lacks '$1':"; sed 's/^/    /' "$T/err" | head -5; fi; }
+. "$(dirname "$0")/lib.sh"
 
 tiny="$SRC/scenarios/gpt2-tiny.json"
 # a scenario copy in the temp dir with an absolute data path and one field changed
@@ -84,5 +73,4 @@ kill -TERM "$pid"; wait "$pid"; code=$?
 [ "$code" = 1 ] && pass || fail "SIGTERM run exits 1, got $code"
 grep -q "failed" "$T/term.out" && pass || fail "SIGTERM run ends as failed"
 
-echo "test_run_cli: $passes passed, $fails failed"
-[ "$fails" = 0 ]
+finish

@@ -1,5 +1,5 @@
 /* devices/device.c: the backend-independent part of a device: allocation with the harness's
- * own current/peak byte accounting, views, the sticky error, and close. */
+ * own current/peak byte accounting, views, the sticky error, the ops' argument checks, close. */
 #include "device.h"
 
 #include <assert.h>
@@ -62,6 +62,58 @@ void device_fail(device *d, const char *fmt, ...)
 const char *device_error(const device *d)
 {
     return d->failed ? d->err : NULL;
+}
+
+int device_view_ok(device *d, const char *op, const char *name, dten t, size_t need, dkind kind)
+{
+    if (!t.buf) {
+        device_fail(d, "%s: %s: %s has no buffer", d->backend, op, name);
+        return 0;
+    }
+    const dbuf_head *h = (const dbuf_head *)(const void *)t.buf;
+    if (h->kind != kind) {
+        device_fail(d, "%s: %s: %s must be %s", d->backend, op, name,
+                    kind == DT_I32 ? "DT_I32" : "DT_REAL");
+        return 0;
+    }
+    if (t.off > h->n || t.n > h->n - t.off) {
+        device_fail(d, "%s: %s: %s (offset %zu, %zu elements) runs past its buffer of %zu",
+                    d->backend, op, name, t.off, t.n, h->n);
+        return 0;
+    }
+    if (t.n < need) {
+        device_fail(d, "%s: %s: %s has %zu elements, the op needs %zu", d->backend, op, name,
+                    t.n, need);
+        return 0;
+    }
+    return 1;
+}
+
+int device_dims_ok(device *d, const char *op, const int *dims, int ndims, int min)
+{
+    for (int i = 0; i < ndims; i++) {
+        if (dims[i] < min) {
+            device_fail(d, "%s: %s: size %d (argument %d of the shape) must be >= %d",
+                        d->backend, op, dims[i], i + 1, min);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int device_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols,
+                           int ld, long stride, int batch)
+{
+    int sr = trans ? cols : rows, sc = trans ? rows : cols;
+    if (ld < (sc > 1 ? sc : 1) || stride < 0) {
+        device_fail(d, "%s: gemm: %s: leading dimension %d (needs >= %d) or stride %ld (needs "
+                    ">= 0) is invalid", d->backend, name, ld, sc > 1 ? sc : 1, stride);
+        return 0;
+    }
+    size_t need = 0;
+    if (sr > 0 && sc > 0 && batch > 0)
+        need = (size_t)(batch - 1) * (size_t)stride + (size_t)(sr - 1) * (size_t)ld + (size_t)sc;
+    return device_view_ok(d, "gemm", name, t, need, DT_REAL);
 }
 
 void device_reset_peak(device *d)

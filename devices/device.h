@@ -145,6 +145,17 @@ void device_free(device *d, dten t);
 dten dten_view(dten t, size_t off, size_t n);       /* sub-view; asserts bounds */
 void device_fail(device *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *device_error(const device *d);           /* NULL when no error */
+/* Argument checks every backend's ops share. Each returns 1 when fine; otherwise it records
+ * "<d->backend>: <op>: ..." with device_fail and returns 0. */
+/* t has a buffer of the given kind, lies inside it and holds at least need elements */
+int device_view_ok(device *d, const char *op, const char *name, dten t, size_t need, dkind kind);
+/* every one of the ndims sizes is >= min */
+int device_dims_ok(device *d, const char *op, const int *dims, int ndims, int min);
+/* a gemm operand op(X), rows x cols: X stored row-major as rows x cols, or cols x rows when
+ * trans, with leading dimension ld, batch of them stride apart; ld and stride are valid and t
+ * holds every element they reach */
+int device_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols,
+                           int ld, long stride, int batch);
 void device_reset_peak(device *d);
 void device_close(device *d);
 

@@ -7,16 +7,16 @@
 static int att_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
                   int NH)
 {
-    if (!cpu_dims_ok(d, op, (int[]){B, T, C, NH}, 4, 1))
+    if (!device_dims_ok(d, op, (int[]){B, T, C, NH}, 4, 1))
         return 0;
     if (C % NH != 0) {
         device_fail(d, "%s: %s: C=%d is not a multiple of NH=%d", CPU_BACKEND_NAME, op, C, NH);
         return 0;
     }
     size_t btc = (size_t)B * (size_t)T * (size_t)C;
-    return cpu_check(d, op, "qkv", qkv, 3 * btc, DT_REAL) &&
-           cpu_check(d, op, "att", att, (size_t)B * NH * (size_t)T * T, DT_REAL) &&
-           cpu_check(d, op, "out/dout", out, btc, DT_REAL);
+    return device_view_ok(d, op, "qkv", qkv, 3 * btc, DT_REAL) &&
+           device_view_ok(d, op, "att", att, (size_t)B * NH * (size_t)T * T, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", out, btc, DT_REAL);
 }
 
 static real dot(const real *a, const real *b, int n)
@@ -126,8 +126,8 @@ static void cpu_attention_backward(device *d, dten dqkv, dten scratch, dten dout
 {
     const char *op = "attention_backward";
     if (d->failed || !att_ok(d, op, qkv, att, dout, B, T, C, NH) ||
-        !cpu_check(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) ||
-        !cpu_check(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL))
+        !device_view_ok(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) ||
+        !device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL))
         return;
     int hs = C / NH;
     real scale = (real)(1.0 / sqrt((double)hs));

@@ -13,12 +13,12 @@
 /* n >= 0 and every view holds n reals */
 static int ew_ok(device *d, const char *op, int n, dten a, dten b, dten c)
 {
-    if (!cpu_dims_ok(d, op, &n, 1, 0))
+    if (!device_dims_ok(d, op, &n, 1, 0))
         return 0;
-    if (!cpu_check(d, op, "first tensor", a, (size_t)n, DT_REAL) ||
-        !cpu_check(d, op, "second tensor", b, (size_t)n, DT_REAL))
+    if (!device_view_ok(d, op, "first tensor", a, (size_t)n, DT_REAL) ||
+        !device_view_ok(d, op, "second tensor", b, (size_t)n, DT_REAL))
         return 0;
-    return !c.buf || cpu_check(d, op, "third tensor", c, (size_t)n, DT_REAL);
+    return !c.buf || device_view_ok(d, op, "third tensor", c, (size_t)n, DT_REAL);
 }
 
 static void cpu_gelu_forward(device *d, dten out, dten inp, int n)

@@ -4,22 +4,6 @@
 
 #include <cblas.h>
 
-/* op(X) is rows x cols; X is stored row-major as rows x cols, or cols x rows when transposed */
-static int gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols,
-                           int ld, long stride, int batch)
-{
-    int sr = trans ? cols : rows, sc = trans ? rows : cols;
-    if (ld < (sc > 1 ? sc : 1) || stride < 0) {
-        device_fail(d, "%s: gemm: %s: leading dimension %d (needs >= %d) or stride %ld (needs "
-                    ">= 0) is invalid", CPU_BACKEND_NAME, name, ld, sc > 1 ? sc : 1, stride);
-        return 0;
-    }
-    size_t need = 0;
-    if (sr > 0 && sc > 0 && batch > 0)
-        need = (size_t)(batch - 1) * (size_t)stride + (size_t)(sr - 1) * (size_t)ld + (size_t)sc;
-    return cpu_check(d, "gemm", name, t, need, DT_REAL);
-}
-
 /* C = beta * C, for the cases BLAS is not called (no product terms) */
 static void gemm_scale_only(real *c, int M, int N, int ldc, long strideC, int batch, real beta)
 {
@@ -35,10 +19,10 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
                      int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
                      int ldc, long strideC, int batch)
 {
-    if (d->failed || !cpu_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) ||
-        !gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
-        !gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
-        !gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
+    if (d->failed || !device_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) ||
+        !device_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
+        !device_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
+        !device_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
         return;
     real *c = RP(Cm);
     if (M == 0 || N == 0 || batch == 0)
@@ -57,9 +41,9 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
 
 static int bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)
 {
-    return cpu_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
-           cpu_check(d, op, "matrix", mat, (size_t)N * (size_t)C, DT_REAL) &&
-           cpu_check(d, op, "bias", bias, (size_t)C, DT_REAL);
+    return device_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
+           device_view_ok(d, op, "matrix", mat, (size_t)N * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "bias", bias, (size_t)C, DT_REAL);
 }
 
 static void cpu_bias_add(device *d, dten out, dten bias, int N, int C)

@@ -8,13 +8,13 @@ static int ln_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten
                  int N, int C)
 {
     size_t nc = (size_t)N * (size_t)C;
-    return cpu_dims_ok(d, op, &N, 1, 0) && cpu_dims_ok(d, op, &C, 1, 1) &&
-           cpu_check(d, op, "inp", x, nc, DT_REAL) &&
-           cpu_check(d, op, "out/dout", y, nc, DT_REAL) &&
-           cpu_check(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
-           cpu_check(d, op, "b/db", b, (size_t)C, DT_REAL) &&
-           cpu_check(d, op, "mean", mean, (size_t)N, DT_REAL) &&
-           cpu_check(d, op, "rstd", rstd, (size_t)N, DT_REAL);
+    return device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &C, 1, 1) &&
+           device_view_ok(d, op, "inp", x, nc, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", y, nc, DT_REAL) &&
+           device_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "b/db", b, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "mean", mean, (size_t)N, DT_REAL) &&
+           device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
 }
 
 static void cpu_layernorm_forward(device *d, dten out, dten mean, dten rstd, dten inp, dten w,
@@ -94,8 +94,8 @@ static void cpu_layernorm_backward(device *d, dten dinp, dten dw, dten db, dten 
 {
     const char *op = "layernorm_backward";
     if (d->failed || !ln_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) ||
-        !cpu_check(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
-        !cpu_check(d, op, "w", w, (size_t)C, DT_REAL))
+        !device_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
+        !device_view_ok(d, op, "w", w, (size_t)C, DT_REAL))
         return;
     const real *dy = RP(dout), *x = RP(inp), *mu = RP(mean), *rs = RP(rstd);
     ln_backward_inp(RP(dinp), dy, x, RP(w), mu, rs, N, C);

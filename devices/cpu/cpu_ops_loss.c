@@ -8,9 +8,9 @@
 static int xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V,
                    int ignore_index)
 {
-    if (!cpu_dims_ok(d, op, &N, 1, 0) || !cpu_dims_ok(d, op, &V, 1, 1) ||
-        !cpu_check(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) ||
-        !cpu_check(d, op, "targets", targets, (size_t)N, DT_I32))
+    if (!device_dims_ok(d, op, &N, 1, 0) || !device_dims_ok(d, op, &V, 1, 1) ||
+        !device_view_ok(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) ||
+        !device_view_ok(d, op, "targets", targets, (size_t)N, DT_I32))
         return 0;
     const int32_t *tg = IP(targets);
     for (int n = 0; n < N; n++) {
@@ -29,8 +29,8 @@ static void cpu_softmax_xent_forward(device *d, dten losses, dten probs, dten lo
 {
     const char *op = "softmax_xent_forward";
     if (d->failed || !xent_ok(d, op, probs, targets, N, V, ignore_index) ||
-        !cpu_check(d, op, "logits", logits, (size_t)N * (size_t)V, DT_REAL) ||
-        !cpu_check(d, op, "losses", losses, (size_t)N, DT_REAL))
+        !device_view_ok(d, op, "logits", logits, (size_t)N * (size_t)V, DT_REAL) ||
+        !device_view_ok(d, op, "losses", losses, (size_t)N, DT_REAL))
         return;
     const real *x = RP(logits);
     const int32_t *tg = IP(targets);
@@ -60,7 +60,7 @@ static void cpu_softmax_xent_backward(device *d, dten dlogits, dten probs, dten 
 {
     const char *op = "softmax_xent_backward";
     if (d->failed || !xent_ok(d, op, probs, targets, N, V, ignore_index) ||
-        !cpu_check(d, op, "dlogits", dlogits, (size_t)N * (size_t)V, DT_REAL))
+        !device_view_ok(d, op, "dlogits", dlogits, (size_t)N * (size_t)V, DT_REAL))
         return;
     const real *p = RP(probs);
     const int32_t *tg = IP(targets);

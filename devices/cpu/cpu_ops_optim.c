@@ -16,10 +16,10 @@ static void cpu_adamw(device *d, dten p, dten g, dten m, dten v, int n, double l
         device_fail(d, "%s: adamw: step t=%d must count from 1", CPU_BACKEND_NAME, t);
         return;
     }
-    if (!cpu_dims_ok(d, op, &n, 1, 0) || !cpu_check(d, op, "p", p, (size_t)n, DT_REAL) ||
-        !cpu_check(d, op, "g", g, (size_t)n, DT_REAL) ||
-        !cpu_check(d, op, "m", m, (size_t)n, DT_REAL) ||
-        !cpu_check(d, op, "v", v, (size_t)n, DT_REAL))
+    if (!device_dims_ok(d, op, &n, 1, 0) || !device_view_ok(d, op, "p", p, (size_t)n, DT_REAL) ||
+        !device_view_ok(d, op, "g", g, (size_t)n, DT_REAL) ||
+        !device_view_ok(d, op, "m", m, (size_t)n, DT_REAL) ||
+        !device_view_ok(d, op, "v", v, (size_t)n, DT_REAL))
         return;
     real *pp = RP(p), *mp = RP(m), *vp = RP(v);
     const real *gp = RP(g);
@@ -63,16 +63,16 @@ static double reduce(const real *x, long n, int squares)
 
 static double cpu_sumsq(device *d, dten x, int n)
 {
-    if (d->failed || !cpu_dims_ok(d, "sumsq", &n, 1, 0) ||
-        !cpu_check(d, "sumsq", "x", x, (size_t)n, DT_REAL))
+    if (d->failed || !device_dims_ok(d, "sumsq", &n, 1, 0) ||
+        !device_view_ok(d, "sumsq", "x", x, (size_t)n, DT_REAL))
         return 0;
     return reduce(RP(x), n, 1);
 }
 
 static double cpu_sum(device *d, dten x, int n)
 {
-    if (d->failed || !cpu_dims_ok(d, "sum", &n, 1, 0) ||
-        !cpu_check(d, "sum", "x", x, (size_t)n, DT_REAL))
+    if (d->failed || !device_dims_ok(d, "sum", &n, 1, 0) ||
+        !device_view_ok(d, "sum", "x", x, (size_t)n, DT_REAL))
         return 0;
     return reduce(RP(x), n, 0);
 }

@@ -42,15 +42,6 @@ struct dbuf {
 #define cpu_fill_ops CPU_SYM(fill_ops)
 void cpu_fill_ops(device_i *ops); /* cpu_ops*.c: the op entries of the table */
 
-/* cpu_ops.c: argument checks shared by the ops. Each returns 1 when fine; otherwise it records
- * "<backend>: <op>: ..." with device_fail and returns 0. */
-#define cpu_check CPU_SYM(check)
-#define cpu_dims_ok CPU_SYM(dims_ok)
-/* t has a buffer of the given kind, lies inside it and holds at least need elements */
-int cpu_check(device *d, const char *op, const char *name, dten t, size_t need, dkind kind);
-/* every one of the ndims sizes is >= min */
-int cpu_dims_ok(device *d, const char *op, const int *dims, int ndims, int min);
-
 /* the op entries of each cpu_ops_<area>.c */
 #define cpu_fill_elementwise CPU_SYM(fill_elementwise)
 #define cpu_fill_embedding CPU_SYM(fill_embedding)

@@ -105,19 +105,19 @@ static int read_bytes(device *d, const char *op, void *dst, dten t)
 
 static void ocl_upload(device *d, dten dst, const float *src)
 {
-    if (!d->failed && ocl_view_ok(d, "upload", "dst", dst, 0, DT_REAL))
+    if (!d->failed && device_view_ok(d, "upload", "dst", dst, 0, DT_REAL))
         write_bytes(d, "upload", dst, src);
 }
 
 static void ocl_upload_i32(device *d, dten dst, const int32_t *src)
 {
-    if (!d->failed && ocl_view_ok(d, "upload_i32", "dst", dst, 0, DT_I32))
+    if (!d->failed && device_view_ok(d, "upload_i32", "dst", dst, 0, DT_I32))
         write_bytes(d, "upload_i32", dst, src);
 }
 
 static void ocl_upload_f64(device *d, dten dst, const double *src)
 {
-    if (d->failed || !ocl_view_ok(d, "upload_f64", "dst", dst, 0, DT_REAL))
+    if (d->failed || !device_view_ok(d, "upload_f64", "dst", dst, 0, DT_REAL))
         return;
     float *tmp = malloc((dst.n ? dst.n : 1) * sizeof *tmp);
     if (!tmp) {
@@ -146,14 +146,14 @@ static void poison(float *f, double *g, int32_t *i, size_t n)
 
 static void ocl_download(device *d, float *dst, dten src)
 {
-    if (!ocl_view_ok(d, "download", "src", src, 0, DT_REAL) ||
+    if (!device_view_ok(d, "download", "src", src, 0, DT_REAL) ||
         !read_bytes(d, "download", dst, src))
         poison(dst, NULL, NULL, src.n);
 }
 
 static void ocl_download_i32(device *d, int32_t *dst, dten src)
 {
-    if (!ocl_view_ok(d, "download_i32", "src", src, 0, DT_I32) ||
+    if (!device_view_ok(d, "download_i32", "src", src, 0, DT_I32) ||
         !read_bytes(d, "download_i32", dst, src))
         poison(NULL, NULL, dst, src.n);
 }
@@ -163,7 +163,7 @@ static void ocl_download_f64(device *d, double *dst, dten src)
     float *tmp = malloc((src.n ? src.n : 1) * sizeof *tmp);
     if (!tmp)
         device_fail(d, "opencl: download_f64: out of host memory for %zu elements", src.n);
-    if (!tmp || !ocl_view_ok(d, "download_f64", "src", src, 0, DT_REAL) ||
+    if (!tmp || !device_view_ok(d, "download_f64", "src", src, 0, DT_REAL) ||
         !read_bytes(d, "download_f64", tmp, src)) {
         poison(NULL, dst, NULL, src.n);
     } else {
@@ -177,7 +177,7 @@ static void ocl_download_f64(device *d, double *dst, dten src)
 
 static void ocl_zero(device *d, dten t)
 {
-    if (d->failed || !t.buf || !ocl_view_ok(d, "zero", "t", t, 0, t.buf->head.kind) || !t.n)
+    if (d->failed || !t.buf || !device_view_ok(d, "zero", "t", t, 0, t.buf->head.kind) || !t.n)
         return;
     size_t es = esize(d, t.buf->head.kind);
     cl_int zero = 0;
@@ -205,8 +205,8 @@ static void copy_overlapping(device *d, dten dst, dten src, size_t es)
 
 static void ocl_copy(device *d, dten dst, dten src)
 {
-    if (d->failed || !dst.buf || !ocl_view_ok(d, "copy", "dst", dst, 0, dst.buf->head.kind) ||
-        !ocl_view_ok(d, "copy", "src", src, dst.n, dst.buf->head.kind) || !dst.n)
+    if (d->failed || !dst.buf || !device_view_ok(d, "copy", "dst", dst, 0, dst.buf->head.kind) ||
+        !device_view_ok(d, "copy", "src", src, dst.n, dst.buf->head.kind) || !dst.n)
         return;
     size_t es = esize(d, dst.buf->head.kind);
     if (src.buf == dst.buf && src.off == dst.off)

@@ -74,9 +74,6 @@ int ocl_ok(device *d, const char *op, const char *call, cl_int err);
 /* reads the kernels' error flag; on a raised code fails the device naming the op. 0 or 1 */
 int ocl_check_flag(device *d, const char *op);
 
-/* ---- view and shape checks, as the cpu backend makes them ---- */
-int ocl_view_ok(device *d, const char *op, const char *name, dten t, size_t need, dkind kind);
-int ocl_dims_ok(device *d, const char *op, const int *dims, int ndims, int min);
 
 /* ---- kernel arguments and launch ---- */
 #define OCL_MAX_ARGS 24

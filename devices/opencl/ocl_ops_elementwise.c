@@ -5,10 +5,10 @@
 /* n >= 0 and every given view holds n reals (c may be absent) */
 static int ew_ok(device *d, const char *op, int n, dten a, dten b, dten c)
 {
-    return !d->failed && ocl_dims_ok(d, op, &n, 1, 0) &&
-           ocl_view_ok(d, op, "first tensor", a, (size_t)n, DT_REAL) &&
-           ocl_view_ok(d, op, "second tensor", b, (size_t)n, DT_REAL) &&
-           (!c.buf || ocl_view_ok(d, op, "third tensor", c, (size_t)n, DT_REAL));
+    return !d->failed && device_dims_ok(d, op, &n, 1, 0) &&
+           device_view_ok(d, op, "first tensor", a, (size_t)n, DT_REAL) &&
+           device_view_ok(d, op, "second tensor", b, (size_t)n, DT_REAL) &&
+           (!c.buf || device_view_ok(d, op, "third tensor", c, (size_t)n, DT_REAL));
 }
 
 static void ocl_gelu_forward(device *d, dten out, dten inp, int n)

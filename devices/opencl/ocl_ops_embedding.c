@@ -7,11 +7,11 @@ static int emb_ok(device *d, const char *op, dten wte, dten wpe, dten act, dten 
                   int T, int C)
 {
     size_t bt = (size_t)B * (size_t)T;
-    return !d->failed && ocl_dims_ok(d, op, (int[]){B, T, C}, 3, 1) &&
-           ocl_view_ok(d, op, "tokens", tokens, bt, DT_I32) &&
-           ocl_view_ok(d, op, "wte", wte, (size_t)C, DT_REAL) &&
-           ocl_view_ok(d, op, "wpe", wpe, (size_t)T * (size_t)C, DT_REAL) &&
-           ocl_view_ok(d, op, "activations", act, bt * (size_t)C, DT_REAL);
+    return !d->failed && device_dims_ok(d, op, (int[]){B, T, C}, 3, 1) &&
+           device_view_ok(d, op, "tokens", tokens, bt, DT_I32) &&
+           device_view_ok(d, op, "wte", wte, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "wpe", wpe, (size_t)T * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "activations", act, bt * (size_t)C, DT_REAL);
 }
 
 static void ocl_embedding_forward(device *d, dten out, dten tokens, dten wte, dten wpe, int B,

@@ -42,22 +42,6 @@ static int clblast_ok(device *d, const char *call, CLBlastStatusCode s)
     return 0;
 }
 
-/* op(X) is rows x cols; X is stored row-major as rows x cols, or cols x rows when transposed */
-static int operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols, int ld,
-                      long stride, int batch)
-{
-    int sr = trans ? cols : rows, sc = trans ? rows : cols;
-    if (ld < (sc > 1 ? sc : 1) || stride < 0) {
-        device_fail(d, "opencl: gemm: %s: leading dimension %d (needs >= %d) or stride %ld "
-                    "(needs >= 0) is invalid", name, ld, sc > 1 ? sc : 1, stride);
-        return 0;
-    }
-    size_t need = 0;
-    if (sr > 0 && sc > 0 && batch > 0)
-        need = (size_t)(batch - 1) * (size_t)stride + (size_t)(sr - 1) * (size_t)ld + (size_t)sc;
-    return ocl_view_ok(d, "gemm", name, t, need, DT_REAL);
-}
-
 /* C_i = beta * C_i, when there is no product (K == 0 or alpha == 0) */
 static void scale_only(device *d, dten Cm, int M, int N, int ldc, long strideC, int batch,
                        double beta)
@@ -110,10 +94,10 @@ static void ocl_gemm(device *d, int transA, int transB, int M, int N, int K, dou
                      int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
                      int ldc, long strideC, int batch)
 {
-    if (d->failed || !ocl_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) ||
-        !operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
-        !operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
-        !operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
+    if (d->failed || !device_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) ||
+        !device_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
+        !device_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
+        !device_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
         return;
     ocl_op_begin(d);
     if (M == 0 || N == 0 || batch == 0)
@@ -140,9 +124,9 @@ static void ocl_gemm(device *d, int transA, int transB, int M, int N, int K, dou
 
 static int bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)
 {
-    return !d->failed && ocl_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
-           ocl_view_ok(d, op, "matrix", mat, (size_t)N * (size_t)C, DT_REAL) &&
-           ocl_view_ok(d, op, "bias", bias, (size_t)C, DT_REAL);
+    return !d->failed && device_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
+           device_view_ok(d, op, "matrix", mat, (size_t)N * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "bias", bias, (size_t)C, DT_REAL);
 }
 
 static void ocl_bias_add(device *d, dten out, dten bias, int N, int C)

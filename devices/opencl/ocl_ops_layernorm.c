@@ -6,13 +6,13 @@ static int ln_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten
                  int N, int C)
 {
     size_t nc = (size_t)N * (size_t)C;
-    return !d->failed && ocl_dims_ok(d, op, &N, 1, 0) && ocl_dims_ok(d, op, &C, 1, 1) &&
-           ocl_view_ok(d, op, "inp", x, nc, DT_REAL) &&
-           ocl_view_ok(d, op, "out/dout", y, nc, DT_REAL) &&
-           ocl_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
-           ocl_view_ok(d, op, "b/db", b, (size_t)C, DT_REAL) &&
-           ocl_view_ok(d, op, "mean", mean, (size_t)N, DT_REAL) &&
-           ocl_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
+    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &C, 1, 1) &&
+           device_view_ok(d, op, "inp", x, nc, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", y, nc, DT_REAL) &&
+           device_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "b/db", b, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "mean", mean, (size_t)N, DT_REAL) &&
+           device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
 }
 
 static void ocl_layernorm_forward(device *d, dten out, dten mean, dten rstd, dten inp, dten w,
@@ -41,8 +41,8 @@ static void ocl_layernorm_backward(device *d, dten dinp, dten dw, dten db, dten 
 {
     const char *op = "layernorm_backward";
     if (!ln_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) ||
-        !ocl_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
-        !ocl_view_ok(d, op, "w", w, (size_t)C, DT_REAL))
+        !device_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
+        !device_view_ok(d, op, "w", w, (size_t)C, DT_REAL))
         return;
     ocl_ctx *c = OCL(d);
     ocl_op_begin(d);

@@ -4,9 +4,9 @@
 
 static int xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V)
 {
-    return !d->failed && ocl_dims_ok(d, op, &N, 1, 0) && ocl_dims_ok(d, op, &V, 1, 1) &&
-           ocl_view_ok(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) &&
-           ocl_view_ok(d, op, "targets", targets, (size_t)N, DT_I32);
+    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &V, 1, 1) &&
+           device_view_ok(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) &&
+           device_view_ok(d, op, "targets", targets, (size_t)N, DT_I32);
 }
 
 static void ocl_softmax_xent_forward(device *d, dten losses, dten probs, dten logits,
@@ -14,8 +14,8 @@ static void ocl_softmax_xent_forward(device *d, dten losses, dten probs, dten lo
 {
     const char *op = "softmax_xent_forward";
     if (!xent_ok(d, op, probs, targets, N, V) ||
-        !ocl_view_ok(d, op, "logits", logits, (size_t)N * (size_t)V, DT_REAL) ||
-        !ocl_view_ok(d, op, "losses", losses, (size_t)N, DT_REAL))
+        !device_view_ok(d, op, "logits", logits, (size_t)N * (size_t)V, DT_REAL) ||
+        !device_view_ok(d, op, "losses", losses, (size_t)N, DT_REAL))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};
@@ -35,7 +35,7 @@ static void ocl_softmax_xent_backward(device *d, dten dlogits, dten probs, dten 
 {
     const char *op = "softmax_xent_backward";
     if (!xent_ok(d, op, probs, targets, N, V) ||
-        !ocl_view_ok(d, op, "dlogits", dlogits, (size_t)N * (size_t)V, DT_REAL))
+        !device_view_ok(d, op, "dlogits", dlogits, (size_t)N * (size_t)V, DT_REAL))
         return;
     ocl_op_begin(d);
     size_t total = (size_t)N * V;

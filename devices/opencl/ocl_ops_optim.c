@@ -10,11 +10,11 @@ static void ocl_adamw(device *d, dten p, dten g, dten m, dten v, int n, double l
                       double beta2, double eps, double weight_decay, int t)
 {
     const char *op = "adamw";
-    if (d->failed || !ocl_dims_ok(d, op, &n, 1, 0) || !ocl_dims_ok(d, op, &t, 1, 1) ||
-        !ocl_view_ok(d, op, "p", p, (size_t)n, DT_REAL) ||
-        !ocl_view_ok(d, op, "g", g, (size_t)n, DT_REAL) ||
-        !ocl_view_ok(d, op, "m", m, (size_t)n, DT_REAL) ||
-        !ocl_view_ok(d, op, "v", v, (size_t)n, DT_REAL))
+    if (d->failed || !device_dims_ok(d, op, &n, 1, 0) || !device_dims_ok(d, op, &t, 1, 1) ||
+        !device_view_ok(d, op, "p", p, (size_t)n, DT_REAL) ||
+        !device_view_ok(d, op, "g", g, (size_t)n, DT_REAL) ||
+        !device_view_ok(d, op, "m", m, (size_t)n, DT_REAL) ||
+        !device_view_ok(d, op, "v", v, (size_t)n, DT_REAL))
         return;
     ocl_ctx *c = OCL(d);
     ocl_op_begin(d);
@@ -37,8 +37,8 @@ static void ocl_adamw(device *d, dten p, dten g, dten m, dten v, int n, double l
 
 static double reduce(device *d, const char *op, dten x, int n, int squares)
 {
-    if (d->failed || !ocl_dims_ok(d, op, &n, 1, 0) ||
-        !ocl_view_ok(d, op, "x", x, (size_t)n, DT_REAL))
+    if (d->failed || !device_dims_ok(d, op, &n, 1, 0) ||
+        !device_view_ok(d, op, "x", x, (size_t)n, DT_REAL))
         return 0;
     ocl_ctx *c = OCL(d);
     ocl_op_begin(d);

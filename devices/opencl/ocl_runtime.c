@@ -121,40 +121,6 @@ int ocl_check_flag(device *d, const char *op)
     return 0;
 }
 
-int ocl_view_ok(device *d, const char *op, const char *name, dten t, size_t need, dkind kind)
-{
-    if (!t.buf) {
-        device_fail(d, "opencl: %s: %s has no buffer", op, name);
-        return 0;
-    }
-    if (t.buf->head.kind != kind) {
-        device_fail(d, "opencl: %s: %s must be %s", op, name, kind == DT_I32 ? "DT_I32" : "DT_REAL");
-        return 0;
-    }
-    if (t.off > t.buf->head.n || t.n > t.buf->head.n - t.off) {
-        device_fail(d, "opencl: %s: %s (offset %zu, %zu elements) runs past its buffer of %zu",
-                    op, name, t.off, t.n, t.buf->head.n);
-        return 0;
-    }
-    if (t.n < need) {
-        device_fail(d, "opencl: %s: %s has %zu elements, the op needs %zu", op, name, t.n, need);
-        return 0;
-    }
-    return 1;
-}
-
-int ocl_dims_ok(device *d, const char *op, const int *dims, int ndims, int min)
-{
-    for (int i = 0; i < ndims; i++) {
-        if (dims[i] < min) {
-            device_fail(d, "opencl: %s: size %d (argument %d of the shape) must be >= %d", op,
-                        dims[i], i + 1, min);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* ---- arguments ---- */
 
 void oa_mem(ocl_args *a, cl_mem m)

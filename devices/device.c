@@ -101,21 +101,6 @@ int device_dims_ok(device *d, const char *op, const int *dims, int ndims, int mi
     return 1;
 }
 
-int device_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols,
-                           int ld, long stride, int batch)
-{
-    int sr = trans ? cols : rows, sc = trans ? rows : cols;
-    if (ld < (sc > 1 ? sc : 1) || stride < 0) {
-        device_fail(d, "%s: gemm: %s: leading dimension %d (needs >= %d) or stride %ld (needs "
-                    ">= 0) is invalid", d->backend, name, ld, sc > 1 ? sc : 1, stride);
-        return 0;
-    }
-    size_t need = 0;
-    if (sr > 0 && sc > 0 && batch > 0)
-        need = (size_t)(batch - 1) * (size_t)stride + (size_t)(sr - 1) * (size_t)ld + (size_t)sc;
-    return device_view_ok(d, "gemm", name, t, need, DT_REAL);
-}
-
 void device_reset_peak(device *d)
 {
     d->mem_peak = d->mem_current;

@@ -151,11 +151,6 @@ const char *device_error(const device *d);           /* NULL when no error */
 int device_view_ok(device *d, const char *op, const char *name, dten t, size_t need, dkind kind);
 /* every one of the ndims sizes is >= min */
 int device_dims_ok(device *d, const char *op, const int *dims, int ndims, int min);
-/* a gemm operand op(X), rows x cols: X stored row-major as rows x cols, or cols x rows when
- * trans, with leading dimension ld, batch of them stride apart; ld and stride are valid and t
- * holds every element they reach */
-int device_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols,
-                           int ld, long stride, int batch);
 void device_reset_peak(device *d);
 void device_close(device *d);
 

@@ -4,21 +4,6 @@
 
 #include <math.h>
 
-static int att_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
-                  int NH)
-{
-    if (!device_dims_ok(d, op, (int[]){B, T, C, NH}, 4, 1))
-        return 0;
-    if (C % NH != 0) {
-        device_fail(d, "%s: %s: C=%d is not a multiple of NH=%d", CPU_BACKEND_NAME, op, C, NH);
-        return 0;
-    }
-    size_t btc = (size_t)B * (size_t)T * (size_t)C;
-    return device_view_ok(d, op, "qkv", qkv, 3 * btc, DT_REAL) &&
-           device_view_ok(d, op, "att", att, (size_t)B * NH * (size_t)T * T, DT_REAL) &&
-           device_view_ok(d, op, "out/dout", out, btc, DT_REAL);
-}
-
 static real dot(const real *a, const real *b, int n)
 {
     real s = 0;
@@ -62,7 +47,7 @@ static void att_row(real *y, real *arow, const real *q, const real *kv, int T, i
 static void cpu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,
                                   int NH, int causal)
 {
-    if (d->failed || !att_ok(d, "attention_forward", qkv, att, out, B, T, C, NH))
+    if (!op_attention_ok(d, "attention_forward", qkv, att, out, B, T, C, NH))
         return;
     int hs = C / NH;
     size_t C3 = 3 * (size_t)C;
@@ -125,7 +110,7 @@ static void cpu_attention_backward(device *d, dten dqkv, dten scratch, dten dout
                                    dten att, int B, int T, int C, int NH, int causal)
 {
     const char *op = "attention_backward";
-    if (d->failed || !att_ok(d, op, qkv, att, dout, B, T, C, NH) ||
+    if (!op_attention_ok(d, op, qkv, att, dout, B, T, C, NH) ||
         !device_view_ok(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) ||
         !device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL))
         return;

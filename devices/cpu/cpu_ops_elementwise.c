@@ -11,19 +11,9 @@
 #define GELU_C 0.044715
 
 /* n >= 0 and every view holds n reals */
-static int ew_ok(device *d, const char *op, int n, dten a, dten b, dten c)
-{
-    if (!device_dims_ok(d, op, &n, 1, 0))
-        return 0;
-    if (!device_view_ok(d, op, "first tensor", a, (size_t)n, DT_REAL) ||
-        !device_view_ok(d, op, "second tensor", b, (size_t)n, DT_REAL))
-        return 0;
-    return !c.buf || device_view_ok(d, op, "third tensor", c, (size_t)n, DT_REAL);
-}
-
 static void cpu_gelu_forward(device *d, dten out, dten inp, int n)
 {
-    if (d->failed || !ew_ok(d, "gelu_forward", n, out, inp, (dten){0}))
+    if (!op_elementwise_ok(d, "gelu_forward", n, out, inp, (dten){0}))
         return;
     real *o = RP(out);
     const real *x = RP(inp);
@@ -39,7 +29,7 @@ static void cpu_gelu_forward(device *d, dten out, dten inp, int n)
  * 0.5(1+th) = sig and 0.5(1-th^2) = 2 sig (1-sig), sig = sigmoid(2u) */
 static void cpu_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
 {
-    if (d->failed || !ew_ok(d, "gelu_backward", n, dinp, inp, dout))
+    if (!op_elementwise_ok(d, "gelu_backward", n, dinp, inp, dout))
         return;
     real *dx = RP(dinp);
     const real *x = RP(inp), *dy = RP(dout);
@@ -55,7 +45,7 @@ static void cpu_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
 
 static void cpu_add(device *d, dten out, dten a, dten b, int n)
 {
-    if (d->failed || !ew_ok(d, "add", n, out, a, b))
+    if (!op_elementwise_ok(d, "add", n, out, a, b))
         return;
     real *o = RP(out);
     const real *x = RP(a), *y = RP(b);
@@ -66,7 +56,7 @@ static void cpu_add(device *d, dten out, dten a, dten b, int n)
 
 static void cpu_accumulate(device *d, dten dst, dten src, int n)
 {
-    if (d->failed || !ew_ok(d, "accumulate", n, dst, src, (dten){0}))
+    if (!op_elementwise_ok(d, "accumulate", n, dst, src, (dten){0}))
         return;
     real *o = RP(dst);
     const real *x = RP(src);
@@ -77,7 +67,7 @@ static void cpu_accumulate(device *d, dten dst, dten src, int n)
 
 static void cpu_scale(device *d, dten x, double s, int n)
 {
-    if (d->failed || !ew_ok(d, "scale", n, x, x, (dten){0}))
+    if (!op_elementwise_ok(d, "scale", n, x, x, (dten){0}))
         return;
     real *p = RP(x);
     const real f = (real)s;

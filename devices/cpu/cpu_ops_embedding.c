@@ -6,14 +6,9 @@
 static int emb_ok(device *d, const char *op, dten wte, dten wpe, dten act, dten tokens, int B,
                   int T, int C)
 {
-    if (!device_dims_ok(d, op, (int[]){B, T, C}, 3, 1))
+    if (!op_embedding_ok(d, op, wte, wpe, act, tokens, B, T, C))
         return 0;
     size_t bt = (size_t)B * (size_t)T;
-    if (!device_view_ok(d, op, "tokens", tokens, bt, DT_I32) ||
-        !device_view_ok(d, op, "wte", wte, (size_t)C, DT_REAL) ||
-        !device_view_ok(d, op, "wpe", wpe, (size_t)T * (size_t)C, DT_REAL) ||
-        !device_view_ok(d, op, "activations", act, bt * (size_t)C, DT_REAL))
-        return 0;
     size_t V = wte.n / (size_t)C;
     const int32_t *tok = IP(tokens);
     for (size_t i = 0; i < bt; i++) {

@@ -20,9 +20,9 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
                      int ldc, long strideC, int batch)
 {
     if (d->failed || !device_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) ||
-        !device_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
-        !device_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
-        !device_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
+        !op_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
+        !op_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
+        !op_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
         return;
     real *c = RP(Cm);
     if (M == 0 || N == 0 || batch == 0)
@@ -39,16 +39,9 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
                         b + (size_t)i * strideB, ldb, (real)beta, c + (size_t)i * strideC, ldc);
 }
 
-static int bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)
-{
-    return device_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
-           device_view_ok(d, op, "matrix", mat, (size_t)N * (size_t)C, DT_REAL) &&
-           device_view_ok(d, op, "bias", bias, (size_t)C, DT_REAL);
-}
-
 static void cpu_bias_add(device *d, dten out, dten bias, int N, int C)
 {
-    if (d->failed || !bias_ok(d, "bias_add", out, bias, N, C))
+    if (!op_bias_ok(d, "bias_add", out, bias, N, C))
         return;
     real *o = RP(out);
     const real *b = RP(bias);
@@ -63,7 +56,7 @@ static void cpu_bias_add(device *d, dten out, dten bias, int N, int C)
 /* column sums in double: channel blocks in parallel, rows in order within a block */
 static void cpu_bias_backward(device *d, dten dbias, dten dout, int N, int C)
 {
-    if (d->failed || !bias_ok(d, "bias_backward", dout, dbias, N, C))
+    if (!op_bias_ok(d, "bias_backward", dout, dbias, N, C))
         return;
     real *db = RP(dbias);
     const real *g = RP(dout);

@@ -8,9 +8,7 @@
 static int xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V,
                    int ignore_index)
 {
-    if (!device_dims_ok(d, op, &N, 1, 0) || !device_dims_ok(d, op, &V, 1, 1) ||
-        !device_view_ok(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) ||
-        !device_view_ok(d, op, "targets", targets, (size_t)N, DT_I32))
+    if (!op_xent_ok(d, op, probs, targets, N, V))
         return 0;
     const int32_t *tg = IP(targets);
     for (int n = 0; n < N; n++) {

@@ -4,6 +4,7 @@
 #define CPU_REAL_H
 
 #include "device.h"
+#include "op_checks.h"
 
 #ifdef CPU_REAL_DOUBLE
 typedef double real;

@@ -6,6 +6,7 @@
 #include <CL/cl.h>
 
 #include "device.h"
+#include "op_checks.h"
 
 /* an opencl buffer: one cl_mem; views carry element offsets that kernels take as arguments */
 struct dbuf {

@@ -5,21 +5,6 @@
 
 #include "ocl_internal.h"
 
-static int att_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
-                  int NH)
-{
-    if (d->failed || !device_dims_ok(d, op, (int[]){B, T, C, NH}, 4, 1))
-        return 0;
-    if (C % NH != 0) {
-        device_fail(d, "opencl: %s: C=%d is not a multiple of NH=%d", op, C, NH);
-        return 0;
-    }
-    size_t btc = (size_t)B * (size_t)T * (size_t)C;
-    return device_view_ok(d, op, "qkv", qkv, 3 * btc, DT_REAL) &&
-           device_view_ok(d, op, "att", att, (size_t)B * NH * (size_t)T * T, DT_REAL) &&
-           device_view_ok(d, op, "out/dout", out, btc, DT_REAL);
-}
-
 /* B, T, C, NH, causal: the shape arguments every attention kernel ends with */
 static void shape_args(ocl_args *a, int B, int T, int C, int NH, int causal)
 {
@@ -34,7 +19,7 @@ static void ocl_attention_forward(device *d, dten out, dten att, dten qkv, int B
                                   int NH, int causal)
 {
     const char *op = "attention_forward";
-    if (!att_ok(d, op, qkv, att, out, B, T, C, NH))
+    if (!op_attention_ok(d, op, qkv, att, out, B, T, C, NH))
         return;
     ocl_op_begin(d);
     double scale = 1.0 / sqrt((double)(C / NH));
@@ -56,7 +41,7 @@ static void ocl_attention_backward(device *d, dten dqkv, dten scratch, dten dout
                                    dten att, int B, int T, int C, int NH, int causal)
 {
     const char *op = "attention_backward";
-    if (!att_ok(d, op, qkv, att, dout, B, T, C, NH) ||
+    if (!op_attention_ok(d, op, qkv, att, dout, B, T, C, NH) ||
         !device_view_ok(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) ||
         !device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL))
         return;

@@ -3,18 +3,10 @@
 #include "ocl_internal.h"
 
 /* n >= 0 and every given view holds n reals (c may be absent) */
-static int ew_ok(device *d, const char *op, int n, dten a, dten b, dten c)
-{
-    return !d->failed && device_dims_ok(d, op, &n, 1, 0) &&
-           device_view_ok(d, op, "first tensor", a, (size_t)n, DT_REAL) &&
-           device_view_ok(d, op, "second tensor", b, (size_t)n, DT_REAL) &&
-           (!c.buf || device_view_ok(d, op, "third tensor", c, (size_t)n, DT_REAL));
-}
-
 static void ocl_gelu_forward(device *d, dten out, dten inp, int n)
 {
     const char *op = "gelu_forward";
-    if (!ew_ok(d, op, n, out, inp, (dten){0}))
+    if (!op_elementwise_ok(d, op, n, out, inp, (dten){0}))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};
@@ -28,7 +20,7 @@ static void ocl_gelu_forward(device *d, dten out, dten inp, int n)
 static void ocl_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
 {
     const char *op = "gelu_backward";
-    if (!ew_ok(d, op, n, dinp, inp, dout))
+    if (!op_elementwise_ok(d, op, n, dinp, inp, dout))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};
@@ -43,7 +35,7 @@ static void ocl_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
 static void ocl_add(device *d, dten out, dten x, dten y, int n)
 {
     const char *op = "add";
-    if (!ew_ok(d, op, n, out, x, y))
+    if (!op_elementwise_ok(d, op, n, out, x, y))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};
@@ -58,7 +50,7 @@ static void ocl_add(device *d, dten out, dten x, dten y, int n)
 static void ocl_accumulate(device *d, dten dst, dten src, int n)
 {
     const char *op = "accumulate";
-    if (!ew_ok(d, op, n, dst, src, (dten){0}))
+    if (!op_elementwise_ok(d, op, n, dst, src, (dten){0}))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};
@@ -72,7 +64,7 @@ static void ocl_accumulate(device *d, dten dst, dten src, int n)
 static void ocl_scale(device *d, dten x, double s, int n)
 {
     const char *op = "scale";
-    if (!ew_ok(d, op, n, x, x, (dten){0}))
+    if (!op_elementwise_ok(d, op, n, x, x, (dten){0}))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};

@@ -3,22 +3,11 @@
  * next synchronize or download turns into a device error naming the op. */
 #include "ocl_internal.h"
 
-static int emb_ok(device *d, const char *op, dten wte, dten wpe, dten act, dten tokens, int B,
-                  int T, int C)
-{
-    size_t bt = (size_t)B * (size_t)T;
-    return !d->failed && device_dims_ok(d, op, (int[]){B, T, C}, 3, 1) &&
-           device_view_ok(d, op, "tokens", tokens, bt, DT_I32) &&
-           device_view_ok(d, op, "wte", wte, (size_t)C, DT_REAL) &&
-           device_view_ok(d, op, "wpe", wpe, (size_t)T * (size_t)C, DT_REAL) &&
-           device_view_ok(d, op, "activations", act, bt * (size_t)C, DT_REAL);
-}
-
 static void ocl_embedding_forward(device *d, dten out, dten tokens, dten wte, dten wpe, int B,
                                   int T, int C)
 {
     const char *op = "embedding_forward";
-    if (!emb_ok(d, op, wte, wpe, out, tokens, B, T, C))
+    if (!op_embedding_ok(d, op, wte, wpe, out, tokens, B, T, C))
         return;
     ocl_op_begin(d);
     size_t total = (size_t)B * T * C;
@@ -40,7 +29,7 @@ static void ocl_embedding_backward(device *d, dten dwte, dten dwpe, dten dout, d
                                    int B, int T, int C)
 {
     const char *op = "embedding_backward";
-    if (!emb_ok(d, op, dwte, dwpe, dout, tokens, B, T, C))
+    if (!op_embedding_ok(d, op, dwte, dwpe, dout, tokens, B, T, C))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};

@@ -95,9 +95,9 @@ static void ocl_gemm(device *d, int transA, int transB, int M, int N, int K, dou
                      int ldc, long strideC, int batch)
 {
     if (d->failed || !device_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) ||
-        !device_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
-        !device_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
-        !device_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
+        !op_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
+        !op_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
+        !op_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
         return;
     ocl_op_begin(d);
     if (M == 0 || N == 0 || batch == 0)
@@ -122,17 +122,10 @@ static void ocl_gemm(device *d, int transA, int transB, int M, int N, int K, dou
         ocl_fault(d, "gemm", Cm, (size_t)(batch - 1) * strideC + (size_t)(M - 1) * ldc + N);
 }
 
-static int bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)
-{
-    return !d->failed && device_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
-           device_view_ok(d, op, "matrix", mat, (size_t)N * (size_t)C, DT_REAL) &&
-           device_view_ok(d, op, "bias", bias, (size_t)C, DT_REAL);
-}
-
 static void ocl_bias_add(device *d, dten out, dten bias, int N, int C)
 {
     const char *op = "bias_add";
-    if (!bias_ok(d, op, out, bias, N, C))
+    if (!op_bias_ok(d, op, out, bias, N, C))
         return;
     ocl_op_begin(d);
     size_t nc = (size_t)N * C;
@@ -148,7 +141,7 @@ static void ocl_bias_add(device *d, dten out, dten bias, int N, int C)
 static void ocl_bias_backward(device *d, dten dbias, dten dout, int N, int C)
 {
     const char *op = "bias_backward";
-    if (!bias_ok(d, op, dout, dbias, N, C))
+    if (!op_bias_ok(d, op, dout, dbias, N, C))
         return;
     ocl_op_begin(d);
     ocl_args a = {0};

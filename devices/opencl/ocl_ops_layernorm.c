@@ -2,24 +2,11 @@
  * per row) and backward (dinp per row; dw, db as column sums, one work-group per channel). */
 #include "ocl_internal.h"
 
-static int ln_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten mean, dten rstd,
-                 int N, int C)
-{
-    size_t nc = (size_t)N * (size_t)C;
-    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &C, 1, 1) &&
-           device_view_ok(d, op, "inp", x, nc, DT_REAL) &&
-           device_view_ok(d, op, "out/dout", y, nc, DT_REAL) &&
-           device_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
-           device_view_ok(d, op, "b/db", b, (size_t)C, DT_REAL) &&
-           device_view_ok(d, op, "mean", mean, (size_t)N, DT_REAL) &&
-           device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
-}
-
 static void ocl_layernorm_forward(device *d, dten out, dten mean, dten rstd, dten inp, dten w,
                                   dten b, int N, int C, double eps)
 {
     const char *op = "layernorm_forward";
-    if (!ln_ok(d, op, inp, out, w, b, mean, rstd, N, C))
+    if (!op_layernorm_ok(d, op, inp, out, w, b, mean, rstd, N, C))
         return;
     ocl_ctx *c = OCL(d);
     ocl_op_begin(d);
@@ -40,7 +27,7 @@ static void ocl_layernorm_backward(device *d, dten dinp, dten dw, dten db, dten 
                                    dten w, dten mean, dten rstd, int N, int C)
 {
     const char *op = "layernorm_backward";
-    if (!ln_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) ||
+    if (!op_layernorm_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) ||
         !device_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
         !device_view_ok(d, op, "w", w, (size_t)C, DT_REAL))
         return;

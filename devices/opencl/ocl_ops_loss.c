@@ -2,18 +2,11 @@
  * work-group per row) and backward (one item per logit). Targets are checked on the device. */
 #include "ocl_internal.h"
 
-static int xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V)
-{
-    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &V, 1, 1) &&
-           device_view_ok(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) &&
-           device_view_ok(d, op, "targets", targets, (size_t)N, DT_I32);
-}
-
 static void ocl_softmax_xent_forward(device *d, dten losses, dten probs, dten logits,
                                      dten targets, int N, int V, int ignore_index)
 {
     const char *op = "softmax_xent_forward";
-    if (!xent_ok(d, op, probs, targets, N, V) ||
+    if (!op_xent_ok(d, op, probs, targets, N, V) ||
         !device_view_ok(d, op, "logits", logits, (size_t)N * (size_t)V, DT_REAL) ||
         !device_view_ok(d, op, "losses", losses, (size_t)N, DT_REAL))
         return;
@@ -34,7 +27,7 @@ static void ocl_softmax_xent_backward(device *d, dten dlogits, dten probs, dten 
                                       int V, int ignore_index, double scale)
 {
     const char *op = "softmax_xent_backward";
-    if (!xent_ok(d, op, probs, targets, N, V) ||
+    if (!op_xent_ok(d, op, probs, targets, N, V) ||
         !device_view_ok(d, op, "dlogits", dlogits, (size_t)N * (size_t)V, DT_REAL))
         return;
     ocl_op_begin(d);

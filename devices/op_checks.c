@@ -1,0 +1,79 @@
+/* devices/op_checks.c: the argument checks of each op, shared by the backends; built on
+ * device_view_ok and device_dims_ok, so messages name the backend as d->backend. */
+#include "op_checks.h"
+
+int op_elementwise_ok(device *d, const char *op, int n, dten a, dten b, dten c)
+{
+    return !d->failed && device_dims_ok(d, op, &n, 1, 0) &&
+           device_view_ok(d, op, "first tensor", a, (size_t)n, DT_REAL) &&
+           device_view_ok(d, op, "second tensor", b, (size_t)n, DT_REAL) &&
+           (!c.buf || device_view_ok(d, op, "third tensor", c, (size_t)n, DT_REAL));
+}
+
+int op_embedding_ok(device *d, const char *op, dten wte, dten wpe, dten act, dten tokens, int B,
+                    int T, int C)
+{
+    size_t bt = (size_t)B * (size_t)T;
+    return !d->failed && device_dims_ok(d, op, (int[]){B, T, C}, 3, 1) &&
+           device_view_ok(d, op, "tokens", tokens, bt, DT_I32) &&
+           device_view_ok(d, op, "wte", wte, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "wpe", wpe, (size_t)T * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "activations", act, bt * (size_t)C, DT_REAL);
+}
+
+int op_layernorm_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten mean,
+                    dten rstd, int N, int C)
+{
+    size_t nc = (size_t)N * (size_t)C;
+    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &C, 1, 1) &&
+           device_view_ok(d, op, "inp", x, nc, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", y, nc, DT_REAL) &&
+           device_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "b/db", b, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "mean", mean, (size_t)N, DT_REAL) &&
+           device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
+}
+
+int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)
+{
+    return !d->failed && device_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
+           device_view_ok(d, op, "matrix", mat, (size_t)N * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "bias", bias, (size_t)C, DT_REAL);
+}
+
+int op_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols, int ld,
+                       long stride, int batch)
+{
+    int sr = trans ? cols : rows, sc = trans ? rows : cols;
+    if (ld < (sc > 1 ? sc : 1) || stride < 0) {
+        device_fail(d, "%s: gemm: %s: leading dimension %d (needs >= %d) or stride %ld (needs "
+                    ">= 0) is invalid", d->backend, name, ld, sc > 1 ? sc : 1, stride);
+        return 0;
+    }
+    size_t need = 0;
+    if (sr > 0 && sc > 0 && batch > 0)
+        need = (size_t)(batch - 1) * (size_t)stride + (size_t)(sr - 1) * (size_t)ld + (size_t)sc;
+    return device_view_ok(d, "gemm", name, t, need, DT_REAL);
+}
+
+int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
+                    int NH)
+{
+    if (d->failed || !device_dims_ok(d, op, (int[]){B, T, C, NH}, 4, 1))
+        return 0;
+    if (C % NH != 0) {
+        device_fail(d, "%s: %s: C=%d is not a multiple of NH=%d", d->backend, op, C, NH);
+        return 0;
+    }
+    size_t btc = (size_t)B * (size_t)T * (size_t)C;
+    return device_view_ok(d, op, "qkv", qkv, 3 * btc, DT_REAL) &&
+           device_view_ok(d, op, "att", att, (size_t)B * NH * (size_t)T * T, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", out, btc, DT_REAL);
+}
+
+int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V)
+{
+    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &V, 1, 1) &&
+           device_view_ok(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) &&
+           device_view_ok(d, op, "targets", targets, (size_t)N, DT_I32);
+}

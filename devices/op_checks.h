@@ -1,0 +1,25 @@
+/* devices/op_checks.h: the argument checks of each op, the same for every backend (shapes and
+ * views; what a backend can only check on its own data, like token ranges, stays there). */
+#ifndef OP_CHECKS_H
+#define OP_CHECKS_H
+
+#include "device.h"
+
+/* Each returns 1 when the arguments are fine (and d has not failed); otherwise it records
+ * "<d->backend>: <op>: ..." with device_fail (or finds d failed) and returns 0. */
+int op_elementwise_ok(device *d, const char *op, int n, dten a, dten b, dten c); /* c optional */
+int op_embedding_ok(device *d, const char *op, dten wte, dten wpe, dten act, dten tokens, int B,
+                    int T, int C);
+int op_layernorm_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten mean,
+                    dten rstd, int N, int C);
+int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C);
+/* a gemm operand op(X), rows x cols: X stored row-major as rows x cols, or cols x rows when
+ * trans, with leading dimension ld, batch of them stride apart; ld and stride are valid and t
+ * holds every element they reach */
+int op_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols, int ld,
+                       long stride, int batch);
+int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
+                    int NH);
+int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
+
+#endif

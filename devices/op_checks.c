@@ -34,6 +34,15 @@ int op_layernorm_ok(device *d, const char *op, dten x, dten y, dten w, dten b, d
            device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
 }
 
+int op_layernorm_backward_ok(device *d, dten dinp, dten dw, dten db, dten dout, dten inp, dten w,
+                             dten mean, dten rstd, int N, int C)
+{
+    const char *op = "layernorm_backward";
+    return op_layernorm_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) &&
+           device_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "w", w, (size_t)C, DT_REAL);
+}
+
 int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)
 {
     return !d->failed && device_dims_ok(d, op, (int[]){N, C}, 2, 0) &&
@@ -56,6 +65,16 @@ int op_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows,
     return device_view_ok(d, "gemm", name, t, need, DT_REAL);
 }
 
+int op_gemm_ok(device *d, int transA, int transB, int M, int N, int K, dten A, int lda,
+              long strideA, dten Bm, int ldb, long strideB, dten Cm, int ldc, long strideC,
+              int batch)
+{
+    return !d->failed && device_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) &&
+           op_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) &&
+           op_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) &&
+           op_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch);
+}
+
 int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
                     int NH)
 {
@@ -69,6 +88,15 @@ int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int
     return device_view_ok(d, op, "qkv", qkv, 3 * btc, DT_REAL) &&
            device_view_ok(d, op, "att", att, (size_t)B * NH * (size_t)T * T, DT_REAL) &&
            device_view_ok(d, op, "out/dout", out, btc, DT_REAL);
+}
+
+int op_attention_backward_ok(device *d, dten dqkv, dten scratch, dten dout, dten qkv, dten att,
+                             int B, int T, int C, int NH)
+{
+    const char *op = "attention_backward";
+    return op_attention_ok(d, op, qkv, att, dout, B, T, C, NH) &&
+           device_view_ok(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) &&
+           device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL);
 }
 
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V)

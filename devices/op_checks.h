@@ -12,14 +12,21 @@ int op_embedding_ok(device *d, const char *op, dten wte, dten wpe, dten act, dte
                     int T, int C);
 int op_layernorm_ok(device *d, const char *op, dten x, dten y, dten w, dten b, dten mean,
                     dten rstd, int N, int C);
+int op_layernorm_backward_ok(device *d, dten dinp, dten dw, dten db, dten dout, dten inp, dten w,
+                             dten mean, dten rstd, int N, int C);
 int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C);
 /* a gemm operand op(X), rows x cols: X stored row-major as rows x cols, or cols x rows when
  * trans, with leading dimension ld, batch of them stride apart; ld and stride are valid and t
  * holds every element they reach */
 int op_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols, int ld,
                        long stride, int batch);
+int op_gemm_ok(device *d, int transA, int transB, int M, int N, int K, dten A, int lda,
+              long strideA, dten Bm, int ldb, long strideB, dten Cm, int ldc, long strideC,
+              int batch);
 int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
                     int NH);
+int op_attention_backward_ok(device *d, dten dqkv, dten scratch, dten dout, dten qkv, dten att,
+                             int B, int T, int C, int NH);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

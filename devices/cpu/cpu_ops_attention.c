@@ -109,10 +109,7 @@ static void att_head_backward(real *dx, real *w, const real *x, const real *g, c
 static void cpu_attention_backward(device *d, dten dqkv, dten scratch, dten dout, dten qkv,
                                    dten att, int B, int T, int C, int NH, int causal)
 {
-    const char *op = "attention_backward";
-    if (!op_attention_ok(d, op, qkv, att, dout, B, T, C, NH) ||
-        !device_view_ok(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) ||
-        !device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL))
+    if (!op_attention_backward_ok(d, dqkv, scratch, dout, qkv, att, B, T, C, NH))
         return;
     int hs = C / NH;
     real scale = (real)(1.0 / sqrt((double)hs));

@@ -19,10 +19,8 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
                      int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
                      int ldc, long strideC, int batch)
 {
-    if (d->failed || !device_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) ||
-        !op_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) ||
-        !op_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) ||
-        !op_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch))
+    if (!op_gemm_ok(d, transA, transB, M, N, K, A, lda, strideA, Bm, ldb, strideB, Cm, ldc,
+                    strideC, batch))
         return;
     real *c = RP(Cm);
     if (M == 0 || N == 0 || batch == 0)

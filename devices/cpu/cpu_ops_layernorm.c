@@ -79,10 +79,7 @@ static void ln_backward_wb(real *dw, real *db, const real *dy, const real *x, co
 static void cpu_layernorm_backward(device *d, dten dinp, dten dw, dten db, dten dout, dten inp,
                                    dten w, dten mean, dten rstd, int N, int C)
 {
-    const char *op = "layernorm_backward";
-    if (!op_layernorm_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) ||
-        !device_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
-        !device_view_ok(d, op, "w", w, (size_t)C, DT_REAL))
+    if (!op_layernorm_backward_ok(d, dinp, dw, db, dout, inp, w, mean, rstd, N, C))
         return;
     const real *dy = RP(dout), *x = RP(inp), *mu = RP(mean), *rs = RP(rstd);
     ln_backward_inp(RP(dinp), dy, x, RP(w), mu, rs, N, C);

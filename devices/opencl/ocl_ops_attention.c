@@ -41,9 +41,7 @@ static void ocl_attention_backward(device *d, dten dqkv, dten scratch, dten dout
                                    dten att, int B, int T, int C, int NH, int causal)
 {
     const char *op = "attention_backward";
-    if (!op_attention_ok(d, op, qkv, att, dout, B, T, C, NH) ||
-        !device_view_ok(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) ||
-        !device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL))
+    if (!op_attention_backward_ok(d, dqkv, scratch, dout, qkv, att, B, T, C, NH))
         return;
     ocl_op_begin(d);
     ocl_args p = {0}, q = {0}, kv = {0};

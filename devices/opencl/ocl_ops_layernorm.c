@@ -27,9 +27,7 @@ static void ocl_layernorm_backward(device *d, dten dinp, dten dw, dten db, dten 
                                    dten w, dten mean, dten rstd, int N, int C)
 {
     const char *op = "layernorm_backward";
-    if (!op_layernorm_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) ||
-        !device_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) ||
-        !device_view_ok(d, op, "w", w, (size_t)C, DT_REAL))
+    if (!op_layernorm_backward_ok(d, dinp, dw, db, dout, inp, w, mean, rstd, N, C))
         return;
     ocl_ctx *c = OCL(d);
     ocl_op_begin(d);

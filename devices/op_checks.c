@@ -50,8 +50,10 @@ int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)
            device_view_ok(d, op, "bias", bias, (size_t)C, DT_REAL);
 }
 
-int op_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols, int ld,
-                       long stride, int batch)
+/* a gemm operand op(X), rows x cols: X stored row-major as rows x cols, or cols x rows when
+ * trans, with leading dimension ld, batch of them stride apart */
+static int gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols,
+                           int ld, long stride, int batch)
 {
     int sr = trans ? cols : rows, sc = trans ? rows : cols;
     if (ld < (sc > 1 ? sc : 1) || stride < 0) {
@@ -70,9 +72,9 @@ int op_gemm_ok(device *d, int transA, int transB, int M, int N, int K, dten A, i
               int batch)
 {
     return !d->failed && device_dims_ok(d, "gemm", (int[]){M, N, K, batch}, 4, 0) &&
-           op_gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) &&
-           op_gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) &&
-           op_gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch);
+           gemm_operand_ok(d, "A", A, transA, M, K, lda, strideA, batch) &&
+           gemm_operand_ok(d, "B", Bm, transB, K, N, ldb, strideB, batch) &&
+           gemm_operand_ok(d, "C", Cm, 0, M, N, ldc, strideC, batch);
 }
 
 int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,

@@ -15,11 +15,7 @@ int op_layernorm_ok(device *d, const char *op, dten x, dten y, dten w, dten b, d
 int op_layernorm_backward_ok(device *d, dten dinp, dten dw, dten db, dten dout, dten inp, dten w,
                              dten mean, dten rstd, int N, int C);
 int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C);
-/* a gemm operand op(X), rows x cols: X stored row-major as rows x cols, or cols x rows when
- * trans, with leading dimension ld, batch of them stride apart; ld and stride are valid and t
- * holds every element they reach */
-int op_gemm_operand_ok(device *d, const char *name, dten t, int trans, int rows, int cols, int ld,
-                       long stride, int batch);
+/* A, B and C of a batched gemm: ld and strides valid, each view holding every element reached */
 int op_gemm_ok(device *d, int transA, int transB, int M, int N, int K, dten A, int lda,
               long strideA, dten Bm, int ldb, long strideB, dten Cm, int ldc, long strideC,
               int batch);

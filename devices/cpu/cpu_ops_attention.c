@@ -1,47 +1,41 @@
-/* devices/cpu/cpu_ops_attention.c: the cpu backend's multi-head self-attention: forward is
- * parallel over (b, h, t) query rows, backward over (b, h) heads; plain loops on the qkv slices. */
+/* devices/cpu/cpu_ops_attention.c: the cpu backend's multi-head self-attention, parallel over
+ * (b, h) heads, each head as single-threaded GEMMs on its q/k/v slices plus a softmax loop. */
 #include "cpu_real.h"
 
+#include <cblas.h>
 #include <math.h>
 
-static real dot(const real *a, const real *b, int n)
-{
-    real s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++)
-        s += a[i] * b[i];
-    return s;
-}
+#define NT CblasNoTrans
+#define TR CblasTrans
 
-static void axpy(real *y, real a, const real *x, int n)
-{
-#pragma omp simd
-    for (int j = 0; j < n; j++)
-        y[j] += a * x[j];
-}
-
-/* one query row: arow[s] = softmax_s(q.k_s * scale) (0 past send), y = sum_s arow[s] v_s */
-static void att_row(real *y, real *arow, const real *q, const real *kv, int T, int send,
-                    size_t C3, int C, int hs, real scale)
+/* row t of S (scores, already scaled) becomes softmax over s < send, zero past it */
+static void softmax_row(real *row, int T, int send)
 {
     double mx = -INFINITY, sum = 0;
+    for (int s = 0; s < send; s++)
+        mx = row[s] > mx ? row[s] : mx;
     for (int s = 0; s < send; s++) {
-        arow[s] = dot(q, kv + (size_t)s * C3, hs) * scale;
-        mx = arow[s] > mx ? arow[s] : mx;
-    }
-    for (int s = 0; s < send; s++) {
-        arow[s] = R_EXP(arow[s] - (real)mx);
-        sum += arow[s];
+        row[s] = R_EXP(row[s] - (real)mx);
+        sum += row[s];
     }
     real inv = (real)(1.0 / sum);
-    for (int j = 0; j < hs; j++)
-        y[j] = 0;
-    for (int s = 0; s < send; s++) {
-        arow[s] *= inv;
-        axpy(y, arow[s], kv + (size_t)s * C3 + C, hs);
-    }
+    for (int s = 0; s < send; s++)
+        row[s] *= inv;
     for (int s = send; s < T; s++)
-        arow[s] = 0;
+        row[s] = 0;
+}
+
+/* One head of one sequence: P = softmax(scale Q K^T) (causal mask), O = P V. x points at the
+ * head's q channels of row 0 (k at +C, v at +2C, rows 3C apart), o at its output channels (rows
+ * C apart), p at its [T,T] att block. The GEMMs run single-threaded inside the parallel loop. */
+static void att_head_forward(real *o, real *p, const real *x, int T, int C, int hs, int causal,
+                             real scale)
+{
+    int C3 = 3 * C;
+    cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, scale, x, C3, x + C, C3, 0, p, T);
+    for (int t = 0; t < T; t++)
+        softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T);
+    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, p, T, x + 2 * C, C3, 0, o, C);
 }
 
 static void cpu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,
@@ -50,60 +44,49 @@ static void cpu_attention_forward(device *d, dten out, dten att, dten qkv, int B
     if (!op_attention_ok(d, "attention_forward", qkv, att, out, B, T, C, NH))
         return;
     int hs = C / NH;
-    size_t C3 = 3 * (size_t)C;
     real scale = (real)(1.0 / sqrt((double)hs));
     const real *x = RP(qkv);
     real *o = RP(out), *a = RP(att);
-    long rows = (long)B * NH * T;
+    long heads = (long)B * NH;
+    size_t TT = (size_t)T * T;
 #pragma omp parallel for schedule(static)
-    for (long r = 0; r < rows; r++) {
-        long b = r / ((long)NH * T), h = (r / T) % NH, t = r % T;
-        const real *base = x + (size_t)b * T * C3 + (size_t)h * hs;
-        att_row(o + ((size_t)b * T + t) * C + (size_t)h * hs, a + (size_t)r * T,
-                base + (size_t)t * C3, base + C, T, causal ? (int)t + 1 : T, C3, C, hs, scale);
+    for (long bh = 0; bh < heads; bh++) {
+        size_t b = (size_t)(bh / NH), h = (size_t)(bh % NH) * hs;
+        att_head_forward(o + b * T * C + h, a + bh * TT, x + 3 * b * T * C + h, T, C, hs, causal,
+                         scale);
     }
 }
 
-/* Backward of one head of one sequence, in three passes so each pass adds into one output row
- * at a time. x, dx point at the head's q channels of row 0 (k is +C, v is +2C, rows 3C apart);
- * g at its dout channels (rows C apart); a and w at its [T,T] att and scratch blocks.
- * Pass 1: datt[t,s] = dout_t . v_s, then the softmax backward, scaled by 1/sqrt(hs):
- * w[t,s] = scale * att[t,s] (datt[t,s] - sum_s' att[t,s'] datt[t,s']). */
-static void att_back_scores(real *w, const real *x, const real *g, const real *a, int T, int C,
-                            int hs, int causal, real scale)
-{
-    size_t C3 = 3 * (size_t)C;
-    for (int t = 0; t < T; t++) {
-        int send = causal ? t + 1 : T;
-        const real *arow = a + (size_t)t * T, *go = g + (size_t)t * C;
-        real *wr = w + (size_t)t * T;
-        double dsum = 0;
-        for (int s = 0; s < send; s++) {
-            wr[s] = dot(go, x + (size_t)s * C3 + 2 * C, hs);
-            dsum += (double)arow[s] * wr[s];
-        }
-        for (int s = 0; s < send; s++)
-            wr[s] = (real)(arow[s] * (wr[s] - dsum)) * scale;
-    }
-}
-
-/* pass 2: dq_t += sum_s w[t,s] k_s;
- * pass 3: dk_s += sum_t w[t,s] q_t and dv_s += sum_t att[t,s] dout_t */
-static void att_head_backward(real *dx, real *w, const real *x, const real *g, const real *a,
+/* Backward of one head (pointers as in att_head_forward; g at its dout channels, w its [T,T]
+ * scratch): w = dO V^T; the softmax backward scaled by 1/sqrt(hs):
+ * w[t,s] = scale * P[t,s] (w[t,s] - sum_s' P[t,s'] w[t,s']); then dQ += w K, dK += w^T Q;
+ * then w = P (masked) and dV += w^T dO. */
+static void att_head_backward(real *dx, real *w, const real *x, const real *g, const real *p,
                               int T, int C, int hs, int causal, real scale)
 {
-    size_t C3 = 3 * (size_t)C;
-    att_back_scores(w, x, g, a, T, C, hs, causal, scale);
-    for (int t = 0; t < T; t++)
-        for (int s = 0; s < (causal ? t + 1 : T); s++)
-            axpy(dx + (size_t)t * C3, w[(size_t)t * T + s], x + (size_t)s * C3 + C, hs);
-    for (int s = 0; s < T; s++) {
-        real *dk = dx + (size_t)s * C3 + C, *dv = dk + C;
-        for (int t = causal ? s : 0; t < T; t++) {
-            axpy(dk, w[(size_t)t * T + s], x + (size_t)t * C3, hs);
-            axpy(dv, a[(size_t)t * T + s], g + (size_t)t * C, hs);
-        }
+    int C3 = 3 * C;
+    cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, 1, g, C, x + 2 * C, C3, 0, w, T);
+    for (int t = 0; t < T; t++) {
+        int send = causal ? t + 1 : T;
+        const real *prow = p + (size_t)t * T;
+        real *wr = w + (size_t)t * T;
+        double dsum = 0;
+        for (int s = 0; s < send; s++)
+            dsum += (double)prow[s] * wr[s];
+        for (int s = 0; s < send; s++)
+            wr[s] = (real)(prow[s] * (wr[s] - dsum)) * scale;
+        for (int s = send; s < T; s++)
+            wr[s] = 0;
     }
+    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, w, T, x + C, C3, 1, dx, C3);
+    cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, x, C3, 1, dx + C, C3);
+    /* dV from P as the forward left it: zero past the causal edge whatever the buffer holds */
+    for (int t = 0; t < T; t++) {
+        int send = causal ? t + 1 : T;
+        for (int s = 0; s < T; s++)
+            w[(size_t)t * T + s] = s < send ? p[(size_t)t * T + s] : 0;
+    }
+    cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, g, C, 1, dx + 2 * C, C3);
 }
 
 static void cpu_attention_backward(device *d, dten dqkv, dten scratch, dten dout, dten qkv,

@@ -167,6 +167,11 @@ int runner_load_scenario(const run_args *a, const char *path, scenario *s)
     int rc = scenario_load(path, s);
     if (rc == 0 && a->steps > 0 && a->steps != s->steps)
         rc = scenario_override_steps(s, (int)a->steps);
+    if (rc == 0 && s->world_size != 1) { /* refused before anything is recorded */
+        log_error("%s: world_size %d needs a communicator (MPI), which this build does not have",
+                  s->path, s->world_size);
+        rc = EXIT_USAGE;
+    }
     return rc;
 }
 

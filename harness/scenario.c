@@ -514,7 +514,11 @@ static int load_train(const src *x, json_t *root, scenario *s)
         (rc = get_real(&tx, t, "eps", 0, 0, 1, &s->eps)) ||
         (rc = get_real(&tx, t, "clip", 0, 0, 0, &s->clip)) || (rc = get_seed(&tx, t, s)))
         return rc;
-    return get_int(&tx, t, "eval_every", 0, 0, &s->eval_every);
+    if ((rc = get_int(&tx, t, "eval_every", 0, 0, &s->eval_every)))
+        return rc;
+    /* refused rather than ignored until the runner evaluates */
+    return s->eval_every ? fail(&tx, "eval_every", "evaluation is not implemented yet: use 0")
+                         : 0;
 }
 
 static int load_tolerances(const src *x, json_t *root, scenario *s)

@@ -98,7 +98,7 @@ static void test_good_values(void **state)
     assert_string_equal(s.schedule, "cosine");
     assert_int_equal(s.decay_all, 0);
     assert_true(s.beta1 == 0.9 && s.beta2 == 0.95 && s.eps == 1e-6 && s.clip == 0);
-    assert_true(s.seed == 123 && s.eval_every == 10 && s.world_size == 2);
+    assert_true(s.seed == 123 && s.eval_every == 0 && s.world_size == 2);
     assert_string_equal(s.dtype, "fp32");
     assert_true(s.loss_rtol == 1e-4 && s.loss_atol == 0 && s.grad_norm_rtol == 1e-3);
     assert_true(s.grad_norm_atol == 1e-6 && s.min_throughput_ratio == 0.2);

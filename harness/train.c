@@ -11,6 +11,7 @@
 #include "data.h"
 #include "gpt2.h"
 #include "model_dir.h"
+#include "thread_policy.h"
 #include "tokenizer.h"
 #include "util.h"
 
@@ -42,6 +43,7 @@ static int train_step(trainer *tr, int step, step_record *r)
 {
     const scenario *s = tr->s;
     device *d = tr->d;
+    thread_policy_adapt();
     double t0 = now_ms();
     dataset_batch(&tr->data, step - 1, s->batch_size, 0, s->world_size, tr->inputs, tr->targets);
     double loss = 0;

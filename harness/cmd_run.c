@@ -185,6 +185,7 @@ static void catch_signals(int on, struct sigaction old[2])
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* as signal() had it: the store's I/O is not cut short */
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 2; i++)
         if (on)

@@ -297,7 +297,8 @@ uint64_t gpt2_config_param_count(const gpt2_config *c)
 {
     uint64_t C = (uint64_t)c->n_embd;
     uint64_t per_layer = size_add(size_mul(12, size_mul(C, C)), size_mul(13, C));
-    uint64_t n = size_add(size_mul((uint64_t)c->vocab_size, C), size_mul((uint64_t)c->n_positions, C));
+    uint64_t n = size_add(size_mul((uint64_t)c->vocab_size, C),
+                          size_mul((uint64_t)c->n_positions, C));
     return size_add(size_add(n, size_mul((uint64_t)c->n_layer, per_layer)), size_mul(2, C));
 }
 

@@ -53,9 +53,10 @@ uint64_t size_add(uint64_t a, uint64_t b);
  * wte V*C + wpe P*C + n_layer * (12 C^2 + 13 C) + ln_f 2C */
 uint64_t gpt2_config_param_count(const gpt2_config *c);
 
-/* Checks values the harness can train: positive sizes, every parameter tensor and the
- * parameter total within GPT2_MAX_ELEMENTS (refused by the field that makes them too large), n_embd % n_head == 0, gelu_new, all
- * dropouts 0 (dropout is not implemented yet: a non-zero one is refused, with its name).
+/* Checks values the harness can train: positive sizes, n_embd % n_head == 0, every parameter
+ * tensor and the parameter total within GPT2_MAX_ELEMENTS (refused by the field that makes them
+ * too large), gelu_new, all dropouts 0 (dropout is not implemented yet: a non-zero one is
+ * refused, with its name).
  * Returns 0, or 2 after printing a message naming `where` and the key. */
 int gpt2_config_validate(const gpt2_config *c, const char *where);
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "safetensors.h"
 #include "util.h"
@@ -95,6 +96,56 @@ static int write_weights(gpt2 *m, const float *host, const char *dir)
     free(e);
     free(names);
     return rc;
+}
+
+/* the nearest existing ancestor of path (path itself when it exists) into out; 0, or -1 */
+static int existing_ancestor(const char *path, char *out, size_t len, struct stat *st)
+{
+    snprintf(out, len, "%s", path);
+    for (;;) {
+        if (stat(out, st) == 0)
+            return 0;
+        if (errno != ENOENT)
+            return -1;
+        char *slash = strrchr(out, '/');
+        while (slash && slash > out && slash[1] == 0) { /* trailing slashes */
+            *slash = 0;
+            slash = strrchr(out, '/');
+        }
+        if (!slash)
+            snprintf(out, len, ".");
+        else if (slash == out)
+            out[1] = 0;
+        else
+            *slash = 0;
+    }
+}
+
+int checkpoint_check_target(const char *dir)
+{
+    char at[4096];
+    struct stat st;
+    if (!dir || !*dir) {
+        log_error("--save: the checkpoint directory is an empty path");
+        return EXIT_USAGE;
+    }
+    if (strlen(dir) >= sizeof at - 64) {
+        log_error("%.64s...: the checkpoint directory path is too long", dir);
+        return EXIT_USAGE;
+    }
+    if (existing_ancestor(dir, at, sizeof at, &st) != 0) {
+        log_error("%s: cannot use it as the checkpoint directory: %s", dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        log_error("%s: cannot create the checkpoint directory: %s is not a directory", dir, at);
+        return EXIT_USAGE;
+    }
+    if (access(at, W_OK | X_OK) != 0) {
+        log_error("%s: cannot write the checkpoint directory: %s: %s", dir, at, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
 }
 
 int checkpoint_save(gpt2 *m, const gpt2_config *c, json_t *src_config, const char *dir)

@@ -15,6 +15,11 @@
  * Returns 0, or 1 after printing a message. */
 int checkpoint_save(gpt2 *m, const gpt2_config *c, json_t *src_config, const char *dir);
 
+/* Checks, before any work, that checkpoint_save could create or fill DIR: DIR is not empty, and
+ * DIR (or, when it does not exist yet, its nearest existing ancestor) is a writable directory.
+ * Creates nothing. Returns 0, or 2 after printing a message naming DIR. */
+int checkpoint_check_target(const char *dir);
+
 /* The config.json object checkpoint_save writes (new reference). */
 json_t *checkpoint_config_json(const gpt2_config *c, json_t *src_config);
 

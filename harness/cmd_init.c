@@ -91,6 +91,9 @@ static int parse_init_args(int argc, char **argv, const char **scn, const char *
     }
     if (!*scn || !*out)
         return cmd_usage_error("init", "needs SCENARIO and OUT_DIR");
+    if (cmd_nonempty("init", "SCENARIO", *scn) || cmd_nonempty("init", "OUT_DIR", *out) ||
+        cmd_nonempty("init", "--device", *dev))
+        return EXIT_USAGE;
     return 0;
 }
 

@@ -1,5 +1,6 @@
-/* harness/cmd_run.c: `harness run SCENARIO`: opens the device and the store, trains the scenario,
- * prints one line per step, records every step and the run's final status. */
+/* harness/cmd_run.c: `harness run SCENARIO`: opens the device, prepares everything the run needs,
+ * then opens the store, records every step (one line each) and the run's final status. */
+#define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,9 @@ static void run_usage(FILE *f)
             "                            [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
             "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
-            "Trains the scenario on one device and records every step in the store.\n"
+            "Trains the scenario on one device and records every step in the store. The\n"
+            "scenario, model, weights, tokenizer, data and device are read and checked\n"
+            "first: an input error records nothing (the store is opened only after).\n"
             "With --compare: trains every scenario on every listed device, compares each run\n"
             "with its baseline (the scenario's \"baseline\" label unless --baseline; see\n"
             "'harness compare --help'), prints one summary table and exits with the worst\n"
@@ -38,7 +41,8 @@ static void run_usage(FILE *f)
             "  --db FILE      SQLite store (default %s; created if missing)\n"
             "  --steps N      train N steps instead of the scenario's train.steps\n"
             "  --save DIR     write the final weights as a Hugging Face model directory\n"
-            "                 (config.json + model.safetensors) when the run ends ok\n"
+            "                 (config.json + model.safetensors) when the run ends ok; DIR (or\n"
+            "                 its nearest existing parent) must be a writable directory\n"
             "  --quiet        print only the final line\n"
             "  --compare      compare each run with its baseline (docs/compare.md)\n"
             "  --baseline B   with --compare: the baseline of every run instead of the default\n"
@@ -47,6 +51,23 @@ static void run_usage(FILE *f)
             "failed or diverged (NaN/Inf loss) or was interrupted (with --compare: a verdict\n"
             "is not pass), 2 usage or input error.\n",
             DEFAULT_DB);
+}
+
+/* every path, name and list given is non-empty: "" is a usage error, before any work */
+static int check_nonempty(const run_args *a)
+{
+    const struct {
+        const char *what, *value;
+    } given[] = {{"--db", a->db},           {"--device", a->device},
+                 {"--save", a->save},       {"--baseline", a->baseline},
+                 {"--baselines", a->baselines}};
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+        if (given[i].value && cmd_nonempty("run", given[i].what, given[i].value))
+            return EXIT_USAGE;
+    for (int i = 0; i < a->n_scenarios; i++)
+        if (cmd_nonempty("run", "SCENARIO", a->scenarios[i]))
+            return EXIT_USAGE;
+    return 0;
 }
 
 static int parse_run_args(int argc, char **argv, run_args *a)
@@ -92,6 +113,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
     }
     if (!a->scenario)
         return cmd_usage_error("run", "no scenario file given");
+    if (check_nonempty(a))
+        return EXIT_USAGE;
     if (a->n_scenarios > 1 && !a->compare) {
         log_error("run: one scenario file expected, got another: %s (several need --compare)",
                   a->scenarios[1]);
@@ -141,22 +164,55 @@ static const char *status_name(train_status st)
     return st == TRAIN_OK ? "ok" : st == TRAIN_DIVERGED ? "diverged" : "failed";
 }
 
-int train_and_record(const scenario *s, device *d, store *st, const run_args *a,
-                     int64_t *run_id)
+static train_options run_options(const run_args *a)
+{
+    train_options o = {(int)a->steps, &stop_requested, NULL, NULL, a->save};
+    return o;
+}
+
+int runner_prepare(const scenario *s, device *d, const run_args *a, trainer **tr)
+{
+    train_options o = run_options(a);
+    return train_prepare(s, d, &o, tr);
+}
+
+/* SIGINT and SIGTERM end the run after its current step while a run row is open; before it
+ * exists (setup) and after it is finished, their dispositions are the caller's (by default
+ * they end the process at once: nothing of the run is recorded then, or all of it is). */
+static void catch_signals(int on, struct sigaction old[2])
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* as signal() had it: the store's I/O is not cut short */
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++)
+        if (on)
+            sigaction(sigs[i], &sa, &old[i]);
+        else
+            sigaction(sigs[i], &old[i], NULL);
+}
+
+int runner_record(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
+                  int64_t *run_id)
 {
     step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps};
     *run_id = 0;
     if (begin_run(st, s, d, &sink.run_id))
         return EXIT_FAIL;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    struct sigaction old[2];
+    catch_signals(1, old);
     *run_id = sink.run_id;
-    train_options o = {(int)a->steps, &stop_requested, record_step, &sink, a->save};
+    train_options o = run_options(a);
+    o.on_step = record_step;
+    o.arg = &sink;
     train_result res;
-    int rc = train_run(s, d, &o, &res);
+    int rc = train_loop(tr, &o, &res);
     const char *status = status_name(res.status);
     if (store_finish_run(st, sink.run_id, status, res.error[0] ? res.error : NULL))
         rc = EXIT_FAIL;
+    catch_signals(0, old);
     printf("run %lld: %s, %d steps, final loss %.6f%s%s\n", (long long)sink.run_id, status,
            res.steps_done, res.final_loss, res.error[0] ? ": " : "", res.error);
     return rc;
@@ -172,6 +228,23 @@ int runner_load_scenario(const run_args *a, const char *path, scenario *s)
                   s->path, s->world_size);
         rc = EXIT_USAGE;
     }
+    return rc;
+}
+
+/* the prepared run recorded into a.db, opened only now: an input error found while preparing
+ * leaves the store as it was (not even created) */
+static int record_into_db(trainer *tr, const scenario *s, device *d, const run_args *a)
+{
+    store *st = NULL;
+    int rc = store_open(a->db, &st);
+    if (rc)
+        return rc;
+    if (!a->quiet)
+        printf("scenario %s on %s (%s, %s), recording into %s\n", s->name, d->backend, d->name,
+               d->dtype, a->db);
+    int64_t run_id = 0;
+    rc = runner_record(tr, s, d, st, a, &run_id);
+    store_close(st);
     return rc;
 }
 
@@ -195,15 +268,10 @@ int cmd_run(int argc, char **argv)
         scenario_free(&s);
         return EXIT_USAGE;
     }
-    store *st = NULL;
-    if ((rc = store_open(a.db, &st)) == 0) {
-        if (!a.quiet)
-            printf("scenario %s on %s (%s, %s), recording into %s\n", s.name, d->backend,
-                   d->name, d->dtype, a.db);
-        int64_t run_id = 0;
-        rc = train_and_record(&s, d, st, &a, &run_id);
-        store_close(st);
-    }
+    trainer *tr = NULL;
+    if ((rc = runner_prepare(&s, d, &a, &tr)) == 0)
+        rc = record_into_db(tr, &s, d, &a);
+    train_free(tr);
     device_close(d);
     scenario_free(&s);
     return rc;

@@ -28,6 +28,13 @@ int cmd_usage_error(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+int cmd_nonempty(const char *cmd, const char *what, const char *value)
+{
+    if (value && *value)
+        return 0;
+    return cmd_usage_error(cmd, "%s: an empty value (a path or name must not be \"\")", what);
+}
+
 static int parse_option(const char *cmd, int argc, char **argv, int *i, const cmd_opt *opts)
 {
     const char *arg = argv[*i], *eq = strchr(arg, '=');
@@ -46,7 +53,7 @@ static int parse_option(const char *cmd, int argc, char **argv, int *i, const cm
         } else {
             return cmd_usage_error(cmd, "%s needs a value", o->name);
         }
-        return 0;
+        return o->value ? cmd_nonempty(cmd, o->name, *o->value) : 0;
     }
     return cmd_usage_error(cmd, "unknown option '%s'", arg);
 }
@@ -66,7 +73,9 @@ int cmd_parse(int argc, char **argv, const cmd_opt *opts, const char **pos, int 
         else if (!only_pos && a[0] == '-' && a[1]) {
             if (parse_option(cmd, argc, argv, &i, opts))
                 return EXIT_USAGE;
-        } else if (*n_pos < max_pos)
+        } else if (!*a)
+            return cmd_nonempty(cmd, "an argument", a);
+        else if (*n_pos < max_pos)
             pos[(*n_pos)++] = a;
         else
             return cmd_usage_error(cmd, "unexpected argument '%s'", a);

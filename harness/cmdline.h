@@ -13,11 +13,15 @@ typedef struct {
 } cmd_opt;
 
 /* Parses argv[1..] (argv[0] is the command name used in messages, e.g. "compare"). Positional
- * arguments go to pos (at most max_pos). Returns 0, 1 when --help was asked, 2 after a message. */
+ * arguments go to pos (at most max_pos). An option value or a positional argument that is ""
+ * is a usage error (every value of these commands is a path, a name or a number). Returns 0, 1
+ * when --help was asked, 2 after a message. */
 int cmd_parse(int argc, char **argv, const cmd_opt *opts, const char **pos, int max_pos,
               int *n_pos);
 /* "harness: error: CMD: MESSAGE (see 'harness CMD --help')", never truncated; returns 2 */
 int cmd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 0 when value is a non-empty string, else 2 after "CMD: WHAT: an empty value" */
+int cmd_nonempty(const char *cmd, const char *what, const char *value);
 /* a run id: a whole number >= 1; 0, or 2 after a message naming cmd and what */
 int cmd_run_id(const char *cmd, const char *what, const char *s, int64_t *id);
 /* a strict number from an option value in [lo, hi]; 0 or 2 after a message */

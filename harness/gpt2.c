@@ -111,6 +111,85 @@ enum { LN1_W, LN1_B, ATTN_W, ATTN_B, APROJ_W, APROJ_B, LN2_W, LN2_B, FC_W, FC_B,
 #define LNF_W(m) (2 + (m)->c.n_layer * PARAMS_PER_LAYER)
 #define LNF_B(m) (LNF_W(m) + 1)
 
+/* ---- sizes, in 64 bits, before anything is allocated ----------------------------------------- */
+
+typedef struct {
+    uint64_t BT, att, logits, mlp;  /* the largest activation tensors */
+    uint64_t params, acts, scratch; /* elements of each allocation */
+} plan;
+
+static void plan_sizes(const gpt2_config *c, int B, int T, plan *p)
+{
+    uint64_t C = (uint64_t)c->n_embd, L = (uint64_t)c->n_layer, BT = size_mul((uint64_t)B, T);
+    uint64_t BTC = size_mul(BT, C);
+    p->BT = BT;
+    p->att = size_mul(size_mul((uint64_t)B, (uint64_t)c->n_head), size_mul(T, T));
+    p->logits = size_mul(BT, (uint64_t)c->vocab_size);
+    p->mlp = size_mul(4, BTC);
+    p->params = gpt2_config_param_count(c);
+    /* as layout_activations and layout_scratch carve them */
+    uint64_t layer = size_add(size_add(size_mul(18, BTC), size_mul(4, BT)), p->att);
+    p->acts = size_add(size_add(size_mul(L, layer), size_mul(2, BTC)),
+                       size_add(size_mul(3, BT), size_mul(2, p->logits)));
+    p->scratch = size_add(size_add(size_mul(13, BTC), p->att), p->logits);
+}
+
+static double gib(uint64_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+}
+
+/* the tensors of batch B x sequence T within GPT2_MAX_ELEMENTS; 0, or 1 with why */
+static int check_tensors(const gpt2_config *c, int B, int T, const plan *p, char *why,
+                         size_t len)
+{
+    const struct {
+        uint64_t n;
+        const char *what;
+    } t[] = {{p->params, "parameters in all"},
+             {p->BT, "tokens per step"},
+             {p->mlp, "elements in one MLP activation (4 x n_embd per token)"},
+             {p->att, "elements in one attention matrix (n_head x seq_len per token)"},
+             {p->logits, "elements in the logits (vocab_size per token)"}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i].n > GPT2_MAX_ELEMENTS) {
+            snprintf(why, len,
+                     "train.batch_size %d x data.seq_len %d with n_embd %d, n_head %d, "
+                     "vocab_size %d, n_layer %d: %llu %s, over the limit of %llu",
+                     B, T, c->n_embd, c->n_head, c->vocab_size, c->n_layer,
+                     (unsigned long long)t[i].n, t[i].what,
+                     (unsigned long long)GPT2_MAX_ELEMENTS);
+            return 1;
+        }
+    return 0;
+}
+
+int gpt2_check_fit(const gpt2_config *c, int B, int T, const device *d, char *why, size_t len)
+{
+    if (B < 1 || T < 2 || T > c->n_positions) {
+        snprintf(why, len, "train.batch_size %d x data.seq_len %d does not fit n_positions %d "
+                 "(batch >= 1, 2 <= seq_len <= n_positions)", B, T, c->n_positions);
+        return 1;
+    }
+    plan p;
+    plan_sizes(c, B, T, &p);
+    if (check_tensors(c, B, T, &p, why, len))
+        return 1;
+    uint64_t state = size_mul(size_mul(4, p.params), d->real_size);
+    uint64_t acts = size_mul(size_add(p.acts, p.scratch), d->real_size);
+    uint64_t total = size_add(size_add(state, acts), size_mul(8, p.BT));
+    if (total >= SIZE_MAX / 2 || (d->mem_total && total > d->mem_total)) {
+        snprintf(why, len,
+                 "the model needs %.2f GiB on %s (%llu parameters: %.2f GiB with gradients and "
+                 "AdamW state; activations for train.batch_size %d x data.seq_len %d: %.2f GiB) "
+                 "but the device has %.2f GiB",
+                 gib(total), d->backend, (unsigned long long)p.params, gib(state), B, T,
+                 gib(acts), gib(d->mem_total));
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- allocation ------------------------------------------------------------------------------ */
 
 /* carves n elements off the front of a bump region */
@@ -179,8 +258,17 @@ static int alloc_all(gpt2 *m)
     m->m_mem = device_alloc(d, np, DT_REAL);
     m->v_mem = device_alloc(d, np, DT_REAL);
     dten none = {0};
-    m->act_mem = device_alloc(d, layout_activations(m, none), DT_REAL);
-    m->scratch_mem = device_alloc(d, layout_scratch(m, none), DT_REAL);
+    plan p;
+    plan_sizes(&m->c, m->B, m->T, &p);
+    size_t n_act = layout_activations(m, none), n_scratch = layout_scratch(m, none);
+    if (n_act != p.acts || n_scratch != p.scratch || np != p.params) {
+        log_error("gpt2: internal error: the size plan (%llu, %llu) differs from the layout "
+                  "(%zu, %zu)", (unsigned long long)p.acts, (unsigned long long)p.scratch, n_act,
+                  n_scratch);
+        return 1;
+    }
+    m->act_mem = device_alloc(d, n_act, DT_REAL);
+    m->scratch_mem = device_alloc(d, n_scratch, DT_REAL);
     m->tokens = device_alloc(d, BT, DT_I32);
     m->targets = device_alloc(d, BT, DT_I32);
     if (device_error(d)) {
@@ -194,8 +282,9 @@ static int alloc_all(gpt2 *m)
 
 gpt2 *gpt2_create(device *d, const gpt2_config *c, int B, int T)
 {
-    if (T > c->n_positions || B < 1 || T < 2) {
-        log_error("gpt2: batch %d x sequence %d does not fit n_positions %d", B, T, c->n_positions);
+    char why[512];
+    if (gpt2_check_fit(c, B, T, d, why, sizeof why)) {
+        log_error("gpt2: %s", why);
         return NULL;
     }
     gpt2 *m = calloc(1, sizeof *m);

@@ -22,8 +22,15 @@ typedef struct {
 
 typedef struct gpt2 gpt2;
 
+/* Checks, in 64 bits and before anything is allocated, that c trained with batch B and sequence
+ * T fits: 1 <= B, 2 <= T <= n_positions; the parameters, tokens per step (B*T), one MLP
+ * activation (B*T*4*n_embd), one attention matrix (B*n_head*T*T) and the logits (B*T*vocab_size)
+ * each within GPT2_MAX_ELEMENTS; parameters, gradients, AdamW state, activations and scratch
+ * within d's memory when d knows it (mem_total). 0, or 1 with why naming the sizes. */
+int gpt2_check_fit(const gpt2_config *c, int B, int T, const device *d, char *why, size_t len);
+
 /* Allocates parameters, gradients, AdamW state and activations for batch B, sequence T on d.
- * Returns NULL after printing a message (device out of memory, T > n_positions, ...). */
+ * Returns NULL after printing a message (gpt2_check_fit refused, device out of memory). */
 gpt2 *gpt2_create(device *d, const gpt2_config *c, int B, int T);
 void gpt2_free(gpt2 *m);
 

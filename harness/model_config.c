@@ -283,6 +283,56 @@ int gpt2_config_apply_overrides(gpt2_config *c, json_t *config, json_t *override
 
 /* ---- validation ----------------------------------------------------------------------------- */
 
+uint64_t size_mul(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+uint64_t size_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+uint64_t gpt2_config_param_count(const gpt2_config *c)
+{
+    uint64_t C = (uint64_t)c->n_embd;
+    uint64_t per_layer = size_add(size_mul(12, size_mul(C, C)), size_mul(13, C));
+    uint64_t n = size_add(size_mul((uint64_t)c->vocab_size, C),
+                          size_mul((uint64_t)c->n_positions, C));
+    return size_add(size_add(n, size_mul((uint64_t)c->n_layer, per_layer)), size_mul(2, C));
+}
+
+/* the tensors and the parameter total within GPT2_MAX_ELEMENTS, the sizes already > 0 */
+static int check_products(const gpt2_config *c, const char *where)
+{
+    uint64_t C = (uint64_t)c->n_embd, max = GPT2_MAX_ELEMENTS;
+    uint64_t fc = size_mul(4, size_mul(C, C)), wte = size_mul((uint64_t)c->vocab_size, C);
+    uint64_t wpe = size_mul((uint64_t)c->n_positions, C), all = gpt2_config_param_count(c);
+    if (fc > max)
+        return cfg_error(where, "n_embd",
+                         "%d is too large: mlp.c_fc.weight (n_embd x 4 n_embd) would have %llu "
+                         "elements, over the limit of %llu per tensor",
+                         c->n_embd, (unsigned long long)fc, (unsigned long long)max);
+    if (wte > max)
+        return cfg_error(where, "vocab_size",
+                         "%d x n_embd %d = %llu elements in wte.weight, over the limit of %llu "
+                         "per tensor",
+                         c->vocab_size, c->n_embd, (unsigned long long)wte,
+                         (unsigned long long)max);
+    if (wpe > max)
+        return cfg_error(where, "n_positions",
+                         "%d x n_embd %d = %llu elements in wpe.weight, over the limit of %llu "
+                         "per tensor",
+                         c->n_positions, c->n_embd, (unsigned long long)wpe,
+                         (unsigned long long)max);
+    if (all > max)
+        return cfg_error(where, "n_layer",
+                         "%d layers of n_embd %d make %llu parameters, over the limit of %llu "
+                         "parameters in all",
+                         c->n_layer, c->n_embd, (unsigned long long)all, (unsigned long long)max);
+    return 0;
+}
+
 static int check_sizes(const gpt2_config *c, const char *where)
 {
     const struct {
@@ -297,7 +347,7 @@ static int check_sizes(const gpt2_config *c, const char *where)
     if (c->n_embd % c->n_head != 0)
         return cfg_error(where, "n_embd", "%d is not divisible by n_head (%d)", c->n_embd,
                          c->n_head);
-    return 0;
+    return check_products(c, where);
 }
 
 /* range [0, 1) for every dropout; the ones the model applies must be 0 (not implemented yet);

@@ -4,6 +4,13 @@
 #define MODEL_CONFIG_H
 
 #include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+
+/* The most elements one tensor, and all parameters together, may have: the device interface
+ * counts elements in int (AdamW, the gradient norm and scaling run over every parameter as one
+ * tensor). docs/scenario.md lists the limits this implies. */
+#define GPT2_MAX_ELEMENTS ((uint64_t)INT_MAX)
 
 typedef struct {
     int vocab_size;             /* 50257 */
@@ -38,8 +45,18 @@ int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where);
 int gpt2_config_apply_overrides(gpt2_config *c, json_t *config, json_t *overrides,
                                 const char *where);
 
-/* Checks values the harness can train: positive sizes, n_embd % n_head == 0, gelu_new, all
- * dropouts 0 (dropout is not implemented yet: a non-zero one is refused, with its name).
+/* a * b, or UINT64_MAX when the product does not fit in 64 bits */
+uint64_t size_mul(uint64_t a, uint64_t b);
+/* a + b, or UINT64_MAX when the sum does not fit in 64 bits */
+uint64_t size_add(uint64_t a, uint64_t b);
+/* the number of parameter elements of c, in 64 bits (UINT64_MAX when even that overflows):
+ * wte V*C + wpe P*C + n_layer * (12 C^2 + 13 C) + ln_f 2C */
+uint64_t gpt2_config_param_count(const gpt2_config *c);
+
+/* Checks values the harness can train: positive sizes, n_embd % n_head == 0, every parameter
+ * tensor and the parameter total within GPT2_MAX_ELEMENTS (refused by the field that makes them
+ * too large), gelu_new, all dropouts 0 (dropout is not implemented yet: a non-zero one is
+ * refused, with its name).
  * Returns 0, or 2 after printing a message naming `where` and the key. */
 int gpt2_config_validate(const gpt2_config *c, const char *where);
 

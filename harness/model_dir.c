@@ -31,7 +31,8 @@ int model_dir_check_config(json_t *config, const gpt2_config *c, const char *whe
     json_t *inner = json_object_get(config, "n_inner");
     if (inner && !json_is_null(inner) &&
         !(json_is_integer(inner) && json_integer_value(inner) == 4LL * c->n_embd)) {
-        log_error("%s: n_inner: only null (4 * n_embd = %d) is implemented", where, 4 * c->n_embd);
+        log_error("%s: n_inner: only null (4 * n_embd = %lld) is implemented", where,
+                  4LL * c->n_embd);
         return EXIT_USAGE;
     }
     static const struct {

@@ -16,6 +16,7 @@ typedef struct {
     char scenario[256], device[64];
     int64_t run_id;
     int error;         /* an input error: no scenario, device or baseline (exit 2) */
+    int setup_failed;  /* the device failed while the run was prepared: not recorded, a fail */
     char note[256];
     int judged;
     verdict v;
@@ -114,38 +115,56 @@ static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
     judge_free(&j);
 }
 
-static void run_cell(store *st, const run_args *a, const scenario *s, cell *c)
+/* the store, opened when the first run is about to be recorded: a matrix whose cells all end
+ * in input errors leaves it as it was (not even created) */
+typedef struct {
+    const run_args *a;
+    store *st;
+} recorder;
+
+/* prepares, records and judges one cell; 0, or store_open's code when the store cannot open */
+static int run_cell(recorder *r, const scenario *s, cell *c)
 {
+    const run_args *a = r->a;
     char err[512];
     device *d = device_open(c->device, err, sizeof err);
     if (!d) {
         log_error("run: --device %s: %s", c->device, err);
         c->error = 1;
         snprintf(c->note, sizeof c->note, "%.250s", err);
-        return;
+        return 0;
     }
-    if (!a->quiet)
-        printf("scenario %s on %s (%s, %s), recording into %s\n", s->name, d->backend, d->name,
-               d->dtype, a->db);
     run_args one = *a;
     one.scenario = s->path;
-    int rc = train_and_record(s, d, st, &one, &c->run_id);
-    device_close(d);
-    if (rc == EXIT_USAGE || !c->run_id) {
-        c->error = 1;
-        snprintf(c->note, sizeof c->note, "the run could not start (see above)");
-        return;
+    trainer *tr = NULL;
+    int rc = runner_prepare(s, d, &one, &tr), store_rc = 0;
+    if (rc) {
+        c->error = rc == EXIT_USAGE;
+        c->setup_failed = rc != EXIT_USAGE;
+        snprintf(c->note, sizeof c->note, "the run could not start (see above); not recorded");
+    } else if (r->st || (store_rc = store_open(a->db, &r->st)) == 0) {
+        if (!a->quiet)
+            printf("scenario %s on %s (%s, %s), recording into %s\n", s->name, d->backend,
+                   d->name, d->dtype, a->db);
+        runner_record(tr, s, d, r->st, &one, &c->run_id);
     }
-    judge_cell(st, a, s, c);
+    train_free(tr);
+    device_close(d);
+    if (c->run_id)
+        judge_cell(r->st, a, s, c);
+    else if (!c->error && !c->setup_failed) { /* begin_run failed, or the store did not open */
+        c->error = 1;
+        snprintf(c->note, sizeof c->note, "the run could not be recorded (see above)");
+    }
+    return store_rc;
 }
 
-/* every device for one scenario file; 0, or 2 when out of memory */
-static int run_scenario(store *st, const run_args *a, const char *path, char specs[][64],
-                        int n_dev, matrix *m)
+/* every device for one scenario file; 0, 2 when out of memory, or store_open's code */
+static int run_scenario(recorder *r, const char *path, char specs[][64], int n_dev, matrix *m)
 {
     scenario s;
-    int bad = runner_load_scenario(a, path, &s);
-    for (int i = 0; i < n_dev && !run_stop_requested(); i++) {
+    int bad = runner_load_scenario(r->a, path, &s), rc = 0;
+    for (int i = 0; i < n_dev && !rc && !run_stop_requested(); i++) {
         cell *c = add_cell(m, bad ? path : s.name, specs[i]);
         if (!c) {
             log_error("run: out of memory for the summary");
@@ -157,10 +176,10 @@ static int run_scenario(store *st, const run_args *a, const char *path, char spe
             snprintf(c->note, sizeof c->note, "the scenario file is not valid (see above)");
             continue;
         }
-        run_cell(st, a, &s, c);
+        rc = run_cell(r, &s, c);
     }
     scenario_free(&s);
-    return 0;
+    return rc;
 }
 
 /* ---- the summary -------------------------------------------------------------------------- */
@@ -173,7 +192,7 @@ static void print_cell(const cell *c)
     else
         printf("%5s %-9s %6s ", "-", "-", "-");
     if (!c->judged) {
-        printf("%-11s %s\n", "error", c->note);
+        printf("%-11s %s\n", c->setup_failed ? "fail" : "error", c->note);
         return;
     }
     printf("%-11s ", verdict_name(c->v));
@@ -199,6 +218,8 @@ static int summary(const matrix *m, int n_scenarios, int n_dev)
         errors += c->error;
         if (c->judged && c->v > worst)
             worst = c->v;
+        if (c->setup_failed && VERDICT_FAIL > worst)
+            worst = VERDICT_FAIL;
     }
     if (run_stop_requested())
         printf("stopped by a signal: the cells not listed did not run\n");
@@ -213,15 +234,16 @@ int run_matrix(const run_args *a)
 {
     char specs[MAX_DEVICES][64];
     int n_dev = 0, rc = parse_devices(a->device, specs, MAX_DEVICES, &n_dev);
-    store *st = NULL;
-    if (rc || (rc = store_open(a->db, &st)) != 0)
+    if (rc)
         return rc;
+    recorder r = {a, NULL};
     matrix m = {NULL, 0, 0};
     for (int i = 0; i < a->n_scenarios && !rc && !run_stop_requested(); i++)
-        rc = run_scenario(st, a, a->scenarios[i], specs, n_dev, &m);
+        rc = run_scenario(&r, a->scenarios[i], specs, n_dev, &m);
     if (!rc)
         rc = summary(&m, a->n_scenarios, n_dev);
     free(m.cells);
-    store_close(st);
+    if (r.st)
+        store_close(r.st);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include "device.h"
 #include "scenario.h"
 #include "store.h"
+#include "train.h"
 
 #define RUN_MAX_SCENARIOS 256
 
@@ -23,11 +24,16 @@ typedef struct {
     const char *baseline, *baselines;
 } run_args;
 
-/* Records and trains scenario s on d (cmd_run.c): prints the step lines and the final
- * `run ID: STATUS, N steps, ...` line; *run_id is the new run (0 if none was begun). Returns 0
- * when the run ended ok, 1 failed/diverged/interrupted, 2 input error. */
-int train_and_record(const scenario *s, device *d, store *st, const run_args *a,
-                     int64_t *run_id);
+/* Everything the run of s on d needs, read and checked (train_prepare with --steps and --save):
+ * nothing is recorded, so an input error leaves the store untouched. 0 with *tr ready, 1 when
+ * the device failed, 2 on an input error (message printed, *tr NULL). */
+int runner_prepare(const scenario *s, device *d, const run_args *a, trainer **tr);
+/* Records and trains the prepared run (cmd_run.c): begins the run row, prints the step lines,
+ * finishes the row and prints the `run ID: STATUS, N steps, ...` line; SIGINT/SIGTERM end the
+ * run as failed after the current step while the row is open. *run_id is the new run (0 if
+ * none was begun). Returns 0 when the run ended ok, 1 failed/diverged/interrupted. */
+int runner_record(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
+                  int64_t *run_id);
 /* scenario_load plus the --steps override (which becomes part of the stored scenario and its
  * hash). 0, or 2 after a message; scenario_free(s) is safe either way. */
 int runner_load_scenario(const run_args *a, const char *path, scenario *s);

@@ -29,17 +29,17 @@ double lr_multiplier(const char *schedule, int step, int warmup, int total)
     return fmax(0.0, 0.5 * (1.0 + cos(3.14159265358979323846 * progress)));
 }
 
-typedef struct {
+struct trainer {
     const scenario *s;
     device *d;
     gpt2 *model;
     dataset data;
     int32_t *inputs, *targets;
     int steps;
-} trainer;
+};
 
 /* one optimizer step (1-based); fills r, returns 0, or 1 after a device error */
-static int train_step(trainer *tr, int step, step_record *r)
+static int train_step(struct trainer *tr, int step, step_record *r)
 {
     const scenario *s = tr->s;
     device *d = tr->d;
@@ -73,17 +73,19 @@ static int train_step(trainer *tr, int step, step_record *r)
     return device_error(d) ? 1 : 0;
 }
 
-static int trainer_setup(trainer *tr, const scenario *s, device *d, const train_options *o)
+/* what a scenario's model needs on d, refused before anything is read or allocated */
+static int check_fit(const scenario *s, const device *d)
 {
-    memset(tr, 0, sizeof *tr);
-    tr->s = s;
-    tr->d = d;
-    tr->steps = o && o->steps > 0 ? o->steps : s->steps;
-    if (s->world_size != 1) {
-        log_error("%s: world_size %d needs a communicator (MPI), which this build does not have",
-                  s->path, s->world_size);
-        return EXIT_USAGE;
-    }
+    char why[512];
+    if (gpt2_check_fit(&s->model, s->batch_size, s->seq_len, d, why, sizeof why) == 0)
+        return 0;
+    log_error("%s: %s", s->path, why);
+    return EXIT_USAGE;
+}
+
+/* the tokenizer and the data file, tokenized into tr->data */
+static int load_data(struct trainer *tr, const scenario *s)
+{
     tokenizer *tok;
     int rc = tokenizer_open(s->tokenizer, s->tokenizer_path, &tok);
     if (rc)
@@ -97,7 +99,27 @@ static int trainer_setup(trainer *tr, const scenario *s, device *d, const train_
                   s->tokenizer, tr->data.vocab_size, s->model.vocab_size);
         return EXIT_USAGE;
     }
-    size_t bt = (size_t)s->batch_size * s->seq_len;
+    return 0;
+}
+
+static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const train_options *o)
+{
+    tr->s = s;
+    tr->d = d;
+    tr->steps = o && o->steps > 0 ? o->steps : s->steps;
+    if (s->world_size != 1) {
+        log_error("%s: world_size %d needs a communicator (MPI), which this build does not have",
+                  s->path, s->world_size);
+        return EXIT_USAGE;
+    }
+    int rc = check_fit(s, d);
+    if (!rc && o && o->save_dir)
+        rc = checkpoint_check_target(o->save_dir);
+    if (!rc)
+        rc = load_data(tr, s);
+    if (rc)
+        return rc;
+    size_t bt = (size_t)s->batch_size * (size_t)s->seq_len; /* <= INT_MAX: check_fit */
     tr->inputs = malloc(bt * sizeof *tr->inputs);
     tr->targets = malloc(bt * sizeof *tr->targets);
     if (!tr->inputs || !tr->targets) {
@@ -108,6 +130,37 @@ static int trainer_setup(trainer *tr, const scenario *s, device *d, const train_
     if (!tr->model)
         return EXIT_FAIL;
     return train_initial_weights(tr->model, s);
+}
+
+void train_free(trainer *tr)
+{
+    if (!tr)
+        return;
+    gpt2_free(tr->model);
+    dataset_free(&tr->data);
+    free(tr->inputs);
+    free(tr->targets);
+    free(tr);
+}
+
+int train_prepare(const scenario *s, device *d, const train_options *o, trainer **out)
+{
+    *out = NULL;
+    trainer *tr = calloc(1, sizeof *tr);
+    if (!tr) {
+        log_error("out of host memory for the trainer");
+        return EXIT_FAIL;
+    }
+    int rc = trainer_setup(tr, s, d, o);
+    if (rc) {
+        if (rc != EXIT_USAGE && device_error(d))
+            log_error("%s: setting up %s on %s failed: %s", s->path, s->name, d->backend,
+                      device_error(d));
+        train_free(tr);
+        return rc;
+    }
+    *out = tr;
+    return 0;
 }
 
 int train_initial_weights(gpt2 *m, const scenario *s)
@@ -125,14 +178,6 @@ int train_save(gpt2 *m, const scenario *s, const char *dir)
     return rc;
 }
 
-static void trainer_teardown(trainer *tr)
-{
-    gpt2_free(tr->model);
-    dataset_free(&tr->data);
-    free(tr->inputs);
-    free(tr->targets);
-}
-
 static int finish(train_result *res, train_status st, const char *fmt, const char *arg)
 {
     res->status = st;
@@ -141,27 +186,20 @@ static int finish(train_result *res, train_status st, const char *fmt, const cha
     return st == TRAIN_OK ? EXIT_PASS : EXIT_FAIL;
 }
 
-int train_run(const scenario *s, device *d, const train_options *o, train_result *res)
+int train_loop(trainer *tr, const train_options *o, train_result *res)
 {
     memset(res, 0, sizeof *res);
-    trainer tr;
-    int rc = trainer_setup(&tr, s, d, o);
-    if (rc) {
-        trainer_teardown(&tr);
-        finish(res, TRAIN_FAILED, "setup failed: %s",
-               device_error(d) ? device_error(d) : "see the messages above");
-        return rc;
-    }
-    res->activation_bytes = gpt2_activation_bytes(tr.model);
-    res->state_bytes = gpt2_state_bytes(tr.model);
-    rc = finish(res, TRAIN_OK, NULL, NULL);
-    for (int step = 1; step <= tr.steps; step++) {
+    device *d = tr->d;
+    res->activation_bytes = gpt2_activation_bytes(tr->model);
+    res->state_bytes = gpt2_state_bytes(tr->model);
+    int rc = finish(res, TRAIN_OK, NULL, NULL);
+    for (int step = 1; step <= tr->steps; step++) {
         step_record r;
         if (o && o->stop && *o->stop) {
             rc = finish(res, TRAIN_INTERRUPTED, "interrupted%s", " by a signal");
             break;
         }
-        if (train_step(&tr, step, &r)) {
+        if (train_step(tr, step, &r)) {
             rc = finish(res, TRAIN_FAILED, "%s", device_error(d) ? device_error(d) : "step failed");
             break;
         }
@@ -178,8 +216,22 @@ int train_run(const scenario *s, device *d, const train_options *o, train_result
             break;
         }
     }
-    if (rc == EXIT_PASS && o && o->save_dir && train_save(tr.model, s, o->save_dir))
+    if (rc == EXIT_PASS && o && o->save_dir && train_save(tr->model, tr->s, o->save_dir))
         rc = finish(res, TRAIN_FAILED, "saving the weights to %s failed", o->save_dir);
-    trainer_teardown(&tr);
+    return rc;
+}
+
+int train_run(const scenario *s, device *d, const train_options *o, train_result *res)
+{
+    memset(res, 0, sizeof *res);
+    trainer *tr;
+    int rc = train_prepare(s, d, o, &tr);
+    if (rc) {
+        finish(res, TRAIN_FAILED, "setup failed: %s",
+               device_error(d) ? device_error(d) : "see the messages above");
+        return rc;
+    }
+    rc = train_loop(tr, o, res);
+    train_free(tr);
     return rc;
 }

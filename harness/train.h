@@ -35,8 +35,23 @@ typedef struct {
     size_t activation_bytes, state_bytes; /* as counted by the model */
 } train_result;
 
-/* Trains scenario s on device d. Returns 0 when the run ends ok, 1 when it failed, diverged
- * or was interrupted (res says which), 2 on an input error (data file, model config). */
+/* a scenario made ready to train on one device: data tokenized, model allocated, weights set */
+typedef struct trainer trainer;
+
+/* Reads and checks everything a run of s on d needs, in this order: world_size, the sizes
+ * against the harness's limits and d's memory (gpt2_check_fit), o->save_dir (that it could be
+ * written; nothing is created), the tokenizer, the data file, then the model and its initial
+ * weights (seeded, or the model directory's safetensors). Records nothing anywhere, so a caller
+ * can open its store only after this succeeded. Returns 0 with *out ready for train_loop, 2 on
+ * an input error or 1 when the device failed (message printed, *out NULL). o may be NULL. */
+int train_prepare(const scenario *s, device *d, const train_options *o, trainer **out);
+/* Trains the prepared scenario: res says how it ended. Returns 0 when the run ends ok (and
+ * o->save_dir, when set, was written), 1 when it failed, diverged or was interrupted. */
+int train_loop(trainer *tr, const train_options *o, train_result *res);
+void train_free(trainer *tr);
+
+/* train_prepare, train_loop and train_free in one: 0, 1, or 2 on an input error (res->status
+ * TRAIN_FAILED, res->steps_done 0). */
 int train_run(const scenario *s, device *d, const train_options *o, train_result *res);
 
 struct gpt2;

@@ -151,6 +151,7 @@ int train_prepare(const scenario *s, device *d, const train_options *o, trainer 
         log_error("out of host memory for the trainer");
         return EXIT_FAIL;
     }
+    thread_policy_init(); /* the first thread count, so the run row records it */
     int rc = trainer_setup(tr, s, d, o);
     if (rc) {
         if (rc != EXIT_USAGE && device_error(d))

@@ -611,8 +611,8 @@ void judge_history_print(FILE *f, const history_judgement *h)
 {
     const history_result *r = &h->res;
     print_side(f, "run", &h->run, h->run_id);
-    fprintf(f, "history    %d previous ok runs of this scenario on %s (window %d; imported "
-               "baselines left out)\n", r->n, h->run.device_name, h->window);
+    fprintf(f, "history    %d previous ok runs of this scenario on %s (window %d)\n", r->n,
+            h->run.device_name, h->window);
     if (isfinite(r->value))
         fprintf(f, "throughput %.1f tok/s", r->value);
     else

@@ -888,7 +888,6 @@ int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int
     static const char sql[] =
         "SELECT p.id FROM runs r JOIN runs p ON p.scenario_hash = r.scenario_hash"
         " AND p.device_name IS r.device_name AND p.id < r.id AND p.status = 'ok'"
-        " AND p.imported = 0"
         " WHERE r.id = ?1 ORDER BY p.id DESC LIMIT ?2";
     *ids = NULL;
     *n = 0;

@@ -115,7 +115,7 @@ int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, con
 /* The newest comparison of run_id: its verdict into verdict[16]; 0, 1 when none, 2 on error */
 int store_last_verdict(store *st, int64_t run_id, char verdict[16]);
 /* Ids of the runs before run_id with the same scenario hash and device name and status ok,
- * imported baselines left out, newest first, at most limit (malloc'd, caller frees). 0 or 2. */
+ * newest first, at most limit (malloc'd, caller frees). 0 or 2. */
 int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n);
 
 #endif

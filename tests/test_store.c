@@ -738,13 +738,6 @@ static void test_host_facts_and_imported(void **state)
     assert_int_equal(row.threads, 8);
     assert_true(row.load_avg == 0.5);
     assert_int_equal(row.imported, 1);
-    /* the history of a run leaves imported baselines out: only `native` is ok and not imported */
-    int64_t *ids;
-    int n;
-    assert_int_equal(store_previous_runs(st, later, 0, &ids, &n), 0);
-    assert_int_equal(n, 1);
-    assert_int_equal(ids[0], native);
-    free(ids);
     store_close(st);
     remove_db(path);
 }

@@ -144,6 +144,13 @@ static int build_row(store *st, const report_args *a, int64_t id, report_row *ro
                  a->baseline ? a->baseline : "", a->baseline ? "'" : "", (long long)id);
     }
     report_fill_row(row, &j);
+    run_row rr;
+    if (!row->run_at.host[0] && store_get_run(st, id, &rr) == 0) { /* judge_run stopped early */
+        snprintf(row->run_at.host, sizeof row->run_at.host, "%s", rr.host);
+        row->run_at.threads = rr.threads;
+        row->run_at.load_avg = rr.load_avg;
+        row->run_at.imported = rr.imported;
+    }
     if (p)
         rc = report_plot_row(p, row, index, &j) ? EXIT_USAGE : 0;
     else

@@ -84,7 +84,7 @@ static int record_runs(store *st, const bench_cfg *c, double *per_step_us)
     char hash[65];
     sha256_hex(SCN, strlen(SCN), hash);
     run_meta m = {"bench", SCN, hash, "cpu", "Bench CPU", "host", "n/a", "blas", 1, "fp32",
-                  "benchhost", "0", "0.1.0", (int64_t)1 << 34};
+                  "benchhost", "0", "0.1.0", (int64_t)1 << 34, 1, 0.0};
     double t0 = now_ms();
     for (int run = 0; run < c->runs; run++) {
         int64_t id;

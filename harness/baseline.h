@@ -59,6 +59,9 @@ int scenario_json_diff(const char *a, const char *b, char *out, size_t len);
 /* Reads stored run run_id as a baseline labelled `label` (may be ""). Returns 0, 1 when there is
  * no such run, 2 on an error (messages printed). Any status is read; callers check b->status. */
 int baseline_from_run(store *st, int64_t run_id, const char *label, baseline *b);
+/* Adds run_id's threads and load average to b's extra keys (`threads`, `load_avg`) where the
+ * run recorded them and b has no such key yet, so that a recorded file keeps them. 0 or 2. */
+int baseline_add_host_facts(store *st, int64_t run_id, baseline *b);
 /* Imports b as a new finished run (steps and extra keys included). 0 or 1. */
 int baseline_import(store *st, const baseline *b, int64_t *run_id);
 /* The path of the committed file for scenario + label in dir: DIR/SCENARIO.LABEL.baseline, with

@@ -1,6 +1,7 @@
 /* harness/baseline_db.c: baselines and the store: a stored run read out as a baseline, a
  * baseline imported as a run, and the committed file name of a scenario's label. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,45 @@ int baseline_from_run(store *st, int64_t run_id, const char *label, baseline *b)
     return rc ? 2 : 0;
 }
 
+/* the value of extra key `key` of b, NULL when absent */
+static const char *extra_value(const baseline *b, const char *key)
+{
+    for (int i = 0; i < b->n_extra; i++)
+        if (strcmp(b->extra[i].key, key) == 0)
+            return b->extra[i].value;
+    return NULL;
+}
+
+/* the host facts of an imported file: its `threads` and `load_avg` header keys when present
+ * and well formed (else unknown: 0 and NaN); they stay in the run's extra keys as well */
+static void imported_host_facts(const baseline *b, run_meta *m)
+{
+    const char *threads = extra_value(b, "threads"), *load = extra_value(b, "load_avg");
+    long t;
+    double l;
+    m->threads = threads && parse_long(threads, &t) == 0 && t > 0 && t <= 1 << 20 ? (int)t : 0;
+    m->load_avg = load && parse_double(load, &l) == 0 && l >= 0 ? l : NAN;
+}
+
+int baseline_add_host_facts(store *st, int64_t run_id, baseline *b)
+{
+    run_row r;
+    if (store_get_run(st, run_id, &r))
+        return 2;
+    char text[64];
+    if (r.threads > 0 && !extra_value(b, "threads")) {
+        snprintf(text, sizeof text, "%d", r.threads);
+        if (baseline_set_extra(b, "threads", text))
+            return 2;
+    }
+    if (isfinite(r.load_avg) && !extra_value(b, "load_avg")) {
+        snprintf(text, sizeof text, "%.2f", r.load_avg);
+        if (baseline_set_extra(b, "load_avg", text))
+            return 2;
+    }
+    return 0;
+}
+
 int baseline_import(store *st, const baseline *b, int64_t *run_id)
 {
     const char **kv = calloc((size_t)(2 * b->n_extra + 1), sizeof *kv);
@@ -71,7 +111,7 @@ int baseline_import(store *st, const baseline *b, int64_t *run_id)
     run_import in = {
         .meta = {b->scenario, b->scenario_json, b->scenario_hash, b->device, b->device_name,
                  b->vendor, b->driver_version, b->runtime_version, b->world_size, b->dtype,
-                 b->host, b->git_commit, b->harness_version, b->mem_total_bytes},
+                 b->host, b->git_commit, b->harness_version, b->mem_total_bytes, 0, NAN},
         .started_at = b->date,
         .finished_at = b->finished_at,
         .steps = b->steps,
@@ -79,6 +119,7 @@ int baseline_import(store *st, const baseline *b, int64_t *run_id)
         .extra = kv,
         .n_extra = b->n_extra,
     };
+    imported_host_facts(b, &in.meta);
     int rc = store_import_run(st, &in, run_id);
     free(kv);
     return rc;

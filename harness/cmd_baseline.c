@@ -92,7 +92,8 @@ static int record(const bl_args *a)
         return rc;
     baseline b;
     char path[4200];
-    if ((rc = baseline_from_run(st, id, a->label, &b)) != 0) {
+    if ((rc = baseline_from_run(st, id, a->label, &b)) != 0 ||
+        (rc = baseline_add_host_facts(st, id, &b)) != 0) {
         rc = EXIT_USAGE;
     } else if (strcmp(b.status, "ok") != 0) {
         log_error("baseline record: run %lld is %s: a baseline must be a finished run (ok)",

@@ -12,6 +12,7 @@
 #include "cmdline.h"
 #include "commands.h"
 #include "device.h"
+#include "json_util.h"
 #include "store.h"
 #include "util.h"
 
@@ -78,7 +79,7 @@ static json_t *jreal(double v)
 /* prints and frees a JSON value; 0, or 2 when it could not be built or written */
 static int print_json(json_t *root)
 {
-    char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+    char *s = root ? json_dumps_short(root, JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (!s) {
         log_error("building the JSON output failed (out of memory?)");
@@ -109,14 +110,19 @@ static int open_db(const char *db, store **st)
 static const char RUNS_USAGE[] =
     "usage: harness runs [--db FILE] [--limit N] [--json]\n"
     "\n"
-    "Lists the runs in the store, newest first: id, scenario, device, dtype, status, steps\n"
-    "recorded, last loss and start time (UTC). A run whose process was killed stays 'running'.\n"
+    "Lists the runs in the store, newest first: by id descending, which is the order they were\n"
+    "recorded or imported (not their start time). Columns: id, scenario, device, dtype, status,\n"
+    "steps recorded, last loss, start time (UTC), CPU threads, and KIND: 'run' for a run of\n"
+    "this harness, 'imported' for a baseline imported from a file (a run of another machine,\n"
+    "never taken as 'the newest run' by report). A run whose process was killed stays\n"
+    "'running'. The table follows one line saying the order.\n"
     "\n"
     "options:\n"
     "  --db FILE   the store to read (default " DEFAULT_DB "); it must exist\n"
     "  --limit N   show the N newest runs only (0, the default, shows all)\n"
-    "  --json      print a JSON array of run objects instead of a table (a NaN or infinite\n"
-    "              loss is the string \"nan\", \"inf\" or \"-inf\")\n"
+    "  --json      print a JSON array of run objects instead of a table, in the same order\n"
+    "              (a NaN or infinite loss is the string \"nan\", \"inf\" or \"-inf\"; threads\n"
+    "              and load_avg are null when not recorded; imported is true or false)\n"
     "  -h, --help  print this help and exit\n"
     "\n"
     "Exit codes: 0 listed, 2 usage error or unreadable store.\n";
@@ -143,10 +149,11 @@ static int collect_run(const run_row *r, void *arg)
     return 0;
 }
 
-enum { RUN_COLS = 8, CELL = 300 };
-static const char *const RUN_HEAD[RUN_COLS] = {"ID", "SCENARIO", "DEVICE", "DTYPE",
-                                                "STATUS", "STEPS", "LAST LOSS", "STARTED"};
-static const int RUN_RIGHT[RUN_COLS] = {1, 0, 0, 0, 0, 1, 1, 0}; /* right-aligned numbers */
+enum { RUN_COLS = 10, CELL = 300 };
+static const char *const RUN_HEAD[RUN_COLS] = {"ID",    "SCENARIO",  "DEVICE",  "DTYPE",
+                                                "STATUS", "STEPS",    "LAST LOSS", "STARTED",
+                                                "THREADS", "KIND"};
+static const int RUN_RIGHT[RUN_COLS] = {1, 0, 0, 0, 0, 1, 1, 0, 1, 0}; /* right-aligned numbers */
 
 static void run_cells(const run_row *r, char cell[RUN_COLS][CELL])
 {
@@ -161,6 +168,11 @@ static void run_cells(const run_row *r, char cell[RUN_COLS][CELL])
     else
         snprintf(cell[6], CELL, "-");
     clean(cell[7], CELL, r->started_at);
+    if (r->threads > 0)
+        snprintf(cell[8], CELL, "%d", r->threads);
+    else
+        snprintf(cell[8], CELL, "-");
+    snprintf(cell[9], CELL, "%s", r->imported ? "imported" : "run");
 }
 
 static void print_row(char cell[RUN_COLS][CELL], const int *width)
@@ -175,9 +187,12 @@ static void print_row(char cell[RUN_COLS][CELL], const int *width)
     }
 }
 
-static void print_runs_table(const run_list *l)
+static void print_runs_table(const run_list *l, const char *db)
 {
     static char cell[RUN_COLS][CELL];
+    char name[1024];
+    clean(name, sizeof name, db);
+    printf("%d runs in %s, newest first (by id: the order recorded or imported)\n", l->n, name);
     int width[RUN_COLS];
     for (int c = 0; c < RUN_COLS; c++) {
         snprintf(cell[c], CELL, "%s", RUN_HEAD[c]);
@@ -218,6 +233,11 @@ static json_t *run_json(const run_row *r)
     bad |= json_object_set_new(o, "status", jstr(r->status));
     bad |= json_object_set_new(o, "error", jstr_or_null(r->error));
     bad |= json_object_set_new(o, "mem_total_bytes", json_integer(r->mem_total_bytes));
+    bad |= json_object_set_new(o, "threads", r->threads > 0 ? json_integer(r->threads)
+                                                            : json_null());
+    bad |= json_object_set_new(o, "load_avg", isfinite(r->load_avg) ? json_real(r->load_avg)
+                                                                   : json_null());
+    bad |= json_object_set_new(o, "imported", json_boolean(r->imported));
     bad |= json_object_set_new(o, "n_steps", json_integer(r->n_steps));
     bad |= json_object_set_new(o, "last_loss", r->n_steps ? jreal(r->last_loss) : json_null());
     if (bad) {
@@ -265,7 +285,7 @@ int cmd_runs(int argc, char **argv)
     if (!rc && json)
         rc = print_runs_json(&list);
     else if (!rc)
-        print_runs_table(&list);
+        print_runs_table(&list, db);
     free(list.rows);
     return finish_output(rc);
 }
@@ -275,7 +295,9 @@ int cmd_runs(int argc, char **argv)
 static const char SHOW_USAGE[] =
     "usage: harness show RUN [--db FILE] [--json]\n"
     "\n"
-    "Prints one run: its scenario, device, versions, status and times, then one line per step:\n"
+    "Prints one run: its scenario, device, versions, host, CPU threads and load average when it\n"
+    "started, kind (a run of this harness, or a baseline imported from a file), status and\n"
+    "times, then one line per step:\n"
     "step, loss (9 significant digits), grad norm, learning rate, step time, throughput and\n"
     "peak device memory. RUN is a run id as 'harness runs' lists it.\n"
     "\n"
@@ -311,6 +333,12 @@ static void show_meta(const run_row *r, const run_device *d)
     snprintf(buf, sizeof buf, "%.2f GiB", r->mem_total_bytes / 1073741824.0);
     show_field("memory total", r->mem_total_bytes > 0 ? buf : "");
     show_field("host", r->host);
+    snprintf(buf, sizeof buf, "%d", r->threads);
+    show_field("threads", r->threads > 0 ? buf : "");
+    snprintf(buf, sizeof buf, "%.2f", r->load_avg);
+    show_field("load average", isfinite(r->load_avg) ? buf : "");
+    show_field("kind", r->imported ? "imported (a baseline from a file, not a run of this "
+                                     "machine)" : "run");
     show_field("git commit", r->git_commit);
     show_field("harness", r->harness_version);
     show_field("started", r->started_at);

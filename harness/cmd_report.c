@@ -9,21 +9,26 @@
 
 #include "cmdline.h"
 #include "commands.h"
+#include "escape.h"
 #include "report.h"
 #include "util.h"
 
 static void report_usage(void)
 {
-    printf("usage: harness report [RUN...] --out DIR [--baseline LABEL|RUN|FILE] [--force]\n"
+    printf("usage: harness report [RUN...] [--out DIR] [--baseline LABEL|RUN|FILE] [--force]\n"
            "                      [--baselines DIR] [--no-plots] [--db FILE]\n\n"
            "Writes the porting table of the runs (default: the newest run of every scenario on\n"
-           "every device in the store), each compared with its baseline as 'harness compare'\n"
-           "does, into DIR: report.md (fit for a pull-request comment), report.html (self-\n"
+           "every device in the store, imported baselines left out: they are runs of other\n"
+           "machines), each compared with its baseline as 'harness compare' does, into DIR:\n"
+           "report.md (fit for a pull-request comment), report.html (self-\n"
            "contained, plots inlined), report.csv, junit.xml (one testcase per scenario and\n"
            "device) and plots/ (PNG and SVG, made by gnuplot): loss of run and baseline,\n"
            "|dloss| per step on a log axis with the tolerance band, throughput and memory bars.\n"
            "See docs/report.md.\n\n"
-           "  --out DIR      where the report goes (created if missing)\n"
+           "  --out DIR      where the report goes (created if missing). Default: reports/NAME\n"
+           "                 in the current directory, NAME the scenario's name when every run\n"
+           "                 is of one scenario, else report-YYYYMMDDTHHMMSSZ (UTC), with every\n"
+           "                 byte outside [A-Za-z0-9._-] replaced by '_'\n"
            "  --baseline B   compare every run with B instead of its scenario's default label\n"
            "  --force        compare even when run and baseline ran different scenarios\n"
            "  --baselines D  look for committed baseline files in D first\n"
@@ -56,8 +61,8 @@ static int parse_report_args(int argc, char **argv, report_args *a)
         report_usage();
     if (rc)
         return rc == 1 ? -1 : rc;
-    if (!a->out || !a->out[0])
-        return cmd_usage_error("report", "--out DIR is required");
+    if (a->out && !a->out[0])
+        return cmd_usage_error("report", "--out needs a directory, not an empty string");
     return 0;
 }
 
@@ -71,6 +76,8 @@ typedef struct {
 static int keep_newest(const run_row *r, void *arg)
 {
     run_set *s = arg;
+    if (r->imported) /* a baseline from a file is never the run under test */
+        return 0;
     for (int i = 0; i < s->n; i++)
         if (strcmp(s->rows[i].scenario, r->scenario) == 0 &&
             strcmp(s->rows[i].device, r->device) == 0 &&
@@ -137,6 +144,13 @@ static int build_row(store *st, const report_args *a, int64_t id, report_row *ro
                  a->baseline ? a->baseline : "", a->baseline ? "'" : "", (long long)id);
     }
     report_fill_row(row, &j);
+    run_row rr;
+    if (!row->run_at.host[0] && store_get_run(st, id, &rr) == 0) { /* judge_run stopped early */
+        snprintf(row->run_at.host, sizeof row->run_at.host, "%s", rr.host);
+        row->run_at.threads = rr.threads;
+        row->run_at.load_avg = rr.load_avg;
+        row->run_at.imported = rr.imported;
+    }
     if (p)
         rc = report_plot_row(p, row, index, &j) ? EXIT_USAGE : 0;
     else
@@ -175,12 +189,54 @@ static int write_files(report *r)
     return 0;
 }
 
-static int make_report(store *st, const report_args *a, report *r)
+/* ---- where it goes ------------------------------------------------------------------------ */
+
+static int make_dir(const char *dir)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        log_error("report: cannot create %s: %s", dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* the default output directory: reports/SCENARIO when every run is of one scenario, else
+ * reports/report-TIMESTAMP; the name sanitised to [A-Za-z0-9._-] */
+static int default_out(const run_set *s, const char *created, char *out, size_t len)
+{
+    char stamp[32], name[256];
+    int one = s->n > 0;
+    for (int i = 1; i < s->n && one; i++)
+        one = strcmp(s->rows[i].scenario, s->rows[0].scenario) == 0;
+    if (one) {
+        esc_filename(s->rows[0].scenario, name, sizeof name);
+    } else {
+        size_t k = 0;
+        for (const char *c = created; *c && k + 1 < sizeof stamp; c++)
+            if (*c != '-' && *c != ':')
+                stamp[k++] = *c;
+        stamp[k] = 0;
+        snprintf(name, sizeof name, "report-%s", stamp);
+    }
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        snprintf(name, sizeof name, "report");
+    snprintf(out, len, "reports/%s", name);
+    return make_dir("reports");
+}
+
+static int make_report(store *st, const report_args *a, report *r, char *out_dir, size_t len)
 {
     run_set s;
     int rc = select_runs(st, a, &s);
+    if (!rc && a->out)
+        snprintf(out_dir, len, "%s", a->out);
+    else if (!rc)
+        rc = default_out(&s, r->created, out_dir, len);
+    if (!rc)
+        rc = make_dir(out_dir);
+    r->out_dir = out_dir;
     plotter *p = NULL;
-    if (!rc && !a->no_plots && report_plot_begin(a->out, &p))
+    if (!rc && !a->no_plots && report_plot_begin(out_dir, &p))
         rc = EXIT_USAGE;
     if (!rc)
         rc = build_rows(st, a, &s, r, p);
@@ -210,10 +266,6 @@ int cmd_report(int argc, char **argv)
     int rc = parse_report_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
-    if (mkdir(a.out, 0777) != 0 && errno != EEXIST) {
-        log_error("report: cannot create %s: %s", a.out, strerror(errno));
-        return EXIT_USAGE;
-    }
     struct stat sb;
     store *st = NULL;
     if (stat(a.db, &sb) != 0) {
@@ -224,9 +276,9 @@ int cmd_report(int argc, char **argv)
         return rc;
     report r;
     memset(&r, 0, sizeof r);
-    r.out_dir = a.out;
     iso_time_now(r.created, sizeof r.created);
-    rc = make_report(st, &a, &r);
+    char out_dir[4096];
+    rc = make_report(st, &a, &r, out_dir, sizeof out_dir);
     store_close(st);
     if (!rc) {
         print_summary(&r);

@@ -9,6 +9,7 @@
 #include "cmdline.h"
 #include "commands.h"
 #include "device.h"
+#include "hostinfo.h"
 #include "runner.h"
 #include "scenario.h"
 #include "store.h"
@@ -155,7 +156,7 @@ static int begin_run(store *st, const scenario *s, const device *d, int64_t *id)
     host_name(host, sizeof host);
     run_meta m = {s->name, s->json, s->hash, d->backend, d->name, d->vendor, d->driver_version,
                   d->runtime_version, s->world_size, d->dtype, host, harness_git_commit,
-                  HARNESS_VERSION, (int64_t)d->mem_total};
+                  HARNESS_VERSION, (int64_t)d->mem_total, host_threads(), host_load_avg()};
     return store_begin_run(st, &m, id);
 }
 

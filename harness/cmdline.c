@@ -2,6 +2,8 @@
  * JSON helpers for --json output (strings made valid UTF-8, non-finite numbers as null). */
 #include "cmdline.h"
 
+#include "json_util.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -133,7 +135,7 @@ json_t *json_num(double v)
 
 int json_print(json_t *root, int compact)
 {
-    char *s = root ? json_dumps(root, compact ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
+    char *s = root ? json_dumps_short(root, compact ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (!s) {
         log_error("cannot serialise the JSON output");

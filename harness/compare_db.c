@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cmdline.h"
+#include "json_util.h"
 #include "util.h"
 
 #ifndef PATH_MAX
@@ -150,6 +151,50 @@ static int file_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* Lexically removes "." components and "NAME/.." pairs from path (in place): "scenarios/../
+ * baselines" becomes "baselines". Leading ".." stay. */
+static void lexical_clean(char *path)
+{
+    char *parts[512], copy[PATH_MAX];
+    int n = 0, absolute = path[0] == '/';
+    snprintf(copy, sizeof copy, "%s", path);
+    for (char *save = NULL, *t = strtok_r(copy, "/", &save); t && n < 512;
+         t = strtok_r(NULL, "/", &save)) {
+        if (strcmp(t, ".") == 0)
+            continue;
+        if (strcmp(t, "..") == 0 && n > 0 && strcmp(parts[n - 1], "..") != 0)
+            n--;
+        else if (!(strcmp(t, "..") == 0 && absolute))
+            parts[n++] = t;
+    }
+    size_t used = 0;
+    path[0] = 0;
+    if (absolute)
+        path[used++] = '/', path[used] = 0;
+    for (int i = 0; i < n; i++)
+        used += (size_t)snprintf(path + used, PATH_MAX - used, "%s%s", i ? "/" : "", parts[i]);
+    if (!path[0])
+        snprintf(path, PATH_MAX, ".");
+}
+
+/* DIR/../baselines into out[PATH_MAX], with "NAME/.." cleaned away for people to read where
+ * DIR/.. and its cleaned form are the same directory (a symlink DIR would make them differ:
+ * then the path stays as it is) */
+static void sibling_baselines(const char *dir, char *out)
+{
+    char parent[PATH_MAX], clean[PATH_MAX];
+    snprintf(parent, sizeof parent, "%.4000s/..", dir);
+    memcpy(clean, parent, sizeof clean);
+    lexical_clean(clean);
+    struct stat a, b;
+    int same = stat(parent, &a) == 0 && stat(clean, &b) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino;
+    if (same && strcmp(clean, ".") == 0)
+        snprintf(out, PATH_MAX, "baselines");
+    else
+        snprintf(out, PATH_MAX, "%.4000s/baselines", same ? clean : parent);
+}
+
 /* the committed file of scenario + label: the first of the places looked in */
 static int find_file(const baseline_query *q, const char *scenario, const char *label,
                      char *out, size_t len, char *tried, size_t tlen)
@@ -160,7 +205,7 @@ static int find_file(const baseline_query *q, const char *scenario, const char *
         snprintf(dirs[n++], PATH_MAX, "%s", q->baselines_dir);
     if (q->scenario_path && q->scenario_path[0]) {
         path_dirname(q->scenario_path, sdir, sizeof sdir);
-        snprintf(dirs[n++], PATH_MAX, "%.4000s/../baselines", sdir);
+        sibling_baselines(sdir, dirs[n++]);
     }
     snprintf(dirs[n++], PATH_MAX, "baselines");
     snprintf(dirs[n++], PATH_MAX, "%.4000s/baselines", HARNESS_SOURCE_DIR);
@@ -245,6 +290,34 @@ static int check_hashes(judgement *j, const baseline_query *q)
     return EXIT_USAGE;
 }
 
+static int read_host(store *st, int64_t id, run_host *h)
+{
+    run_row r;
+    if (store_get_run(st, id, &r))
+        return EXIT_USAGE;
+    snprintf(h->host, sizeof h->host, "%s", r.host);
+    h->threads = r.threads;
+    h->load_avg = r.load_avg;
+    h->imported = r.imported;
+    return 0;
+}
+
+void run_host_text(const run_host *h, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s", h->host[0] ? h->host : "unknown host");
+    if (n > 0 && (size_t)n < len && h->threads > 0)
+        n += snprintf(out + n, len - (size_t)n, ", %d threads", h->threads);
+    if (n > 0 && (size_t)n < len && isfinite(h->load_avg))
+        n += snprintf(out + n, len - (size_t)n, ", load %.2f", h->load_avg);
+    if (n > 0 && (size_t)n < len && h->imported)
+        snprintf(out + n, len - (size_t)n, ", imported");
+}
+
+int judge_throughput_gated(const judgement *j)
+{
+    return j->cfg.min_throughput_ratio >= 0;
+}
+
 int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
 {
     memset(j, 0, sizeof *j);
@@ -259,6 +332,9 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
                                      NULL, 0);
     if (rc)
         return rc;
+    if ((rc = read_host(st, j->run_id, &j->run_at)) || (rc = read_host(st, j->base_id, &j->base_at)))
+        return rc;
+    j->same_host = j->run_at.host[0] && strcmp(j->run_at.host, j->base_at.host) == 0;
     j->cfg.warmup = q->warmup;
     series run = {j->run.steps, j->run.n_steps, j->run.status};
     series base = {j->base.steps, j->base.n_steps, j->base.status};
@@ -275,7 +351,7 @@ void judge_free(judgement *j)
 int judge_store(store *st, const judgement *j)
 {
     json_t *details = judge_json(j);
-    char *text = json_dumps(details, JSON_COMPACT);
+    char *text = json_dumps_short(details, JSON_COMPACT);
     json_decref(details);
     int rc = store_add_comparison(st, j->run_id, j->base_id, verdict_name(j->res.v),
                                   j->res.first_fail_step, j->res.loss.max_abs,
@@ -303,13 +379,27 @@ static void print_ratio(FILE *f, const char *name, double run, double base, doub
 {
     fprintf(f, "%-11s ", name);
     if (isnan(run) || isnan(base))
-        fprintf(f, "%s (run %.4g, baseline %.4g)", isnan(base) ? "not in the baseline" : "not "
-                "recorded", run / scale, base / scale);
+        fprintf(f, "%s", isnan(base) ? "not in the baseline" : "not recorded");
     else
         fprintf(f, "%.1f %s vs %.1f %s: %.3fx", run / scale, unit, base / scale, unit, ratio);
     if (limit >= 0)
         fprintf(f, " [gate %s %gx]", gate, limit);
+    else
+        fprintf(f, " (informational, not gated: the scenario sets no %s)",
+                gate[0] == '>' ? "min_throughput_ratio" : "max_memory_ratio");
     fputc('\n', f);
+}
+
+/* the hosts of both sides, and what a ratio between different machines means */
+static void print_hosts(FILE *f, const judgement *j)
+{
+    char run[400], base[400];
+    run_host_text(&j->run_at, run, sizeof run);
+    run_host_text(&j->base_at, base, sizeof base);
+    fprintf(f, "%-10s run: %s; baseline: %s\n", "hosts", run, base);
+    if (!j->same_host)
+        fprintf(f, "           different hosts: the throughput and memory ratios compare two "
+                   "machines, not just the port\n");
 }
 
 static void print_side(FILE *f, const char *what, const baseline *b, int64_t id)
@@ -326,6 +416,7 @@ void judge_print(FILE *f, const judgement *j)
     fprintf(f, "%-10s %s\n", "  from", j->origin);
     for (int i = 0; i < j->base.n_extra; i++)
         fprintf(f, "  %s: %s\n", j->base.extra[i].key, j->base.extra[i].value);
+    print_hosts(f, j);
     if (j->forced)
         fprintf(f, "FORCED: the scenarios differ in %s\n", j->diff);
     print_metric(f, "loss", &r->loss, j->cfg.loss);
@@ -380,9 +471,17 @@ static json_t *metric_json(const metric_summary *m, tolerance t)
     return o;
 }
 
-static json_t *ratio_json(double run, double base, double ratio, double gate, int failed)
+static json_t *ratio_json(double run, double base, double ratio, double gate, int failed,
+                          int same_host)
 {
     json_t *o = json_object();
+    json_object_set_new(o, "gated", json_boolean(gate >= 0));
+    json_object_set_new(o, "note", json_string(
+        gate >= 0 ? (same_host ? "gated by the scenario" : "gated by the scenario; the hosts "
+                                                           "differ")
+                  : same_host ? "informational, not gated (the scenario sets no gate)"
+                              : "informational, not gated (the scenario sets no gate); the "
+                                "hosts differ, so it compares two machines"));
     json_object_set_new(o, "run", json_num(run));
     json_object_set_new(o, "baseline", json_num(base));
     json_object_set_new(o, "ratio", json_num(ratio));
@@ -391,26 +490,40 @@ static json_t *ratio_json(double run, double base, double ratio, double gate, in
     return o;
 }
 
+static void add_host_json(json_t *o, const run_host *h)
+{
+    json_object_set_new(o, "host", h->host[0] ? json_text(h->host) : json_null());
+    json_object_set_new(o, "threads", h->threads > 0 ? json_integer(h->threads) : json_null());
+    json_object_set_new(o, "load_avg", json_num(h->load_avg));
+    json_object_set_new(o, "imported", json_boolean(h->imported));
+}
+
 json_t *judge_json(const judgement *j)
 {
     const compare_result *r = &j->res;
     json_t *o = json_object(), *base = side_json(&j->base, j->base_id);
+    json_t *run = side_json(&j->run, j->run_id);
+    add_host_json(run, &j->run_at);
+    add_host_json(base, &j->base_at);
     json_object_set_new(base, "label", json_text(j->base.label));
     json_object_set_new(base, "origin", json_text(j->origin));
     json_object_set_new(o, "kind", json_string("baseline"));
-    json_object_set_new(o, "run", side_json(&j->run, j->run_id));
+    json_object_set_new(o, "run", run);
     json_object_set_new(o, "baseline", base);
+    json_object_set_new(o, "same_host", json_boolean(j->same_host));
     json_object_set_new(o, "forced", json_boolean(j->forced));
     json_object_set_new(o, "scenario_diff", j->diff[0] ? json_text(j->diff) : json_null());
     json_object_set_new(o, "loss", metric_json(&r->loss, j->cfg.loss));
     json_object_set_new(o, "grad_norm", metric_json(&r->grad_norm, j->cfg.grad_norm));
     json_t *tp = ratio_json(r->run_tokens_per_s, r->base_tokens_per_s, r->throughput_ratio,
-                            j->cfg.min_throughput_ratio, r->throughput_gate_failed);
+                            j->cfg.min_throughput_ratio, r->throughput_gate_failed,
+                            j->same_host);
     json_object_set_new(tp, "run_warmup", json_integer(r->run_warmup));
     json_object_set_new(tp, "baseline_warmup", json_integer(r->base_warmup));
     json_object_set_new(o, "throughput", tp);
     json_object_set_new(o, "memory", ratio_json(r->run_mem_peak, r->base_mem_peak, r->memory_ratio,
-                                                j->cfg.max_memory_ratio, r->memory_gate_failed));
+                                                j->cfg.max_memory_ratio, r->memory_gate_failed,
+                                                j->same_host));
     json_object_set_new(o, "first_failing_step",
                         r->first_fail_step ? json_integer(r->first_fail_step) : json_null());
     json_object_set_new(o, "first_failing_metric", r->first_fail_metric
@@ -500,9 +613,16 @@ void judge_history_print(FILE *f, const history_judgement *h)
     print_side(f, "run", &h->run, h->run_id);
     fprintf(f, "history    %d previous ok runs of this scenario on %s (window %d)\n", r->n,
             h->run.device_name, h->window);
-    fprintf(f, "throughput %.1f tok/s; previous median %.1f, MAD %.1f; flagged below %.1f "
-               "(median - max(%.3g*1.4826*MAD, %.3g*median))\n",
-            r->value, r->median, r->mad, r->threshold, h->cfg.k, h->cfg.min_drop);
+    if (isfinite(r->value))
+        fprintf(f, "throughput %.1f tok/s", r->value);
+    else
+        fprintf(f, "throughput not recorded");
+    if (r->n == 0)
+        fprintf(f, "; no history: no previous ok run of this scenario on this device\n");
+    else
+        fprintf(f, "; previous median %.1f, MAD %.1f; flagged below %.1f "
+                   "(median - max(%.3g*1.4826*MAD, %.3g*median))\n",
+                r->median, r->mad, r->threshold, h->cfg.k, h->cfg.min_drop);
     if (r->insufficient)
         fprintf(f, "not enough history: %d previous runs, %d needed; nothing is flagged\n", r->n,
                 h->cfg.min_runs);
@@ -515,7 +635,7 @@ void judge_history_print(FILE *f, const history_judgement *h)
 int judge_history_store(store *st, const history_judgement *h)
 {
     json_t *details = judge_history_json(h);
-    char *text = json_dumps(details, JSON_COMPACT);
+    char *text = json_dumps_short(details, JSON_COMPACT);
     json_decref(details);
     int rc = store_add_comparison(st, h->run_id, h->n_prev ? h->prev_ids[0] : h->run_id,
                                   verdict_name(h->v), 0, NAN, NAN, text);

@@ -31,9 +31,19 @@ typedef struct {
     baseline_cache *cache;     /* NULL, or where to keep the baseline between calls */
 } baseline_query;
 
+/* where one side of a comparison ran: the store's host, threads, load and imported mark */
+typedef struct {
+    char host[256];
+    int threads;               /* 0: not recorded */
+    double load_avg;           /* NaN: not recorded */
+    int imported;
+} run_host;
+
 typedef struct {
     int64_t run_id, base_id;
     baseline run, base;        /* both read from the store (baseline_from_run) */
+    run_host run_at, base_at;  /* the hosts they ran on */
+    int same_host;             /* 1 when both name the same host (and neither is unknown) */
     char origin[512];          /* where the baseline came from, for people */
     compare_config cfg;
     compare_result res;
@@ -45,6 +55,10 @@ typedef struct {
  * holds the verdict), or 2 after a message (no such run or baseline, malformed baseline file,
  * scenarios that differ without force). j must be freed with judge_free either way. */
 int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
+/* "vm, 4 threads, load 1.20" (parts not recorded left out; "unknown host") into out */
+void run_host_text(const run_host *h, char *out, size_t len);
+/* 1 when the throughput ratio is gated (the scenario sets min_throughput_ratio) */
+int judge_throughput_gated(const judgement *j);
 /* Stores the verdict in the comparisons table. 0 or 1. */
 int judge_store(store *st, const judgement *j);
 void judge_print(FILE *f, const judgement *j);

@@ -23,6 +23,8 @@ typedef struct {
     int forced;
     char diff[1024];
     int has_loss_plot, has_dloss_plot; /* plots/loss_N.{png,svg}, plots/dloss_N.{png,svg} */
+    run_host run_at, base_at;     /* the hosts run and baseline ran on */
+    int same_host;                /* 0: the throughput and memory ratios compare two machines */
 } report_row;
 
 typedef struct {
@@ -32,6 +34,13 @@ typedef struct {
     int plots;                    /* 1 when plots/ was made (throughput.png, memory.png too) */
     char created[32];
 } report;
+
+/* what reports share, from reports/style.gp and reports/template.html, embedded at build time
+ * (reports/embed.cmake); NUL-terminated */
+extern const char report_style_gp[];
+extern const char report_template_html[];
+/* the line of report_template_html that the report's body replaces */
+#define REPORT_BODY_MARK "@BODY@\n"
 
 /* ---- harness/report_data.c ---- */
 /* Fills row from the scenario JSON of a run: model summary, overrides, batch size, ranks. */
@@ -44,6 +53,11 @@ verdict report_worst(const report *r);
 void format_bytes(double bytes, char *out, size_t len);
 /* short verdict label of a row: "pass", "fail", "diverged", "incomplete", "no baseline" */
 const char *row_verdict(const report_row *row);
+/* the row's throughput ratio in words: "0.05x of NAME (run 3; not gated; other host)", "-"
+ * when there is none */
+void row_ratio_text(const report_row *row, char *out, size_t len);
+/* "run: HOST, N threads; baseline: HOST, M threads[; different hosts]" */
+void row_hosts_text(const report_row *row, char *out, size_t len);
 
 /* ---- writers: each returns 0, or 1 after a message naming the file ---- */
 int report_markdown(const report *r, const char *path); /* harness/report_md.c */

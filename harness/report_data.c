@@ -93,6 +93,8 @@ static void baseline_figures(report_row *row, const judgement *j)
                          i ? "; " : "", b->extra[i].key, b->extra[i].value);
         used += n > 0 ? (size_t)n : 0;
     }
+    row->base_at = j->base_at;
+    row->same_host = j->same_host;
     row->cfg = j->cfg;
     row->res = j->res;
     row->forced = j->forced;
@@ -110,6 +112,7 @@ void report_fill_row(report_row *row, const judgement *j)
     snprintf(row->dtype, sizeof row->dtype, "%s", run->dtype);
     snprintf(row->status, sizeof row->status, "%s", run->status);
     row->steps = run->n_steps;
+    row->run_at = j->run_at;
     report_scenario_fields(run->scenario_json, row);
     run_figures(row, run);
     if (j->base_id)
@@ -138,4 +141,30 @@ void format_bytes(double bytes, char *out, size_t len)
 const char *row_verdict(const report_row *row)
 {
     return row->has_baseline ? verdict_name(row->res.v) : "no baseline";
+}
+
+void row_ratio_text(const report_row *row, char *out, size_t len)
+{
+    if (!row->has_baseline || !isfinite(row->res.throughput_ratio)) {
+        snprintf(out, len, "-");
+        return;
+    }
+    snprintf(out, len, "%.2fx of %.200s (run %lld; %s%s)", row->res.throughput_ratio,
+             row->base_device_name[0] ? row->base_device_name : row->base_device,
+             (long long)row->base_id, row->cfg.min_throughput_ratio >= 0 ? "gated" : "not gated",
+             row->same_host ? "" : "; other host");
+}
+
+void row_hosts_text(const report_row *row, char *out, size_t len)
+{
+    char run[400], base[400];
+    run_host_text(&row->run_at, run, sizeof run);
+    if (!row->has_baseline) {
+        snprintf(out, len, "run: %s", run);
+        return;
+    }
+    run_host_text(&row->base_at, base, sizeof base);
+    snprintf(out, len, "run: %s; baseline: %s%s", run, base,
+             row->same_host ? "" : "; different hosts: the throughput ratio compares two "
+                                   "machines and is informational unless the scenario gates it");
 }

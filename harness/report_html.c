@@ -11,18 +11,6 @@
 #include "report.h"
 #include "util.h"
 
-static const char HEAD[] =
-    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-    "img-src data:; style-src 'unsafe-inline'\">\n"
-    "<title>Porting report</title>\n<style>\n"
-    "body{font-family:sans-serif;margin:2em;color:#222}\n"
-    "table{border-collapse:collapse;font-size:14px}\n"
-    "th,td{border:1px solid #bbb;padding:4px 8px;text-align:left}\n"
-    "td.n{text-align:right}\n"
-    ".pass{background:#dfd}.fail,.diverged{background:#fdd}.incomplete{background:#ffd}\n"
-    "img{max-width:100%;border:1px solid #ddd;margin:4px}\n"
-    "</style>\n</head>\n<body>\n<h1>Porting report</h1>\n";
 
 /* writes the file at path base64-encoded; 0, or 1 when it cannot be read */
 static int inline_png(FILE *f, const char *path)
@@ -67,6 +55,8 @@ static void html_row(FILE *f, const report_row *w)
     format_bytes(w->mem_peak, peak, sizeof peak);
     format_bytes(w->mem_total, total, sizeof total);
     fputs("<tr>", f);
+    snprintf(buf, sizeof buf, "%lld", (long long)w->run_id);
+    td(f, "n", buf);
     td(f, NULL, w->scenario);
     td(f, NULL, w->model);
     snprintf(buf, sizeof buf, "%d", w->ranks);
@@ -88,11 +78,7 @@ static void html_row(FILE *f, const report_row *w)
     td(f, w->has_baseline ? verdict_name(w->res.v) : NULL, buf);
     snprintf(buf, sizeof buf, "%.0f", w->tokens_per_s);
     td(f, "n", buf);
-    if (w->has_baseline && isfinite(w->res.throughput_ratio))
-        snprintf(buf, sizeof buf, "%.2fx of %.500s", w->res.throughput_ratio,
-                 w->base_device_name[0] ? w->base_device_name : w->base_device);
-    else
-        snprintf(buf, sizeof buf, "-");
+    row_ratio_text(w, buf, sizeof buf);
     td(f, NULL, buf);
     fputs("</tr>\n", f);
 }
@@ -119,6 +105,10 @@ static void html_details(FILE *f, const report *r)
             fputs(" <b>Forced</b>: the scenarios differ in ", f);
             esc_html(f, w->diff);
         }
+        char hosts[1200];
+        row_hosts_text(w, hosts, sizeof hosts);
+        fputs("<br>Hosts: ", f);
+        esc_html(f, hosts);
         fputs("</p>\n", f);
         snprintf(alt, sizeof alt, "loss_%d.png", i + 1);
         if (r->plots && w->has_loss_plot)
@@ -136,12 +126,20 @@ int report_html(const report *r, const char *path)
         log_error("report: cannot write %s: %s", path, strerror(errno));
         return EXIT_FAIL;
     }
-    fputs(HEAD, f);
+    const char *mark = strstr(report_template_html, REPORT_BODY_MARK);
+    if (!mark) { /* reports/template.html lost its marker: refused rather than half written */
+        log_error("report: the embedded reports/template.html has no line '@BODY@'");
+        fclose(f);
+        return EXIT_FAIL;
+    }
+    fwrite(report_template_html, 1, (size_t)(mark - report_template_html), f);
     fprintf(f, "<p>%d runs, made %s. Verdicts: |x - ref| &le; atol + rtol&middot;|ref| per step "
-               "(docs/compare.md).</p>\n<table>\n<tr><th>scenario</th><th>model</th>"
+               "(docs/compare.md). Throughput ratios are informational unless the scenario "
+               "gates them; a baseline from another host compares two machines.</p>\n<table>\n"
+               "<tr><th>run</th><th>scenario</th><th>model</th>"
                "<th>ranks</th><th>overrides</th><th>batch</th><th>device</th>"
                "<th>peak memory / device memory</th><th>max abs &Delta;loss</th>"
-               "<th>verdict</th><th>tokens/s</th><th>vs baseline</th></tr>\n",
+               "<th>verdict</th><th>tokens/s</th><th>vs baseline (its run)</th></tr>\n",
             r->n, r->created);
     for (int i = 0; i < r->n; i++)
         html_row(f, &r->rows[i]);
@@ -152,7 +150,7 @@ int report_html(const report *r, const char *path)
         img(f, r, "memory.png", "peak memory per device");
     }
     html_details(f, r);
-    fputs("</body>\n</html>\n", f);
+    fputs(mark + strlen(REPORT_BODY_MARK), f);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         log_error("report: writing %s failed: %s", path, strerror(errno));

@@ -13,6 +13,33 @@ static int failed(const report_row *w)
     return w->has_baseline && w->res.v != VERDICT_PASS;
 }
 
+static void property(FILE *f, const char *name, const char *value)
+{
+    fprintf(f, "        <property name=\"%s\" value=\"", name);
+    esc_html(f, value);
+    fputs("\"/>\n", f);
+}
+
+/* the run ids and hosts of the case, as JUnit properties */
+static void junit_properties(FILE *f, const report_row *w)
+{
+    char text[400];
+    fputs("      <properties>\n", f);
+    snprintf(text, sizeof text, "%lld", (long long)w->run_id);
+    property(f, "run", text);
+    run_host_text(&w->run_at, text, sizeof text);
+    property(f, "run_host", text);
+    if (w->has_baseline) {
+        snprintf(text, sizeof text, "%lld", (long long)w->base_id);
+        property(f, "baseline_run", text);
+        run_host_text(&w->base_at, text, sizeof text);
+        property(f, "baseline_host", text);
+        property(f, "same_host", w->same_host ? "true" : "false");
+        property(f, "throughput_gated", w->cfg.min_throughput_ratio >= 0 ? "true" : "false");
+    }
+    fputs("      </properties>\n", f);
+}
+
 static void junit_case(FILE *f, const report_row *w)
 {
     fputs("    <testcase classname=\"harness.", f);
@@ -22,6 +49,7 @@ static void junit_case(FILE *f, const report_row *w)
     fputs(" (", f);
     esc_html(f, w->device_name);
     fprintf(f, ") run %lld\" time=\"%.3f\">\n", (long long)w->run_id, w->seconds);
+    junit_properties(f, w);
     if (!w->has_baseline) {
         fputs("      <skipped message=\"", f);
         esc_html(f, w->note);

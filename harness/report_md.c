@@ -32,7 +32,9 @@ static void md_row(FILE *f, const report_row *w)
     char peak[32], total[32];
     format_bytes(w->mem_peak, peak, sizeof peak);
     format_bytes(w->mem_total, total, sizeof total);
-    fputs("| ", f);
+    char ratio[400];
+    row_ratio_text(w, ratio, sizeof ratio);
+    fprintf(f, "| %lld | ", (long long)w->run_id);
     esc_markdown(f, w->scenario);
     fputs(" | ", f);
     esc_markdown(f, w->model);
@@ -51,12 +53,7 @@ static void md_row(FILE *f, const report_row *w)
     if (w->has_baseline && w->res.first_fail_step)
         fprintf(f, " at step %d", w->res.first_fail_step);
     fprintf(f, " | %.0f | ", w->tokens_per_s);
-    if (w->has_baseline && isfinite(w->res.throughput_ratio)) {
-        fprintf(f, "%.2fx of ", w->res.throughput_ratio);
-        esc_markdown(f, w->base_device_name[0] ? w->base_device_name : w->base_device);
-    } else {
-        fputs("-", f);
-    }
+    esc_markdown(f, ratio);
     fputs(" |\n", f);
 }
 
@@ -92,6 +89,10 @@ static void md_details(FILE *f, const report *r)
             fputs("; **forced**: the scenarios differ in ", f);
             esc_markdown(f, w->diff);
         }
+        char hosts[1200];
+        row_hosts_text(w, hosts, sizeof hosts);
+        fputs("; ", f);
+        esc_markdown(f, hosts);
         fputc('\n', f);
     }
 }
@@ -108,13 +109,16 @@ int report_markdown(const report *r, const char *path)
                "without baseline (made %s)\n\n",
             r->n, counts[VERDICT_PASS], counts[VERDICT_FAIL], counts[VERDICT_DIVERGED],
             counts[VERDICT_INCOMPLETE], none, r->created);
-    fputs("| scenario | model | ranks | overrides | batch | device | peak memory / device "
-          "memory | max abs Δloss | verdict | tokens/s | vs baseline |\n"
-          "|---|---|---:|---|---:|---|---|---:|---|---:|---|\n",
+    fputs("| run | scenario | model | ranks | overrides | batch | device | peak memory / device "
+          "memory | max abs Δloss | verdict | tokens/s | vs baseline (its run) |\n"
+          "|---:|---|---|---:|---|---:|---|---|---:|---|---:|---|\n",
           f);
     for (int i = 0; i < r->n; i++)
         md_row(f, &r->rows[i]);
     md_details(f, r);
+    fputs("\nThroughput ratios are informational unless the scenario sets "
+          "`min_throughput_ratio` (\"gated\"); a baseline from another host compares two "
+          "machines, not just the port.\n", f);
     if (r->plots)
         fputs("\nPlots: `plots/loss_N.png` (loss of run and baseline), `plots/dloss_N.png` "
               "(|Δloss| and the tolerance band), `plots/throughput.png`, `plots/memory.png` "
@@ -171,6 +175,11 @@ static void csv_row(FILE *f, const report_row *w)
     csv_num(f, b ? c->throughput_ratio : NAN);
     csv_num(f, b ? c->memory_ratio : NAN);
     csv_text(f, b ? c->reason : w->note);
+    csv_text(f, w->run_at.host);
+    fprintf(f, w->run_at.threads > 0 ? ",%d" : ",", w->run_at.threads);
+    csv_text(f, b ? w->base_at.host : "");
+    fprintf(f, b && w->base_at.threads > 0 ? ",%d" : ",", w->base_at.threads);
+    fprintf(f, b ? ",%d,%d" : ",,", w->same_host, w->cfg.min_throughput_ratio >= 0);
     fputs("\r\n", f);
 }
 
@@ -182,7 +191,8 @@ int report_csv(const report *r, const char *path)
     fputs("run,scenario,model,ranks,overrides,batch_size,device,device_name,dtype,status,steps,"
           "mem_peak_bytes,mem_total_bytes,tokens_per_s,verdict,baseline_label,baseline_run,"
           "steps_compared,max_abs_dloss,max_rel_dloss,first_failing_step,throughput_ratio,"
-          "memory_ratio,reason\r\n",
+          "memory_ratio,reason,run_host,run_threads,baseline_host,baseline_threads,same_host,"
+          "throughput_gated\r\n",
           f);
     for (int i = 0; i < r->n; i++)
         csv_row(f, &r->rows[i]);

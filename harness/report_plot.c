@@ -27,10 +27,11 @@ struct plotter {
     FILE *script[N_SCRIPTS];
 };
 
+/* the script's first lines; the shared style (reports/style.gp, line styles 1 run, 2 baseline,
+ * 3 tolerance) follows */
 static const char SCRIPT_HEAD[] =
     "# made by harness report: every user string is a single-quoted literal (no backquote,\n"
-    "# macro or escape expansion there) and text is noenhanced\n"
-    "set encoding utf8\nset termoption noenhanced\nset grid\nset key outside bottom center\n";
+    "# macro or escape expansion there) and text is noenhanced\n";
 
 static int script_path(const plotter *p, int k, char *out, size_t len)
 {
@@ -60,6 +61,7 @@ int report_plot_begin(const char *out_dir, plotter **out)
             return EXIT_FAIL;
         }
         fputs(SCRIPT_HEAD, p->script[k]);
+        fputs(report_style_gp, p->script[k]);
     }
     *out = p;
     return 0;
@@ -163,11 +165,11 @@ static void loss_plot(FILE *f, const report_row *row, int index, const judgement
         fprintf(f, "base_title%d = ", index);
         esc_gnuplot(f, text);
         fputc('\n', f);
-        snprintf(cmd, sizeof cmd, "plot $base%d using 1:2 with lines lw 3 lc rgb '#88aaff' "
-                                  "title base_title%d, $run%d using 1:2 with lines lw 1 "
-                                  "lc rgb '#cc2222' title run_title%d", index, index, index, index);
+        snprintf(cmd, sizeof cmd, "plot $base%d using 1:2 with lines ls 2 "
+                                  "title base_title%d, $run%d using 1:2 with lines ls 1 "
+                                  "title run_title%d", index, index, index, index);
     } else {
-        snprintf(cmd, sizeof cmd, "plot $run%d using 1:2 with lines lc rgb '#cc2222' "
+        snprintf(cmd, sizeof cmd, "plot $run%d using 1:2 with lines ls 1 "
                                   "title run_title%d", index, index);
     }
     snprintf(name, sizeof name, "loss_%d", index);
@@ -217,8 +219,8 @@ static void dloss_plot(FILE *f, const report_row *row, int index, const judgemen
                 row->res.first_fail_step, row->res.first_fail_step);
     snprintf(cmd, sizeof cmd,
              "plot $band%d using 1:2 with filledcurves x1 fs transparent solid 0.25 "
-             "lc rgb '#44aa44' title sprintf('tolerance %%.3g + %%.3g*|ref|', %.17g, %.17g), "
-             "$d%d using 1:2 with linespoints pt 7 ps 0.4 lc rgb '#cc2222' "
+             "ls 3 title sprintf('tolerance %%.3g + %%.3g*|ref|', %.17g, %.17g), "
+             "$d%d using 1:2 with linespoints ls 1 pt 7 ps 0.4 "
              "title '|dloss| (0 drawn at 1e-16)'",
              index, row->cfg.loss.atol, row->cfg.loss.rtol, index);
     char name[32];
@@ -276,8 +278,8 @@ static void bars(FILE *f, const report *r, const char *name, const char *ylabel,
                "set boxwidth 0.4\nset style fill solid 0.8\n", ylabel, ylabel, r->n - 1);
     bar_xtics(f, r);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "plot $%s using ($1-0.2):2 with boxes lc rgb '#cc2222' title 'run', "
-                              "$%s using ($1+0.2):3 with boxes lc rgb '#88aaff' title 'baseline'",
+    snprintf(cmd, sizeof cmd, "plot $%s using ($1-0.2):2 with boxes ls 1 title 'run', "
+                              "$%s using ($1+0.2):3 with boxes ls 2 title 'baseline'",
              name, name);
     int width = 900 + (r->n > 15 ? 40 * (r->n - 15) : 0);
     outputs(f, name, cmd, width > 8000 ? 8000 : width);

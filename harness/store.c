@@ -10,11 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "util.h"
 
 /* PRAGMA application_id of every harness store: 0x48524e53, "HRNS" */
 #define STORE_APP_ID 1213353555
+/* how long a store waits for another process's lock before giving up */
+#define BUSY_TIMEOUT_MS 5000
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -67,6 +70,13 @@ static const char *const migrations[] = {
     " seq INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
     " PRIMARY KEY (run_id, seq)) WITHOUT ROWID;"
     "CREATE INDEX runs_history ON runs(scenario_hash, device_name, id);",
+    /* 3: the CPU threads a run used and the machine's load when it started; imported baselines
+     * marked (never "the newest run" of a device, never in a run's history) */
+    "ALTER TABLE runs ADD COLUMN threads INTEGER;"
+    "ALTER TABLE runs ADD COLUMN load_avg REAL;"
+    "ALTER TABLE runs ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;"
+    /* older stores: only imports wrote run_extra, so a run with extra keys was imported */
+    "UPDATE runs SET imported = 1 WHERE id IN (SELECT run_id FROM run_extra);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -94,21 +104,6 @@ static int exec(store *st, const char *sql, const char *what, int code)
     if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(st, what, code);
     return 0;
-}
-
-/* runs a one-row, one-column query (a PRAGMA or count) into *out; 0 or 2 */
-static int query_int(store *st, const char *sql, int *out)
-{
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        *out = sqlite3_column_int(s, 0);
-        rc = SQLITE_OK;
-    }
-    if (rc != SQLITE_OK)
-        db_fail(st, sql, 2);
-    sqlite3_finalize(s);
-    return rc == SQLITE_OK ? 0 : 2;
 }
 
 /* 0 when path is absent (and may be), empty, or starts with the SQLite header; else 2. Reads
@@ -153,12 +148,30 @@ static int newer_error(const store *st, int version)
     return 2;
 }
 
-/* reads user_version into *version and refuses newer schemas and foreign databases */
+/* The three facts that tell a store, a new database and a foreign one apart, read by ONE
+ * statement, so from one snapshot: a process creating the same store at this moment is seen
+ * either not at all or whole, never half done (issue 8, item 7). */
+static const char FACTS_SQL[] =
+    "SELECT (SELECT user_version FROM pragma_user_version),"
+    " (SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master)";
+
+/* reads user_version into *version and refuses newer schemas and foreign databases; a database
+ * with no schema objects at all (a new or empty file) is a store still to be created */
 static int check_schema(store *st, int *version)
 {
-    int v, app, n_objects;
-    if (query_int(st, "PRAGMA user_version", &v) || query_int(st, "PRAGMA application_id", &app) ||
-        query_int(st, "SELECT count(*) FROM sqlite_master", &n_objects))
+    sqlite3_stmt *s = NULL;
+    int v = 0, app = 0, n_objects = 0;
+    int rc = sqlite3_prepare_v2(st->db, FACTS_SQL, -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        v = sqlite3_column_int(s, 0);
+        app = sqlite3_column_int(s, 1);
+        n_objects = sqlite3_column_int(s, 2);
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_OK)
+        db_fail(st, "reading the schema version", 2);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK)
         return 2;
     if (v > SCHEMA_VERSION)
         return newer_error(st, v);
@@ -173,38 +186,49 @@ static int check_schema(store *st, int *version)
 }
 
 /* WAL journal, synchronous=NORMAL (a commit survives a killed process), foreign keys */
+/* PRAGMA journal_mode = WAL, retried while another process holds the lock: switching a new
+ * database to WAL needs it exclusively, and SQLite answers "database is locked" at once there
+ * (no busy handler) when several processes open a new store together. Gives up after
+ * BUSY_TIMEOUT_MS. Returns the final sqlite code; the mode it reports into mode[16]. */
+static int set_wal(store *st, char mode[16])
+{
+    struct timespec pause = {0, 2 * 1000 * 1000}; /* 2 ms */
+    int rc = SQLITE_BUSY;
+    for (int waited = 0; waited <= BUSY_TIMEOUT_MS; waited += 2) {
+        sqlite3_stmt *s = NULL;
+        rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+            const char *m = (const char *)sqlite3_column_text(s, 0);
+            snprintf(mode, 16, "%s", m ? m : "unknown");
+            rc = SQLITE_OK;
+        }
+        sqlite3_finalize(s);
+        if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+            return rc;
+        nanosleep(&pause, NULL);
+    }
+    return rc;
+}
+
+/* WAL journal, synchronous=NORMAL (a commit survives a killed process) */
 static int configure(store *st)
 {
-    if (exec(st, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys = ON", 2))
-        return 2;
-    if (st->readonly)
-        return 0;
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *mode = (const char *)sqlite3_column_text(s, 0);
-        if (!mode || strcmp(mode, "wal") != 0)
-            log_warn("%s: journal_mode is %s, not wal", st->path, mode ? mode : "unknown");
-        rc = SQLITE_OK;
-    }
-    if (rc != SQLITE_OK)
-        db_fail(st, "PRAGMA journal_mode = WAL", 2);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_OK)
-        return 2;
+    char mode[16] = "";
+    if (set_wal(st, mode) != SQLITE_OK)
+        return db_fail(st, "PRAGMA journal_mode = WAL", 2);
+    if (strcmp(mode, "wal") != 0)
+        log_warn("%s: journal_mode is %s, not wal", st->path, mode);
     return exec(st, "PRAGMA synchronous = NORMAL", "PRAGMA synchronous = NORMAL", 2);
 }
 
-/* runs every pending migration in one write transaction (re-reading the version under the
- * lock, in case another process migrated first) */
+/* runs every pending migration in one write transaction, checking the schema again under the
+ * lock (another process may have created or migrated the store since the first look) */
 static int migrate(store *st)
 {
     if (exec(st, "BEGIN IMMEDIATE", "locking the database to migrate its schema", 2))
         return 2;
     int v = 0;
-    int rc = query_int(st, "PRAGMA user_version", &v);
-    if (!rc && v > SCHEMA_VERSION)
-        rc = newer_error(st, v);
+    int rc = check_schema(st, &v);
     for (; !rc && v < SCHEMA_VERSION; v++) {
         char what[64], sql[64];
         snprintf(what, sizeof what, "schema migration %d -> %d", v, v + 1);
@@ -243,14 +267,18 @@ static int open_connection(store *st)
         return db_fail(st, "opening the database", 2);
     if (st->readonly && exec(st, "PRAGMA query_only = ON", "PRAGMA query_only = ON", 2))
         return 2;
-    if (sqlite3_busy_timeout(st->db, 5000) != SQLITE_OK)
+    if (sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS) != SQLITE_OK)
         return db_fail(st, "setting the busy timeout", 2);
+    if (exec(st, "PRAGMA foreign_keys = ON", "PRAGMA foreign_keys = ON", 2))
+        return 2;
     int version = 0;
-    if (check_schema(st, &version) || configure(st))
+    if (check_schema(st, &version))
         return 2;
     if (st->readonly)
         return version < SCHEMA_VERSION ? old_schema_error(st, version) : 0;
-    if (version < SCHEMA_VERSION && migrate(st))
+    /* create or migrate first (in the one write transaction that checks again), WAL after:
+     * a foreign database is refused before anything is written to it */
+    if ((version < SCHEMA_VERSION && migrate(st)) || configure(st))
         return 2;
     if (sqlite3_prepare_v3(st->db, ADD_STEP_SQL, -1, SQLITE_PREPARE_PERSISTENT, &st->add_step,
                            NULL) != SQLITE_OK)
@@ -329,6 +357,10 @@ static int bind_run_meta(sqlite3_stmt *s, const run_meta *m, const char *now)
         rc = sqlite3_bind_int(s, n + 1, m->world_size);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_int64(s, n + 2, m->mem_total_bytes);
+    if (rc == SQLITE_OK && m->threads > 0)
+        rc = sqlite3_bind_int(s, n + 3, m->threads);
+    if (rc == SQLITE_OK && isfinite(m->load_avg) && m->load_avg >= 0)
+        rc = sqlite3_bind_double(s, n + 4, m->load_avg);
     return rc;
 }
 
@@ -337,8 +369,9 @@ int store_begin_run(store *st, const run_meta *m, int64_t *run_id)
     static const char sql[] =
         "INSERT INTO runs(scenario, scenario_json, scenario_hash, device, device_name, vendor,"
         " driver_version, runtime_version, dtype, host, git_commit, harness_version, started_at,"
-        " world_size, mem_total_bytes, status)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'running')";
+        " world_size, mem_total_bytes, threads, load_avg, status)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+        " 'running')";
     if (st->readonly)
         return readonly_error(st, "recording a new run");
     char now[32];
@@ -467,7 +500,8 @@ static void column_copy(char *dst, size_t n, sqlite3_stmt *s, int i)
     "r.id, r.scenario, r.scenario_hash, r.device, r.device_name, r.dtype, r.host, r.git_commit," \
     " r.harness_version, r.started_at, r.finished_at, r.status, r.error, r.world_size,"         \
     " r.mem_total_bytes, (SELECT count(*) FROM steps s WHERE s.run_id = r.id),"                 \
-    " (SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1)"
+    " (SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1),"        \
+    " r.threads, r.load_avg, r.imported"
 
 static void read_run_row(sqlite3_stmt *s, run_row *o)
 {
@@ -489,6 +523,9 @@ static void read_run_row(sqlite3_stmt *s, run_row *o)
     o->mem_total_bytes = sqlite3_column_int64(s, 14);
     o->n_steps = sqlite3_column_int(s, 15);
     o->last_loss = o->n_steps ? column_real(s, 16) : NAN;
+    o->threads = sqlite3_column_int(s, 17);
+    o->load_avg = column_real(s, 18);
+    o->imported = sqlite3_column_int(s, 19);
 }
 
 /* prepares sql and binds ?1 to id; 0 or 2 (message naming what) */
@@ -648,8 +685,9 @@ static int import_row(store *st, const run_import *in, int64_t *run_id)
     static const char sql[] =
         "INSERT INTO runs(scenario, scenario_json, scenario_hash, device, device_name, vendor,"
         " driver_version, runtime_version, dtype, host, git_commit, harness_version, started_at,"
-        " world_size, mem_total_bytes, status, finished_at)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'ok', ?16)";
+        " world_size, mem_total_bytes, threads, load_avg, status, finished_at, imported)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+        " 'ok', ?18, 1)";
     char now[32];
     iso_time_now(now, sizeof now);
     const char *started = in->started_at && in->started_at[0] ? in->started_at : now;
@@ -659,7 +697,7 @@ static int import_row(store *st, const run_import *in, int64_t *run_id)
     if (rc == SQLITE_OK)
         rc = bind_run_meta(s, &in->meta, started);
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(s, 16, finished, -1, SQLITE_STATIC);
+        rc = sqlite3_bind_text(s, 18, finished, -1, SQLITE_STATIC);
     if (rc != SQLITE_OK)
         rc = db_fail(st, "preparing the imported run", 1);
     else if (!(rc = step_done(st, s, "inserting the imported run into runs", 1)))

@@ -24,6 +24,8 @@ typedef struct {
     int world_size;
     const char *dtype, *host, *git_commit, *harness_version;
     int64_t mem_total_bytes;
+    int threads;     /* CPU threads the run used (hostinfo.h); 0: unknown, stored as NULL */
+    double load_avg; /* 1-minute load average when it started; NaN: unknown, stored as NULL */
 } run_meta;
 
 typedef struct {
@@ -51,13 +53,17 @@ typedef struct {
     int n_steps;
     double last_loss;
     int64_t mem_total_bytes;
+    int threads;     /* 0 when not recorded */
+    double load_avg; /* NaN when not recorded */
+    int imported;    /* 1: an imported baseline (store_import_run), not a run of this machine */
 } run_row;
 
 /* Fills *out with run id; returns 0, 1 when there is no such run (message printed), 2 on error */
 int store_get_run(store *st, int64_t run_id, run_row *out);
 /* The scenario JSON of a run (malloc'd, caller frees), NULL if none */
 char *store_get_run_json(store *st, int64_t run_id);
-/* Calls fn for every run, newest first (limit 0 = all). Returns 0 or 2. A nonzero return from
+/* Calls fn for every run, newest first (by id: the order runs were recorded or imported;
+ * limit 0 = all). Returns 0 or 2. A nonzero return from
  * fn stops the walk, and store_each_run returns that value. */
 int store_each_run(store *st, int limit, int (*fn)(const run_row *r, void *arg), void *arg);
 /* The device identity of a run that run_row leaves out. */
@@ -70,6 +76,7 @@ int store_get_run_device(store *st, int64_t run_id, run_device *out);
 int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n);
 
 /* ---- baselines, comparisons and history (added for compare and report) ----------------------
+ * Schema version 3 adds runs.threads, runs.load_avg and runs.imported.
  * Schema version 2: baselines are keyed by (scenario, label), so one label ("cpu", "a100")
  * names a baseline per scenario; run_extra keeps the metadata keys of an imported baseline that
  * the runs table has no column for (source, torch_version, ...). See docs/store.md. */
@@ -83,7 +90,8 @@ typedef struct {
     const char *const *extra; /* key, value, key, value, ... */
     int n_extra;              /* pairs */
 } run_import;
-/* Inserts the run, its steps and extra keys in one transaction. Returns 0 or 1 (message). */
+/* Inserts the run (marked imported), its steps and extra keys in one transaction. Returns 0 or
+ * 1 (message). */
 int store_import_run(store *st, const run_import *in, int64_t *run_id);
 /* Calls fn(key, value) for each extra metadata key of a run, in insertion order. 0 or 2. */
 int store_each_run_extra(store *st, int64_t run_id,

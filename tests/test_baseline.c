@@ -312,7 +312,7 @@ static int64_t store_run(store *st, const char *scenario, const char *json, cons
     sha256_hex(canon, strlen(canon), hash);
     free(canon);
     run_meta m = {scenario, json, hash, "cpu", "Test CPU", "host", "n/a", "blas", 1, "fp32",
-                  "testhost", "abc123", "0.1.0", 1 << 30};
+                  "testhost", "abc123", "0.1.0", 1 << 30, 4, 0.5};
     int64_t id;
     assert_int_equal(store_begin_run(st, &m, &id), 0);
     for (int i = 0; i < n; i++) {

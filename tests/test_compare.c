@@ -11,6 +11,7 @@
 
 #include "compare.h"
 #include "history.h"
+#include "json_util.h"
 
 static const tolerance T = {1e-4, 1e-6};
 
@@ -346,9 +347,33 @@ static void test_history(void **state)
     assert_true(h.regressed);
 }
 
+/* JSON output: every real in the fewest digits that read back exactly; integers, strings and
+ * the shape untouched (issue 8: 0.0030000000000000001 in compare --json) */
+static void test_json_shortest_reals(void **state)
+{
+    (void)state;
+    json_t *o = json_pack("{s:f, s:f, s:f, s:f, s:f, s:i, s:s, s:[f, f]}", "a", 0.003, "b", 2.0,
+                          "c", 1e300, "d", 0.1 + 0.2, "n", -1e-4, "i", 3, "s",
+                          "0.0030000000000000001 -1.5e-7", "arr", 0.1, -7.25);
+    assert_non_null(o);
+    char *text = json_dumps_short(o, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_non_null(text);
+    assert_string_equal(text, "{\"a\":0.003,\"arr\":[0.1,-7.25],\"b\":2.0,\"c\":1e+300,"
+                              "\"d\":0.30000000000000004,\"i\":3,\"n\":-0.0001,"
+                              "\"s\":\"0.0030000000000000001 -1.5e-7\"}");
+    json_t *back = json_loads(text, 0, NULL); /* and every value reads back equal */
+    assert_non_null(back);
+    assert_true(json_equal(o, back));
+    assert_true(json_is_real(json_object_get(back, "b")));
+    json_decref(back);
+    free(text);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_shortest_reals),
         cmocka_unit_test(test_tolerance_edges),
         cmocka_unit_test(test_tolerance_zero_reference),
         cmocka_unit_test(test_tolerance_nonfinite),

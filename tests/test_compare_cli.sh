@@ -14,6 +14,8 @@ xml_ok() {
   elif command -v python3 >/dev/null; then python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$1" 2>"$T/xml.err"
   else echo "no XML parser (xmllint or python3) to check $1"; return 1; fi
 }
+# section: says what the test does next (it trains several small runs: minutes on a busy machine)
+section() { echo "== $NAME: $*"; }
 png_ok() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
 
 tiny="$SRC/scenarios/gpt2-tiny.json"
@@ -22,6 +24,7 @@ db="$T/h.db"
 cd "$T"   # no ./baselines here: the committed file is found next to the scenario
 
 # ---- usage errors
+section "usage errors"
 for c in compare baseline report; do expect 0 "$c --help" -- "$H" $c --help; done
 expect 2 "compare without run" -- "$H" compare --db "$db"
 expect 2 "compare abc" -- "$H" compare abc --db "$db"; says "abc"
@@ -32,17 +35,37 @@ expect 2 "compare --warmup x" -- "$H" compare 1 --warmup x --db "$db"; says "--w
 expect 2 "baseline without subcommand" -- "$H" baseline
 expect 2 "baseline frob" -- "$H" baseline frob; says "frob"
 expect 2 "baseline record without label" -- "$H" baseline record 1 --db "$db"
-expect 2 "report without --out" -- "$H" report --db "$db"; says "--out"
+expect 2 "report --out ''" -- "$H" report --out "" --db "$db"; says "--out"
 
 # ---- pass: a cpu run against the committed baseline (imported on first use); the CI gate
+section "training gpt2-tiny, comparing with the committed baseline"
 expect 0 "run tiny" -- "$H" run "$tiny" --db "$db" --quiet
+expect 0 "history of the first run" -- "$H" compare 1 --history --db "$db"
+prints "no history: no previous ok run"
+grep -q nan "$T/out" && fail "compare --history without history prints nan" || pass
+expect 0 "history of the first run, JSON" -- "$H" compare 1 --history --db "$db" --json
+prints '"median": null'
 expect 0 "compare with the committed baseline" -- "$H" compare 1 --db "$db"
 prints "verdict: pass"; prints "gpt2-tiny.cpu.baseline (imported as run 2)"
+prints "hosts      run: "; prints "; baseline: vm, imported"
+prints "(informational, not gated: the scenario sets no min_throughput_ratio)"
+grep -qF "scenarios/../baselines" "$T/out" && fail "compare prints scenarios/../baselines" || pass
 expect 0 "compare again uses the stored label" -- "$H" compare 1 --db "$db" --json
 prints '"verdict": "pass"'; prints "label 'cpu' in the store (run 2)"
+prints '"gated": false'; prints '"same_host": '; prints '"imported": true'
+prints '"rtol": 0.0001,'   # the shortest real that reads back, not 0.00010000000000000001
+expect 0 "runs marks the imported baseline" -- "$H" runs --db "$db"
+prints "newest first (by id: the order recorded or imported)"; prints "imported"
+expect 0 "runs --json" -- "$H" runs --db "$db" --json; prints '"imported": true'; prints '"threads": '
+expect 0 "show the imported baseline" -- "$H" show 2 --db "$db"; prints "imported (a baseline from a file"
+expect 0 "show the run: threads recorded" -- "$H" show 1 --db "$db" --json; prints '"imported": false'
+grep -q '"threads": [1-9]' "$T/out" && pass || fail "show --json: no thread count recorded for run 1"
 expect 2 "compare an unknown run" -- "$H" compare 99 --db "$db"; says "no run 99"
 expect 2 "compare with an unknown label" -- "$H" compare 1 --baseline nosuch --db "$db"; says "no baseline 'nosuch'"
+says "$SRC/baselines/gpt2-tiny.nosuch.baseline"
+grep -qF "scenarios/../baselines" "$T/err" && fail "the message names scenarios/../baselines" || pass
 
+section "verdicts: fail, gate, different scenarios, diverged, incomplete"
 # ---- fail: the committed file with one loss moved by 1e-3 (relative), first failing step 7
 awk '$1 == 7 && NF == 10 { $2 = $2 * 1.001 } { print }' "$committed" | sed 's/^label: cpu$/label: moved/' >"$T/moved.baseline"
 expect 1 "compare against a moved baseline" -- "$H" compare 1 --baseline "$T/moved.baseline" --db "$db"
@@ -83,6 +106,7 @@ kill -9 "$pid"; wait "$pid" 2>/dev/null
 expect 1 "incomplete verdict" -- "$H" compare 2 --baseline const --db "$T/k.db"; prints "verdict: incomplete"
 
 # ---- round trip: record -> file -> import -> record: identical
+section "baseline files: round trip, extra keys, malformed files, history"
 mkdir -p "$T/rt1" "$T/rt2"
 expect 0 "record" -- "$H" baseline record 1 --label rt --dir "$T/rt1" --db "$db"
 expect 0 "import into a new store" -- "$H" baseline import "$T/rt1/gpt2-tiny.rt.baseline" --db "$T/rt.db"
@@ -95,6 +119,7 @@ expect 2 "record a diverged run" -- "$H" baseline record "$div_run" --label bad 
 # extra metadata from other tools is kept and printed
 sed 's/^status: ok$/status: ok\nsource: pytorch\ntorch_version: 2.1.0/; s/^label: cpu$/label: torch/' "$committed" >"$T/torch.baseline"
 expect 0 "import with extra keys" -- "$H" baseline import "$T/torch.baseline" --db "$db"
+torch_run=$(sed -n 's/.* as run \([0-9]*\).*/\1/p' "$T/out")
 expect 0 "list" -- "$H" baseline list --db "$db"; prints "torch_version: 2.1.0"; prints "torch"
 expect 0 "list --json" -- "$H" baseline list --db "$db" --json; prints '"source": "pytorch"'
 expect 0 "compare prints the extra keys" -- "$H" compare 1 --baseline torch --db "$db"; prints "source: pytorch"
@@ -132,15 +157,26 @@ xml_ok "$T/rep/junit.xml" && pass || { fail "junit.xml is not XML"; cat "$T/xml.
 xml_ok "$T/rep/plots/dloss_1.svg" && pass || fail "dloss_1.svg is not XML"
 png_ok "$T/rep/plots/loss_1.png" && pass || fail "loss_1.png is not a PNG"
 grep -q '<failure type="diverged"' "$T/rep/junit.xml" && pass || fail "junit has the diverged failure"
+grep -q '<property name="baseline_run"' "$T/rep/junit.xml" && pass || fail "junit names the baseline run"
+grep -q "^| 1 | gpt2-tiny |" "$T/rep/report.md" && pass || fail "report.md: the run id leads the row"
 grep -q 'first failing step' "$T/rep/junit.xml" && pass || fail "junit failure names the first failing step"
 [ "$(grep -c '^| ' "$T/rep/report.md")" = 4 ] && pass || fail "markdown table: header + 3 rows"
 expect 0 "report of the passing run" -- "$H" report 1 --out "$T/rep1" --db "$db" --no-plots
 [ ! -e "$T/rep1/plots" ] && pass || fail "--no-plots made plots"
-expect 1 "report of the newest runs" -- "$H" report --out "$T/rep2" --db "$T/rt.db"
-grep -q '| fail at step 7 |' "$T/rep2/report.md" && pass || fail "report.md: the replaced baseline fails at step 7"
+# rt.db holds imported baselines only: none of them is a run under test
+expect 0 "report of the newest runs: imported ones are not runs under test" -- "$H" report --out "$T/rep2" --db "$T/rt.db"
+[ "$(grep -c '^| ' "$T/rep2/report.md")" = 1 ] && pass || { fail "report.md of imported runs only: the header line, no rows"; cat "$T/rep2/report.md"; "$H" runs --db "$T/rt.db"; }
+# the newest gpt2-tiny run on cpu in $db is the torch import: the report takes a run of this harness
+"$H" report --out "$T/rep4" --db "$db" --force --no-plots >/dev/null 2>&1
+[ -n "$torch_run" ] && ! grep -q "^| $torch_run |" "$T/rep4/report.md" && pass || fail "report took imported run '$torch_run' as the newest"
+# without --out: reports/SCENARIO under the current directory
+expect 0 "report without --out" -- "$H" report 1 --db "$db" --no-plots
+[ -s "$T/reports/gpt2-tiny/report.md" ] && pass || fail "no reports/gpt2-tiny/report.md"
+prints "reports/gpt2-tiny/report.md"
 expect 2 "report of an unknown run" -- "$H" report 99 --out "$T/rep3" --db "$db"
 
 # ---- hostile names: nothing runs, the HTML stays inert
+section "hostile names, run --compare"
 pw="/tmp/harness-pwned-$$"
 cat >"$T/name.txt" <<EOS
   "name": "evil' \`touch $pw-a\` system(\"touch $pw-b\") '; system('touch $pw-c'); x='<script>alert(1)</script> @x",

@@ -5,6 +5,7 @@
 set -u
 H=${1:?usage: test_list_commands.sh HARNESS_EXE SOURCE_DIR}
 case "$H" in /*) ;; *) H="$PWD/$H" ;; esac
+SRC=${2:?usage: test_list_commands.sh HARNESS_EXE SOURCE_DIR}
 . "$(dirname "$0")/lib.sh"
 
 # expect CODE WHAT CMD...: this script's own (no "--"; exit 2 also needs a message on stderr):
@@ -117,6 +118,20 @@ if command -v sqlite3 >/dev/null; then
 else
     echo "skip: sqlite3 CLI not found (newer-schema and foreign-database checks)"
 fi
+
+# ---- the order of runs and imported baselines (issue 8, item 9) --------------------------------
+expect 0 "runs --help says the order" "$H" runs --help &&
+    grep_in out "by id descending" "runs --help: order" && grep_in out "imported" "runs --help: imported"
+sed 's/^status: ok$/status: ok\nthreads: 6\nload_avg: 0.75/' "$SRC/baselines/gpt2-tiny.cpu.baseline" >"$T/t.baseline"
+expect 0 "import a baseline" "$H" baseline import "$T/t.baseline" --db "$T/imp.db"
+expect 0 "runs lists it as imported" "$H" runs --db "$T/imp.db" &&
+    grep_in out "^1 runs in .*newest first (by id: the order recorded or imported)" "runs: order line" &&
+    grep_in out "THREADS  KIND" "runs: columns" && grep_in out " 6  imported$" "runs: threads and kind"
+expect 0 "runs --json" "$H" runs --db "$T/imp.db" --json &&
+    grep_in out '"imported": true' "runs --json: imported" && grep_in out '"threads": 6' "runs --json: threads" &&
+    grep_in out '"load_avg": 0.75' "runs --json: load_avg"
+expect 0 "show says imported" "$H" show 1 --db "$T/imp.db" &&
+    grep_in out "^kind  *imported" "show: kind" && grep_in out "^threads  *6$" "show: threads"
 
 # ---- devices -----------------------------------------------------------------------------------
 expect 0 "devices" "$H" devices && grep_in out "SPEC" "devices header" && grep_in out "^cpu " "devices lists cpu"

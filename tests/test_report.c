@@ -79,6 +79,14 @@ static void make_row(report_row *row, judgement *j, int n, double shift)
     compare_defaults("fp32", &j->cfg);
     series run = {j->run.steps, n, "ok"}, base = {j->base.steps, n, "ok"};
     compare_runs(&run, &base, &j->cfg, &j->res);
+    snprintf(j->run_at.host, sizeof j->run_at.host, "hostA");
+    j->run_at.threads = 4;
+    j->run_at.load_avg = 1.5;
+    snprintf(j->base_at.host, sizeof j->base_at.host, "hostB");
+    j->base_at.threads = 16;
+    j->base_at.load_avg = NAN;
+    j->base_at.imported = 1;
+    j->same_host = 0;
     memset(row, 0, sizeof *row);
     report_fill_row(row, j);
 }
@@ -105,7 +113,7 @@ static void check_markdown(const char *path)
     while (fgets(line, sizeof line, f)) {
         if (line[0] != '|')
             continue;
-        assert_int_equal(count_unescaped_pipes(line), 12); /* 11 columns */
+        assert_int_equal(count_unescaped_pipes(line), 13); /* 12 columns */
         rows++;
     }
     fclose(f);
@@ -138,7 +146,7 @@ static void check_csv(const char *path)
             fields = 1;
         }
     }
-    assert_int_equal(want, 24);
+    assert_int_equal(want, 30);
     assert_int_equal(records, 4);
     free(t);
 }
@@ -256,7 +264,37 @@ static void test_report_hostile_names(void **state)
     assert_non_null(strstr(html, "src=\"data:image/png;base64,iVBORw0KGgo"));
     assert_non_null(strstr(html, "Content-Security-Policy"));
     assert_non_null(strstr(html, "&lt;script&gt;"));
+    /* the page is reports/template.html around the body; run ids in the table */
+    assert_null(strstr(html, "@BODY@"));
+    assert_non_null(strstr(html, "<title>Porting report</title>"));
+    assert_true(strlen(html) > 8 && strcmp(html + strlen(html) - 8, "</html>\n") == 0);
+    assert_non_null(strstr(html, "<tr><td class=\"n\">7</td>"));
+    assert_non_null(strstr(html, "(run 3; not gated; other host)"));
+    assert_non_null(strstr(html, "run: hostA, 4 threads, load 1.50; baseline: hostB, 16 "
+                                 "threads, imported; different hosts"));
     free(html);
+    char *md = read_file(out_path(dir, "report.md"), NULL);
+    assert_non_null(md);
+    assert_non_null(strstr(md, "\n| 7 | "));
+    assert_non_null(strstr(md, "(run 3; not gated; other host) |"));
+    assert_non_null(strstr(md, "informational unless the scenario sets"));
+    free(md);
+    char *junit = read_file(out_path(dir, "junit.xml"), NULL);
+    assert_non_null(junit);
+    assert_non_null(strstr(junit, "<property name=\"run\" value=\"7\"/>"));
+    assert_non_null(strstr(junit, "<property name=\"baseline_run\" value=\"3\"/>"));
+    assert_non_null(strstr(junit, "<property name=\"same_host\" value=\"false\"/>"));
+    free(junit);
+    char *csv = read_file(out_path(dir, "report.csv"), NULL);
+    assert_non_null(csv);
+    assert_non_null(strstr(csv, ",hostA,4,hostB,16,0,0\r\n"));
+    free(csv);
+    /* every plot script starts with the shared style of reports/style.gp */
+    char *gp = read_file(out_path(dir, "plots/plots_0.gp"), NULL);
+    assert_non_null(gp);
+    assert_non_null(strstr(gp, "set style line 2 lc rgb '#88aaff' lw 3\n"));
+    assert_non_null(strstr(gp, "with lines ls 2"));
+    free(gp);
     free(r.rows);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -636,6 +637,143 @@ static void test_cmd_runs(void **state)
     remove_db(path);
 }
 
+
+/* ---- creating one store from several processes at once (issue 8, item 7) ----------------- */
+
+enum { RACE_PROCS = 4, RACE_ROUNDS = 300, RACE_SECONDS = 20 };
+
+/* child: waits until the parent releases every child at once, then opens (creating) the store;
+ * exits 0 when it opened, 1 when it did not */
+static void child_create(const char *path, int go_fd)
+{
+    char c;
+    if (read(go_fd, &c, 1) != 0) /* EOF: the parent closed the pipe, go */
+        _exit(3);
+    store *st;
+    int rc = store_open(path, &st);
+    store_close(st);
+    _exit(rc ? 1 : 0);
+}
+
+/* one round: RACE_PROCS processes create a new store at path together; returns the failures */
+static int race_round(const char *path)
+{
+    int go[2];
+    pid_t pids[RACE_PROCS];
+    assert_int_equal(pipe(go), 0);
+    fflush(NULL);
+    for (int i = 0; i < RACE_PROCS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            close(go[1]);
+            child_create(path, go[0]);
+        }
+    }
+    close(go[0]);
+    close(go[1]);
+    int failed = 0;
+    for (int i = 0; i < RACE_PROCS; i++) {
+        int status;
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    return failed;
+}
+
+static void test_concurrent_create(void **state)
+{
+    (void)state;
+    time_t start = time(NULL);
+    int rounds = 0, failed = 0;
+    for (; rounds < RACE_ROUNDS && time(NULL) - start < RACE_SECONDS; rounds++) {
+        const char *path = tu_temp_path(".db");
+        int f = race_round(path);
+        if (f)
+            fprintf(stderr, "round %d: %d of %d processes failed to create %s\n", rounds, f,
+                    RACE_PROCS, path);
+        failed += f;
+        if (!f)
+            assert_int_equal(raw_int(path, "PRAGMA user_version"), store_schema_version());
+        remove_db(path);
+    }
+    fprintf(stderr, "concurrent create: %d rounds of %d processes, %d failures\n", rounds,
+            RACE_PROCS, failed);
+    assert_true(rounds >= 10);
+    assert_int_equal(failed, 0);
+}
+
+/* ---- host facts and imported runs (schema 3) --------------------------------------------- */
+
+static void test_host_facts_and_imported(void **state)
+{
+    (void)state;
+    const char *path = tu_temp_path(".db");
+    store *st;
+    assert_int_equal(store_open(path, &st), 0);
+    run_meta m = META;
+    m.threads = 3;
+    m.load_avg = 1.25;
+    int64_t native, unknown, imported, later;
+    assert_int_equal(store_begin_run(st, &m, &native), 0);
+    assert_int_equal(store_finish_run(st, native, "ok", NULL), 0);
+    m.threads = 0;
+    m.load_avg = NAN;
+    assert_int_equal(store_begin_run(st, &m, &unknown), 0);
+    step_record r = make_step(1);
+    run_import in = {.meta = META, .steps = &r, .n_steps = 1};
+    in.meta.threads = 8;
+    in.meta.load_avg = 0.5;
+    assert_int_equal(store_import_run(st, &in, &imported), 0);
+    assert_int_equal(store_begin_run(st, &META, &later), 0);
+    run_row row;
+    assert_int_equal(store_get_run(st, native, &row), 0);
+    assert_int_equal(row.threads, 3);
+    assert_true(row.load_avg == 1.25);
+    assert_int_equal(row.imported, 0);
+    assert_int_equal(store_get_run(st, unknown, &row), 0);
+    assert_int_equal(row.threads, 0);
+    assert_true(isnan(row.load_avg));
+    assert_int_equal(store_get_run(st, imported, &row), 0);
+    assert_int_equal(row.threads, 8);
+    assert_true(row.load_avg == 0.5);
+    assert_int_equal(row.imported, 1);
+    store_close(st);
+    remove_db(path);
+}
+
+/* a schema-2 store (made by dropping the columns of 3) migrates: runs with extra metadata keys,
+ * which only imports wrote, are marked imported */
+static void test_migrate_2_to_3(void **state)
+{
+    (void)state;
+    int64_t native;
+    const char *path = make_store(1, &native);
+    store *st;
+    assert_int_equal(store_open(path, &st), 0);
+    const char *kv[] = {"source", "pytorch"};
+    step_record r = make_step(1);
+    run_import in = {.meta = META, .steps = &r, .n_steps = 1, .extra = kv, .n_extra = 1};
+    int64_t imported;
+    assert_int_equal(store_import_run(st, &in, &imported), 0);
+    store_close(st);
+    assert_int_equal(raw_exec(path, "ALTER TABLE runs DROP COLUMN threads;"
+                                    "ALTER TABLE runs DROP COLUMN load_avg;"
+                                    "ALTER TABLE runs DROP COLUMN imported;"
+                                    "PRAGMA user_version = 2;"), SQLITE_OK);
+    assert_int_equal(store_open_readonly(path, &st), 2); /* older: read-only refuses */
+    assert_int_equal(store_open(path, &st), 0);
+    run_row row;
+    assert_int_equal(store_get_run(st, native, &row), 0);
+    assert_int_equal(row.imported, 0);
+    assert_int_equal(row.threads, 0);
+    assert_int_equal(store_get_run(st, imported, &row), 0);
+    assert_int_equal(row.imported, 1);
+    store_close(st);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), 3);
+    remove_db(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -656,6 +794,9 @@ int main(void)
         cmocka_unit_test(test_add_step_cost),
         cmocka_unit_test(test_cmd_show),
         cmocka_unit_test(test_cmd_runs),
+        cmocka_unit_test(test_concurrent_create),
+        cmocka_unit_test(test_host_facts_and_imported),
+        cmocka_unit_test(test_migrate_2_to_3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

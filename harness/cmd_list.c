@@ -352,8 +352,8 @@ static void show_meta(const run_row *r, const run_device *d)
 
 static void show_steps(const step_record *s, int n)
 {
-    printf("\n%6s %16s %12s %12s %10s %12s %10s\n", "step", "loss", "grad_norm", "lr", "step_ms",
-           "tokens/s", "peak_MiB");
+    printf("\n%6s %16s %12s %12s %10s %12s %10s %7s\n", "step", "loss", "grad_norm", "lr",
+           "step_ms", "tokens/s", "peak_MiB", "threads");
     for (int i = 0; i < n; i++) {
         char loss[32], gn[32], lr[32], ms[32], tps[32], peak[32];
         fmt_num(loss, sizeof loss, "%.9g", s[i].loss);
@@ -362,19 +362,24 @@ static void show_steps(const step_record *s, int n)
         fmt_num(ms, sizeof ms, "%.3f", s[i].step_ms);
         fmt_num(tps, sizeof tps, "%.1f", s[i].tokens_per_s);
         fmt_num(peak, sizeof peak, "%.1f", s[i].mem_peak_bytes / 1048576.0);
-        printf("%6d %16s %12s %12s %10s %12s %10s\n", s[i].step, loss, gn, lr, ms, tps, peak);
+        char th[16] = "-";
+        if (s[i].threads > 0)
+            snprintf(th, sizeof th, "%d", s[i].threads);
+        printf("%6d %16s %12s %12s %10s %12s %10s %7s\n", s[i].step, loss, gn, lr, ms, tps, peak,
+               th);
     }
 }
 
 static json_t *step_json(const step_record *s)
 {
-    return json_pack("{s:i, s:o, s:o, s:o, s:I, s:o, s:o, s:I, s:I, s:I}", "step", s->step,
+    return json_pack("{s:i, s:o, s:o, s:o, s:I, s:o, s:o, s:I, s:I, s:I, s:o}", "step", s->step,
                      "loss", jreal(s->loss), "grad_norm", jreal(s->grad_norm), "lr", jreal(s->lr),
                      "tokens", (json_int_t)s->tokens, "step_ms", jreal(s->step_ms),
                      "tokens_per_s", jreal(s->tokens_per_s), "mem_peak_bytes",
                      (json_int_t)s->mem_peak_bytes, "mem_used_bytes",
                      (json_int_t)s->mem_used_bytes, "mem_total_bytes",
-                     (json_int_t)s->mem_total_bytes);
+                     (json_int_t)s->mem_total_bytes, "threads",
+                     s->threads > 0 ? json_integer(s->threads) : json_null());
 }
 
 /* the scenario JSON as an object when it parses, else as the stored string */

@@ -77,6 +77,9 @@ static const char *const migrations[] = {
     "ALTER TABLE runs ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;"
     /* older stores: only imports wrote run_extra, so a run with extra keys was imported */
     "UPDATE runs SET imported = 1 WHERE id IN (SELECT run_id FROM run_extra);",
+    /* 4: the CPU threads of each step (the cpu backends revise their count during a run as the
+     * machine's load changes; NULL where unknown or not a CPU device's concern) */
+    "ALTER TABLE steps ADD COLUMN threads INTEGER;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -253,8 +256,8 @@ static int old_schema_error(const store *st, int version)
 
 static const char ADD_STEP_SQL[] =
     "INSERT INTO steps(run_id, step, loss, grad_norm, lr, tokens, step_ms, tokens_per_s,"
-    " mem_peak_bytes, mem_used_bytes, mem_total_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-    " ?9, ?10, ?11)";
+    " mem_peak_bytes, mem_used_bytes, mem_total_bytes, threads) VALUES(?1, ?2, ?3, ?4, ?5, ?6,"
+    " ?7, ?8, ?9, ?10, ?11, ?12)";
 
 /* everything after the file check: connection, schema checks, pragmas, migration */
 static int open_connection(store *st)
@@ -403,6 +406,8 @@ static int bind_step(sqlite3_stmt *s, int64_t run_id, const step_record *r)
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 9, r->mem_peak_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 10, r->mem_used_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 11, r->mem_total_bytes);
+    if (rc == SQLITE_OK)
+        rc = r->threads > 0 ? sqlite3_bind_int(s, 12, r->threads) : sqlite3_bind_null(s, 12);
     return rc;
 }
 
@@ -631,6 +636,7 @@ static void read_step(sqlite3_stmt *s, step_record *r)
     r->mem_peak_bytes = sqlite3_column_int64(s, 7);
     r->mem_used_bytes = sqlite3_column_int64(s, 8);
     r->mem_total_bytes = sqlite3_column_int64(s, 9);
+    r->threads = sqlite3_column_int(s, 10);
 }
 
 int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n)
@@ -639,7 +645,7 @@ int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n)
     *n = 0;
     sqlite3_stmt *s;
     if (prepare_for_run(st, "SELECT step, loss, grad_norm, lr, tokens, step_ms, tokens_per_s,"
-                            " mem_peak_bytes, mem_used_bytes, mem_total_bytes FROM steps"
+                            " mem_peak_bytes, mem_used_bytes, mem_total_bytes, threads FROM steps"
                             " WHERE run_id = ?1 ORDER BY step", run_id, "reading steps", &s))
         return 2;
     step_record *a = NULL;

@@ -34,6 +34,7 @@ typedef struct {
     int64_t tokens;             /* tokens this step (batch * seq_len * ranks) */
     double step_ms, tokens_per_s;
     int64_t mem_peak_bytes, mem_used_bytes, mem_total_bytes;
+    int threads;                /* CPU threads the step ran with (cpu backends); 0 unknown */
 } step_record;
 
 /* Inserts a runs row with status 'running' and started_at now. Returns 0 or 1 (message). */

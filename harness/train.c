@@ -70,6 +70,7 @@ static int train_step(struct trainer *tr, int step, step_record *r)
     r->mem_peak_bytes = (int64_t)d->mem_peak;
     r->mem_used_bytes = (int64_t)d->ops->mem_used(d);
     r->mem_total_bytes = (int64_t)d->mem_total;
+    r->threads = thread_policy_threads();
     return device_error(d) ? 1 : 0;
 }
 

@@ -317,7 +317,7 @@ static int64_t store_run(store *st, const char *scenario, const char *json, cons
     assert_int_equal(store_begin_run(st, &m, &id), 0);
     for (int i = 0; i < n; i++) {
         step_record r = {i + 1, 5.0 / (i + 1), 1.0 / 3, 1e-3, 512, 10.0, tps, 1 << 20, 1 << 19,
-                         1 << 30};
+                         1 << 30, 0};
         assert_int_equal(store_add_step(st, id, &r), 0);
     }
     if (status)

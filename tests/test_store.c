@@ -40,7 +40,7 @@ static step_record make_step(int i)
         .step = i, .loss = 10.0 / (i + 1) + 1e-7 * i, .grad_norm = 1.5 + i, .lr = 6e-4,
         .tokens = 512, .step_ms = 12.5 + i, .tokens_per_s = 40960.0 - i,
         .mem_peak_bytes = 1000000 + i, .mem_used_bytes = 900000 + i,
-        .mem_total_bytes = 1LL << 34,
+        .mem_total_bytes = 1LL << 34, .threads = i % 3, /* 0: unknown, stored as NULL */
     };
     return r;
 }
@@ -242,6 +242,7 @@ static void test_round_trip(void **state)
         assert_int_equal(out[i].mem_peak_bytes, in[i].mem_peak_bytes);
         assert_int_equal(out[i].mem_used_bytes, in[i].mem_used_bytes);
         assert_int_equal(out[i].mem_total_bytes, in[i].mem_total_bytes);
+        assert_int_equal(out[i].threads, in[i].threads);
     }
     free(out);
     char *json = store_get_run_json(st, id);
@@ -742,9 +743,9 @@ static void test_host_facts_and_imported(void **state)
     remove_db(path);
 }
 
-/* a schema-2 store (made by dropping the columns of 3) migrates: runs with extra metadata keys,
+/* a schema-2 store (made by dropping the columns of 3 and 4) migrates: runs with extra metadata keys,
  * which only imports wrote, are marked imported */
-static void test_migrate_2_to_3(void **state)
+static void test_migrate_2_to_current(void **state)
 {
     (void)state;
     int64_t native;
@@ -760,6 +761,7 @@ static void test_migrate_2_to_3(void **state)
     assert_int_equal(raw_exec(path, "ALTER TABLE runs DROP COLUMN threads;"
                                     "ALTER TABLE runs DROP COLUMN load_avg;"
                                     "ALTER TABLE runs DROP COLUMN imported;"
+                                    "ALTER TABLE steps DROP COLUMN threads;"
                                     "PRAGMA user_version = 2;"), SQLITE_OK);
     assert_int_equal(store_open_readonly(path, &st), 2); /* older: read-only refuses */
     assert_int_equal(store_open(path, &st), 0);
@@ -769,8 +771,14 @@ static void test_migrate_2_to_3(void **state)
     assert_int_equal(row.threads, 0);
     assert_int_equal(store_get_run(st, imported, &row), 0);
     assert_int_equal(row.imported, 1);
+    step_record *steps;
+    int n;
+    assert_int_equal(store_get_steps(st, imported, &steps, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(steps[0].threads, 0); /* steps from before schema 4: threads unknown */
+    free(steps);
     store_close(st);
-    assert_int_equal(raw_int(path, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(path, "PRAGMA user_version"), store_schema_version());
     remove_db(path);
 }
 
@@ -796,7 +804,7 @@ int main(void)
         cmocka_unit_test(test_cmd_runs),
         cmocka_unit_test(test_concurrent_create),
         cmocka_unit_test(test_host_facts_and_imported),
-        cmocka_unit_test(test_migrate_2_to_3),
+        cmocka_unit_test(test_migrate_2_to_current),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

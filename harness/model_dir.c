@@ -4,9 +4,11 @@
 #include "model_dir.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "input_file.h"
 #include "util.h"
 
 /* a boolean key that must keep GPT2Config's default to be trained as the harness trains */
@@ -59,6 +61,11 @@ json_t *model_dir_raw_config(const char *config_path)
 {
     if (!config_path || !config_path[0])
         return NULL;
+    char why[INPUT_WHY_LEN];
+    size_t len = 0;
+    char *text = input_read(config_path, INPUT_MODEL_CONFIG, &len, why, sizeof why);
     json_error_t e;
-    return json_load_file(config_path, JSON_REJECT_DUPLICATES, &e);
+    json_t *config = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &e) : NULL;
+    free(text);
+    return config;
 }

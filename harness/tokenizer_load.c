@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "input_file.h"
 #include "tokenizer_bpe.h"
 #include "util.h"
 
@@ -31,8 +32,16 @@ __attribute__((format(printf, 2, 3))) static int bad(const char *where, const ch
 
 static json_t *load_json(const char *path, int *rc)
 {
+    char why[INPUT_WHY_LEN];
+    size_t len = 0;
+    char *text = input_read(path, INPUT_TOKENIZER, &len, why, sizeof why);
+    if (!text) {
+        *rc = bad(path, "cannot read the tokenizer file: %s", why);
+        return NULL;
+    }
     json_error_t e;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    free(text);
     *rc = 0;
     if (!j) {
         for (char *p = e.text; *p; p++)
@@ -333,9 +342,10 @@ int bpe_load_json(bpe *b, const char *path)
 static int read_merges_txt(bpe *b, const char *path)
 {
     size_t len;
-    char *text = read_file(path, &len);
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(path, INPUT_TOKENIZER, &len, why, sizeof why);
     if (!text)
-        return bad(path, "cannot read the merges file: %s", strerror(errno));
+        return bad(path, "cannot read the merges file: %s", why);
     int rc = 0;
     uint32_t rank = 0;
     for (size_t at = 0; at < len && !rc; rank++) {

@@ -14,6 +14,7 @@
 #include "scenario.h"
 #include "train.h"
 #include "input_file.h"
+#include "escape.h"
 #include "util.h"
 
 static void init_usage(FILE *f)
@@ -114,7 +115,7 @@ static int write_initial(const scenario *s, device *d, const char *out)
     if (!rc)
         printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, %s weights)\n"
                "scenario_hash: %s\n",
-               out, out, gpt2_param_count(m), s->weights, s->hash);
+               term_safe(out), term_safe(out), gpt2_param_count(m), s->weights, s->hash);
     gpt2_free(m);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "scenario.h"
 #include "store.h"
 #include "train.h"
+#include "escape.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -158,7 +159,7 @@ int train_and_record(const scenario *s, device *d, store *st, const run_args *a,
     if (store_finish_run(st, sink.run_id, status, res.error[0] ? res.error : NULL))
         rc = EXIT_FAIL;
     printf("run %lld: %s, %d steps, final loss %.6f%s%s\n", (long long)sink.run_id, status,
-           res.steps_done, res.final_loss, res.error[0] ? ": " : "", res.error);
+           res.steps_done, res.final_loss, res.error[0] ? ": " : "", term_safe(res.error));
     return rc;
 }
 
@@ -198,8 +199,8 @@ int cmd_run(int argc, char **argv)
     store *st = NULL;
     if ((rc = store_open(a.db, &st)) == 0) {
         if (!a.quiet)
-            printf("scenario %s on %s (%s, %s), recording into %s\n", s.name, d->backend,
-                   d->name, d->dtype, a.db);
+            printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s.name),
+                   d->backend, term_safe(d->name), d->dtype, term_safe(a.db));
         int64_t run_id = 0;
         rc = train_and_record(&s, d, st, &a, &run_id);
         store_close(st);

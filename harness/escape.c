@@ -169,15 +169,12 @@ void esc_term(FILE *f, const char *s)
     esc_term_n(f, s, strlen(s));
 }
 
-const char *term_safe(const char *s)
+size_t esc_term_buf(char *out, size_t n, const char *s)
 {
-    static char ring[8][1024];
-    static unsigned next;
-    char *out = ring[next++ % 8];
     const unsigned char *p = (const unsigned char *)(s ? s : "");
-    size_t n = strlen((const char *)p), o = 0, room = sizeof ring[0] - 4, i = 0;
-    while (i < n) {
-        int k = term_char_len(p + i, n - i);
+    size_t len = strlen((const char *)p), o = 0, i = 0, room = n > 4 ? n - 4 : 0;
+    while (i < len) {
+        int k = term_char_len(p + i, len - i);
         char e[5];
         if (k <= 0)
             term_escape_byte(p[i], e);
@@ -188,10 +185,20 @@ const char *term_safe(const char *s)
         o += w;
         i += k > 0 ? (size_t)k : 1;
     }
-    if (i < n) { /* truncated: room - o >= 0, and 3 more bytes were kept for the dots */
+    if (i < len && n >= 4) { /* truncated: 3 bytes were kept for the dots */
         memcpy(out + o, "...", 3);
         o += 3;
     }
-    out[o] = 0;
+    if (n)
+        out[o < n ? o : n - 1] = 0;
+    return o < n ? o : (n ? n - 1 : 0);
+}
+
+const char *term_safe(const char *s)
+{
+    static char ring[8][1024];
+    static unsigned next;
+    char *out = ring[next++ % 8];
+    esc_term_buf(out, sizeof ring[0], s);
     return out;
 }

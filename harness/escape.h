@@ -31,6 +31,9 @@ void esc_filename(const char *s, char *out, size_t len);
  * terminal; valid UTF-8 text is written unchanged. esc_term_n takes n bytes of s. */
 void esc_term(FILE *f, const char *s);
 void esc_term_n(FILE *f, const char *s, size_t n);
+/* s escaped as esc_term does into out[n], always NUL-terminated, cut short with "..." when
+ * it does not fit (never inside a character); returns the length written */
+size_t esc_term_buf(char *out, size_t n, const char *s);
 /* s escaped as esc_term does into one of 8 rotating static buffers of 1024 bytes (truncated
  * with "..."), for printf arguments: valid until 8 more calls. Not thread-safe. */
 const char *term_safe(const char *s);

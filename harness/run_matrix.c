@@ -8,6 +8,7 @@
 
 #include "compare_db.h"
 #include "runner.h"
+#include "escape.h"
 #include "util.h"
 
 #define MAX_DEVICES 32
@@ -125,8 +126,8 @@ static void run_cell(store *st, const run_args *a, const scenario *s, cell *c)
         return;
     }
     if (!a->quiet)
-        printf("scenario %s on %s (%s, %s), recording into %s\n", s->name, d->backend, d->name,
-               d->dtype, a->db);
+        printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name), d->backend,
+               term_safe(d->name), d->dtype, term_safe(a->db));
     run_args one = *a;
     one.scenario = s->path;
     int rc = train_and_record(s, d, st, &one, &c->run_id);
@@ -167,13 +168,13 @@ static int run_scenario(store *st, const run_args *a, const char *path, char spe
 
 static void print_cell(const cell *c)
 {
-    printf("%-24.24s %-10.10s ", c->scenario, c->device);
+    printf("%-24.24s %-10.10s ", term_safe(c->scenario), term_safe(c->device));
     if (c->run_id)
         printf("%5lld %-9s %6d ", (long long)c->run_id, c->status, c->steps);
     else
         printf("%5s %-9s %6s ", "-", "-", "-");
     if (!c->judged) {
-        printf("%-11s %s\n", "error", c->note);
+        printf("%-11s %s\n", "error", term_safe(c->note));
         return;
     }
     printf("%-11s ", verdict_name(c->v));

@@ -54,7 +54,7 @@ int model_dir_overrides(const char *dir, char *out, size_t len)
 {
     snprintf(out, len, "%s/%s", dir, OVERRIDE_FILE);
     struct stat st;
-    return stat(out, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(out, &st) == 0; /* not a regular file: refused by its reader, not skipped */
 }
 
 json_t *model_dir_raw_config(const char *config_path)

@@ -183,10 +183,11 @@ static int open_index(const char *dir, const char *index, st_set *s)
     return rc;
 }
 
+/* something is at path: st_open / the index reader then read it or refuse it by what it is */
 static int is_file(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0;
 }
 
 int st_set_open_dir(const char *dir, st_set *s)

@@ -17,12 +17,12 @@ struct tokenizer {
     char name[4300];
 };
 
-/* path names a directory (dir), or something else that the loader then reads or refuses by
- * what it is (a FIFO, a device: input_file.h) */
+/* path names a directory (dir), or anything at all, which the loader then reads or refuses
+ * by what it is (a FIFO, a device, a directory: input_file.h) */
 static int exists(const char *path, int dir)
 {
     struct stat st;
-    return stat(path, &st) == 0 && (dir ? S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode));
+    return stat(path, &st) == 0 && (!dir || S_ISDIR(st.st_mode));
 }
 
 static int ends_with(const char *s, const char *suffix)

@@ -37,6 +37,7 @@ typedef struct {
     char **tok;            /* id -> token string (byte-level characters), NULL for gaps */
     size_t *tok_len;
     int n_tok;             /* largest id + 1 */
+    int tok_cap;           /* room in tok and tok_len */
     pairmap merges;
     int32_t byte_id[256];  /* id of each byte's character, -1 when the vocab lacks it */
     added_token *added;

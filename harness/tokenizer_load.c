@@ -52,11 +52,11 @@ static json_t *load_json(const char *path, int *rc)
     return j;
 }
 
-/* id -> token string table, grown to cover id */
+/* id -> token string table, grown (doubling: ids often come one by one) to cover id */
 static int set_token(bpe *b, int32_t id, const char *s, size_t len)
 {
-    if (id >= b->n_tok) {
-        int n = id + 1;
+    if (id >= b->tok_cap) {
+        int n = id + 1 > 2 * b->tok_cap ? id + 1 : 2 * b->tok_cap;
         char **tok = realloc(b->tok, (size_t)n * sizeof *tok);
         size_t *tl = tok ? realloc(b->tok_len, (size_t)n * sizeof *tl) : NULL;
         if (tok)
@@ -64,12 +64,14 @@ static int set_token(bpe *b, int32_t id, const char *s, size_t len)
         if (!tl)
             return -1;
         b->tok_len = tl;
-        for (int i = b->n_tok; i < n; i++) {
+        for (int i = b->tok_cap; i < n; i++) {
             b->tok[i] = NULL;
             b->tok_len[i] = 0;
         }
-        b->n_tok = n;
+        b->tok_cap = n;
     }
+    if (id >= b->n_tok)
+        b->n_tok = id + 1;
     free(b->tok[id]);
     if (!(b->tok[id] = malloc(len + 1)))
         return -1;

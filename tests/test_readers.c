@@ -289,7 +289,7 @@ static void test_added_leftmost_longest(void **state)
     json_decref(added);
     uint64_t rng = 42;
     char text[64];
-    for (int round = 0; round < 2000; round++) {
+    for (int round = 0; round < 500; round++) {
         size_t len = (size_t)tu_uniform(&rng, 0, sizeof text - 1);
         for (size_t i = 0; i < len; i++)
             text[i] = "abcd x"[(int)tu_uniform(&rng, 0, 6)];
@@ -367,7 +367,7 @@ static void test_long_text_within_limits(void **state)
 {
     (void)state;
     tokenizer *t = open_tok(tu_source_path("tests/data/hf/bpe512/tokenizer.json"));
-    size_t len = 1 << 20;
+    size_t len = 1 << 18;
     char *text = malloc(len + 1);
     assert_non_null(text);
     for (size_t i = 0; i < len; i++)

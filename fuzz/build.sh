@@ -9,8 +9,10 @@ mkdir -p build-fuzz
 FLAGS=(-g -O1 -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter
        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iharness)
 LIBS=$(pkg-config --cflags --libs jansson libcrypto oniguruma)
+COMMON=(harness/util.c harness/escape.c harness/input_file.c)
 "$CC" "${FLAGS[@]}" fuzz/fuzz_safetensors.c harness/safetensors.c harness/safetensors_set.c \
-  harness/util.c $LIBS -o build-fuzz/fuzz_safetensors
+  "${COMMON[@]}" $LIBS -o build-fuzz/fuzz_safetensors
 "$CC" "${FLAGS[@]}" fuzz/fuzz_tokenizer.c harness/tokenizer.c harness/tokenizer_bpe.c \
-  harness/tokenizer_load.c harness/util.c $LIBS -o build-fuzz/fuzz_tokenizer
+  harness/tokenizer_added.c harness/tokenizer_load.c "${COMMON[@]}" $LIBS \
+  -o build-fuzz/fuzz_tokenizer
 echo "fuzz: built build-fuzz/fuzz_safetensors and build-fuzz/fuzz_tokenizer"

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "input_file.h"
 #include "util.h"
 
 #ifndef PATH_MAX
@@ -507,9 +508,10 @@ int baseline_read(const char *path, baseline *b)
 {
     memset(b, 0, sizeof *b);
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(path, INPUT_BASELINE, &len, why, sizeof why);
     if (!text) {
-        log_error("%s: cannot read the baseline: %s", path, strerror(errno));
+        log_error("%s: cannot read the baseline: %s", path, why);
         return EXIT_USAGE;
     }
     int rc = baseline_parse(text, len, path, b);

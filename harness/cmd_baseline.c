@@ -10,6 +10,7 @@
 #include "baseline.h"
 #include "cmdline.h"
 #include "commands.h"
+#include "escape.h"
 #include "util.h"
 
 static void baseline_usage(void)
@@ -102,8 +103,9 @@ static int record(const bl_args *a)
     } else if ((rc = record_path(a, &b, path, sizeof path)) == 0 &&
                (rc = baseline_save(path, &b)) == 0 &&
                (rc = store_set_baseline(st, b.scenario, b.label, id)) == 0) {
-        printf("baseline '%s' of %s: run %lld (%s, %s, %d steps) -> %s\n", b.label, b.scenario,
-               (long long)id, b.device, b.device_name, b.n_steps, path);
+        printf("baseline '%s' of %s: run %lld (%s, %s, %d steps) -> %s\n", term_safe(b.label),
+               term_safe(b.scenario), (long long)id, term_safe(b.device),
+               term_safe(b.device_name), b.n_steps, term_safe(path));
     }
     baseline_free(&b);
     store_close(st);
@@ -152,12 +154,13 @@ static int import_file(const bl_args *a)
     else if ((rc = store_open(a->db, &st)) == 0 &&
              (rc = check_label(st, &b, a->replace, &same, &id)) == 0) {
         if (same)
-            printf("baseline '%s' of %s: already in the store as run %lld\n", b.label,
-                   b.scenario, (long long)id);
+            printf("baseline '%s' of %s: already in the store as run %lld\n", term_safe(b.label),
+                   term_safe(b.scenario), (long long)id);
         else if ((rc = baseline_import(st, &b, &id)) == 0 &&
                  (rc = store_set_baseline(st, b.scenario, b.label, id)) == 0)
-            printf("baseline '%s' of %s: %s imported as run %lld (%d steps)\n", b.label,
-                   b.scenario, a->pos[1], (long long)id, b.n_steps);
+            printf("baseline '%s' of %s: %s imported as run %lld (%d steps)\n",
+                   term_safe(b.label), term_safe(b.scenario), term_safe(a->pos[1]),
+                   (long long)id, b.n_steps);
     }
     store_close(st);
     baseline_free(&b);
@@ -176,7 +179,7 @@ typedef struct {
 static int print_extra(const char *key, const char *value, void *arg)
 {
     (void)arg;
-    printf("    %s: %s\n", key, value);
+    printf("    %s: %s\n", term_safe(key), term_safe(value));
     return 0;
 }
 
@@ -214,8 +217,9 @@ static int list_one(const baseline_row *b, void *arg)
         json_array_append_new(c->array, list_json(b, &r, c->st));
         return 0;
     }
-    printf("%-24s %-12s %6lld  %-8s %-6s %6d  %-20s  %s\n", b->scenario, b->label,
-           (long long)b->run_id, r.device, r.dtype, r.n_steps, r.started_at, r.device_name);
+    printf("%-24s %-12s %6lld  %-8s %-6s %6d  %-20s  %s\n", term_safe(b->scenario),
+           term_safe(b->label), (long long)b->run_id, term_safe(r.device), term_safe(r.dtype),
+           r.n_steps, term_safe(r.started_at), term_safe(r.device_name));
     return store_each_run_extra(c->st, b->run_id, print_extra, NULL);
 }
 
@@ -236,7 +240,7 @@ static int list(const bl_args *a)
     if (a->json)
         return rc ? (json_decref(c.array), rc) : json_print(c.array, 0);
     if (!rc && c.count == 0)
-        printf("(no baselines in %s)\n", a->db);
+        printf("(no baselines in %s)\n", term_safe(a->db));
     return rc;
 }
 

@@ -13,6 +13,8 @@
 #include "gpt2.h"
 #include "scenario.h"
 #include "train.h"
+#include "input_file.h"
+#include "escape.h"
 #include "util.h"
 
 static void init_usage(FILE *f)
@@ -32,8 +34,13 @@ static int copy_file(const char *from, const char *dir, const char *name)
     char to[PATH_MAX + 64];
     snprintf(to, sizeof to, "%s/%s", dir, name);
     size_t len;
-    char *data = read_file(from, &len);
-    FILE *f = data ? fopen(to, "wb") : NULL;
+    char why[INPUT_WHY_LEN];
+    char *data = input_read(from, INPUT_TOKENIZER, &len, why, sizeof why);
+    if (!data) {
+        log_error("init: cannot read %s: %s", from, why);
+        return EXIT_USAGE;
+    }
+    FILE *f = fopen(to, "wb");
     int ok = f && fwrite(data, 1, len, f) == len;
     if (f && fclose(f) != 0)
         ok = 0;
@@ -111,7 +118,7 @@ static int write_initial(const scenario *s, device *d, const char *out)
     if (!rc)
         printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, %s weights)\n"
                "scenario_hash: %s\n",
-               out, out, gpt2_param_count(m), s->weights, s->hash);
+               term_safe(out), term_safe(out), gpt2_param_count(m), s->weights, s->hash);
     gpt2_free(m);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include "device.h"
 #include "json_util.h"
 #include "store.h"
+#include "escape.h"
 #include "util.h"
 
 /* ---- output helpers ------------------------------------------------------------------------- */
@@ -27,13 +28,11 @@ static int disp_width(const char *s)
     return w;
 }
 
-/* copies s into out[n], control characters replaced by '?' (names come from the store) */
+/* copies s into out[n] with control bytes escaped (\e, \xNN: escape.h's esc_term_buf);
+ * names come from the store and must not drive the terminal */
 static void clean(char *out, size_t n, const char *s)
 {
-    size_t i = 0;
-    for (; s[i] && i + 1 < n; i++)
-        out[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
-    out[i] = 0;
+    esc_term_buf(out, n, s);
 }
 
 static void fmt_num(char *out, size_t n, const char *fmt, double v)

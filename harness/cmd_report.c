@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "escape.h"
 #include "report.h"
+#include "escape.h"
 #include "util.h"
 
 static void report_usage(void)
@@ -257,7 +258,7 @@ static void print_summary(const report *r)
     }
     printf("report: %d runs (%d pass, %d not passing, %d without baseline) -> %s/report.md, "
            "report.html, report.csv, junit.xml%s\n",
-           r->n, pass, r->n - pass - none, none, r->out_dir, r->plots ? ", plots/" : "");
+           r->n, pass, r->n - pass - none, none, term_safe(r->out_dir), r->plots ? ", plots/" : "");
 }
 
 int cmd_report(int argc, char **argv)

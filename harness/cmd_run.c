@@ -14,6 +14,7 @@
 #include "scenario.h"
 #include "store.h"
 #include "train.h"
+#include "escape.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -215,7 +216,7 @@ int runner_record(trainer *tr, const scenario *s, device *d, store *st, const ru
         rc = EXIT_FAIL;
     catch_signals(0, old);
     printf("run %lld: %s, %d steps, final loss %.6f%s%s\n", (long long)sink.run_id, status,
-           res.steps_done, res.final_loss, res.error[0] ? ": " : "", res.error);
+           res.steps_done, res.final_loss, res.error[0] ? ": " : "", term_safe(res.error));
     return rc;
 }
 
@@ -241,8 +242,8 @@ static int record_into_db(trainer *tr, const scenario *s, device *d, const run_a
     if (rc)
         return rc;
     if (!a->quiet)
-        printf("scenario %s on %s (%s, %s), recording into %s\n", s->name, d->backend, d->name,
-               d->dtype, a->db);
+        printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
+               d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
     int64_t run_id = 0;
     rc = runner_record(tr, s, d, st, a, &run_id);
     store_close(st);

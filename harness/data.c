@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tokenizer.h"
+#include "input_file.h"
 #include "util.h"
 
 int dataset_load(const char *path, const char *tokenizer, int seq_len, dataset *ds)
@@ -33,9 +34,10 @@ int dataset_load_tok(const char *path, struct tokenizer *t, int seq_len, dataset
         return EXIT_USAGE;
     }
     size_t len = 0;
-    char *text = read_file(path, &len);
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(path, INPUT_DATA, &len, why, sizeof why);
     if (!text) {
-        log_error("%s: cannot read the data file: %s", path, strerror(errno));
+        log_error("%s: cannot read the data file: %s", path, why);
         return EXIT_USAGE;
     }
     id_list ids = {0};

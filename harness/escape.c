@@ -119,3 +119,86 @@ void esc_filename(const char *s, char *out, size_t len)
     if (len)
         out[n < len ? n : len - 1] = 0;
 }
+
+/* the escape of the control or invalid byte c into out[5] */
+static void term_escape_byte(unsigned char c, char out[5])
+{
+    switch (c) {
+    case 0x1b: snprintf(out, 5, "\\e"); break;
+    case '\n': snprintf(out, 5, "\\n"); break;
+    case '\r': snprintf(out, 5, "\\r"); break;
+    case '\t': snprintf(out, 5, "\\t"); break;
+    default: snprintf(out, 5, "\\x%02x", c);
+    }
+}
+
+/* bytes of the character at p that are safe on a terminal (0: escape p[0]) */
+static int term_char_len(const unsigned char *p, size_t left)
+{
+    if (p[0] < 0x20 || p[0] == 0x7f)
+        return 0;
+    if (p[0] < 0x80)
+        return 1;
+    unsigned char tmp[4] = {0};
+    memcpy(tmp, p, left < 4 ? left : 4);
+    int n = utf8_seq_len(tmp);
+    if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
+        return 0; /* C1 controls (U+0080..U+009F): some terminals obey them */
+    return n;
+}
+
+void esc_term_n(FILE *f, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    for (size_t i = 0; i < n;) {
+        int k = term_char_len(p + i, n - i);
+        if (k > 0) {
+            fwrite(p + i, 1, (size_t)k, f);
+            i += (size_t)k;
+        } else {
+            char e[5];
+            term_escape_byte(p[i++], e);
+            fputs(e, f);
+        }
+    }
+}
+
+void esc_term(FILE *f, const char *s)
+{
+    s = s ? s : "";
+    esc_term_n(f, s, strlen(s));
+}
+
+size_t esc_term_buf(char *out, size_t n, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t len = strlen((const char *)p), o = 0, i = 0, room = n > 4 ? n - 4 : 0;
+    while (i < len) {
+        int k = term_char_len(p + i, len - i);
+        char e[5];
+        if (k <= 0)
+            term_escape_byte(p[i], e);
+        size_t w = k > 0 ? (size_t)k : strlen(e);
+        if (o + w > room)
+            break;
+        memcpy(out + o, k > 0 ? (const char *)p + i : e, w);
+        o += w;
+        i += k > 0 ? (size_t)k : 1;
+    }
+    if (i < len && n >= 4) { /* truncated: 3 bytes were kept for the dots */
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    if (n)
+        out[o < n ? o : n - 1] = 0;
+    return o < n ? o : (n ? n - 1 : 0);
+}
+
+const char *term_safe(const char *s)
+{
+    static char ring[8][1024];
+    static unsigned next;
+    char *out = ring[next++ % 8];
+    esc_term_buf(out, sizeof ring[0], s);
+    return out;
+}

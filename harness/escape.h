@@ -25,6 +25,19 @@ void esc_gnuplot(FILE *f, const char *s);
  * len-1 bytes; "_" for an empty string. */
 void esc_filename(const char *s, char *out, size_t len);
 
+/* text for a terminal (messages, plain-text listings): every control byte (C0, DEL and the
+ * C1 range U+0080..U+009F) and every byte that is not valid UTF-8 written as \e (ESC), \n,
+ * \r, \t or \xNN, so that user data cannot move the cursor, retitle or recolour the
+ * terminal; valid UTF-8 text is written unchanged. esc_term_n takes n bytes of s. */
+void esc_term(FILE *f, const char *s);
+void esc_term_n(FILE *f, const char *s, size_t n);
+/* s escaped as esc_term does into out[n], always NUL-terminated, cut short with "..." when
+ * it does not fit (never inside a character); returns the length written */
+size_t esc_term_buf(char *out, size_t n, const char *s);
+/* s escaped as esc_term does into one of 8 rotating static buffers of 1024 bytes (truncated
+ * with "..."), for printf arguments: valid until 8 more calls. Not thread-safe. */
+const char *term_safe(const char *s);
+
 /* length of the valid UTF-8 sequence at s (1..4), or 0 if the bytes there are not one */
 int utf8_seq_len(const unsigned char *s);
 

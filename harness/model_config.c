@@ -13,6 +13,7 @@
 
 #include "json_locate.h"
 #include "json_util.h"
+#include "input_file.h"
 #include "util.h"
 
 /* ---- the keys the harness models ------------------------------------------------------------ */
@@ -112,7 +113,8 @@ static void report(int warning, const char *where, const char *key, const char *
     else
         snprintf(field_name, sizeof field_name, "%s", prefix ? prefix : key);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    char *text = read_file(file, NULL);
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(file, INPUT_MODEL_CONFIG, NULL, why, sizeof why);
     char loc[PATH_MAX + 16];
     if (text)
         snprintf(loc, sizeof loc, "%s:%d", file, json_locate_line(text, field_name));

@@ -4,9 +4,11 @@
 #include "model_dir.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "input_file.h"
 #include "util.h"
 
 /* a boolean key that must keep GPT2Config's default to be trained as the harness trains */
@@ -53,13 +55,18 @@ int model_dir_overrides(const char *dir, char *out, size_t len)
 {
     snprintf(out, len, "%s/%s", dir, OVERRIDE_FILE);
     struct stat st;
-    return stat(out, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(out, &st) == 0; /* not a regular file: refused by its reader, not skipped */
 }
 
 json_t *model_dir_raw_config(const char *config_path)
 {
     if (!config_path || !config_path[0])
         return NULL;
+    char why[INPUT_WHY_LEN];
+    size_t len = 0;
+    char *text = input_read(config_path, INPUT_MODEL_CONFIG, &len, why, sizeof why);
     json_error_t e;
-    return json_load_file(config_path, JSON_REJECT_DUPLICATES, &e);
+    json_t *config = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &e) : NULL;
+    free(text);
+    return config;
 }

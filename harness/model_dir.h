@@ -15,7 +15,8 @@
  * tie_word_embeddings false. `where` names the file. Returns 0, or 2 after printing a message. */
 int model_dir_check_config(json_t *config, const gpt2_config *c, const char *where);
 
-/* 1 when DIR/override_config.json is a file; its path into out either way */
+/* 1 when something is at DIR/override_config.json (its reader refuses what is not a regular
+ * file); its path into out either way */
 int model_dir_overrides(const char *dir, char *out, size_t len);
 
 /* The raw config.json object a scenario's model came from (new reference), or NULL when the

@@ -9,6 +9,7 @@
 
 #include "escape.h"
 #include "report.h"
+#include "input_file.h"
 #include "util.h"
 
 
@@ -16,7 +17,8 @@
 static int inline_png(FILE *f, const char *path)
 {
     size_t len = 0;
-    unsigned char *data = (unsigned char *)read_file(path, &len);
+    char why[INPUT_WHY_LEN];
+    unsigned char *data = (unsigned char *)input_read(path, INPUT_IMAGE, &len, why, sizeof why);
     if (!data)
         return EXIT_FAIL;
     unsigned char out[4 * 3072 / 3 + 1];

@@ -8,6 +8,7 @@
 
 #include "compare_db.h"
 #include "runner.h"
+#include "escape.h"
 #include "util.h"
 
 #define MAX_DEVICES 32
@@ -144,8 +145,8 @@ static int run_cell(recorder *r, const scenario *s, cell *c)
         snprintf(c->note, sizeof c->note, "the run could not start (see above); not recorded");
     } else if (r->st || (store_rc = store_open(a->db, &r->st)) == 0) {
         if (!a->quiet)
-            printf("scenario %s on %s (%s, %s), recording into %s\n", s->name, d->backend,
-                   d->name, d->dtype, a->db);
+            printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
+                   d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
         runner_record(tr, s, d, r->st, &one, &c->run_id);
     }
     train_free(tr);
@@ -186,13 +187,13 @@ static int run_scenario(recorder *r, const char *path, char specs[][64], int n_d
 
 static void print_cell(const cell *c)
 {
-    printf("%-24.24s %-10.10s ", c->scenario, c->device);
+    printf("%-24.24s %-10.10s ", term_safe(c->scenario), term_safe(c->device));
     if (c->run_id)
         printf("%5lld %-9s %6d ", (long long)c->run_id, c->status, c->steps);
     else
         printf("%5s %-9s %6s ", "-", "-", "-");
     if (!c->judged) {
-        printf("%-11s %s\n", c->setup_failed ? "fail" : "error", c->note);
+        printf("%-11s %s\n", c->setup_failed ? "fail" : "error", term_safe(c->note));
         return;
     }
     printf("%-11s ", verdict_name(c->v));

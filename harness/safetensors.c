@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input_file.h"
 #include "util.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -275,18 +276,14 @@ int st_parse(const unsigned char *buf, size_t len, const char *where, st_file *f
 int st_open(const char *path, st_file *f)
 {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY);
-    struct stat st;
-    const char *why = fd < 0 || fstat(fd, &st) != 0 ? strerror(errno)
-                      : !S_ISREG(st.st_mode)        ? "not a regular file"
-                                                    : NULL;
-    if (why) {
+    char why[INPUT_WHY_LEN];
+    uint64_t size = 0;
+    int fd = input_open(path, &size, why, sizeof why);
+    if (fd < 0) {
         log_error("%s: cannot read the safetensors file: %s", path, why);
-        if (fd >= 0)
-            close(fd);
         return EXIT_USAGE;
     }
-    size_t len = (size_t)st.st_size;
+    size_t len = (size_t)size;
     void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     close(fd);
     if (len && map == MAP_FAILED) {

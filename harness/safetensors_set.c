@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "safetensors.h"
+#include "input_file.h"
 #include "util.h"
 
 #define SINGLE_FILE "model.safetensors"
@@ -163,9 +164,10 @@ static int open_shards(const char *dir, const char *index, json_t *map, st_set *
 static int open_index(const char *dir, const char *index, st_set *s)
 {
     size_t len;
-    char *text = read_file(index, &len);
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(index, INPUT_SHARD_INDEX, &len, why, sizeof why);
     if (!text) {
-        log_error("%s: cannot read the index: %s", index, strerror(errno));
+        log_error("%s: cannot read the index: %s", index, why);
         return EXIT_USAGE;
     }
     json_t *map;
@@ -181,10 +183,11 @@ static int open_index(const char *dir, const char *index, st_set *s)
     return rc;
 }
 
+/* something is at path: st_open / the index reader then read it or refuse it by what it is */
 static int is_file(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0;
 }
 
 int st_set_open_dir(const char *dir, st_set *s)

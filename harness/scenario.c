@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "json_locate.h"
+#include "input_file.h"
 #include "json_util.h"
 #include "model_dir.h"
 #include "util.h"
@@ -72,19 +74,20 @@ static int syntax_error(const char *file, const json_error_t *e)
     return 2;
 }
 
-/* NULL when path is a readable regular file, else why not */
-static const char *unreadable(const char *path)
+/* NULL when path is a readable regular file within kind's size cap, else why not (in why) */
+static const char *unreadable(const char *path, input_kind kind, char why[INPUT_WHY_LEN])
 {
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return strerror(errno);
-    if (S_ISDIR(st.st_mode))
-        return "is a directory";
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return strerror(errno);
-    fclose(f);
-    return NULL;
+    uint64_t size = 0;
+    int fd = input_open(path, &size, why, INPUT_WHY_LEN);
+    if (fd < 0)
+        return why;
+    close(fd);
+    if (size <= input_cap(kind))
+        return NULL;
+    snprintf(why, INPUT_WHY_LEN, "it is %llu bytes, over the %llu MiB limit for a %s "
+             "(docs/limits.md)", (unsigned long long)size,
+             (unsigned long long)(input_cap(kind) >> 20), input_kind_name(kind));
+    return why;
 }
 
 /* ---- typed members: absent and optional leaves *out as it is --------------------------------- */
@@ -237,10 +240,10 @@ static void part_close(part *p)
 /* reads the JSON object in p->path; `key` (model.*_path) is the field that named it */
 static int part_read(const src *mx, const char *key, part *p)
 {
-    const char *why = unreadable(p->path);
+    char why[INPUT_WHY_LEN];
     size_t len = 0;
-    if (why || !(p->text = read_file(p->path, &len)))
-        return fail(mx, key, "cannot read %s: %s", p->path, why ? why : strerror(errno));
+    if (!(p->text = input_read(p->path, INPUT_MODEL_CONFIG, &len, why, sizeof why)))
+        return fail(mx, key, "cannot read %s: %s", p->path, why);
     json_error_t e;
     p->obj = json_loadb(p->text, len, JSON_REJECT_DUPLICATES, &e);
     if (!p->obj)
@@ -441,7 +444,8 @@ static int load_data(const src *x, json_t *root, scenario *s)
     if ((rc = check_keys(&dx, d, keys)) || (rc = get_str(&dx, d, "path", 1, rel, sizeof rel)) ||
         (rc = resolve(&dx, "path", rel, s->data_path)))
         return rc;
-    const char *why = unreadable(s->data_path);
+    char why_buf[INPUT_WHY_LEN];
+    const char *why = unreadable(s->data_path, INPUT_DATA, why_buf);
     if (why)
         return fail(&dx, "path", "cannot read the data file %s: %s", s->data_path, why);
     if ((rc = get_str(&dx, d, "tokenizer", 0, s->tokenizer, sizeof s->tokenizer)) ||
@@ -605,9 +609,9 @@ static int load_text(scenario *s, const char *path, size_t *len)
         return 2;
     }
     snprintf(s->path, sizeof s->path, "%s", path);
-    const char *why = unreadable(path);
-    if (why || !(s->json = read_file(path, len))) {
-        log_error("%s: cannot read the scenario: %s", path, why ? why : strerror(errno));
+    char why[INPUT_WHY_LEN];
+    if (!(s->json = input_read(path, INPUT_SCENARIO, len, why, sizeof why))) {
+        log_error("%s: cannot read the scenario: %s", path, why);
         return 2;
     }
     return 0;

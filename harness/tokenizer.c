@@ -17,10 +17,12 @@ struct tokenizer {
     char name[4300];
 };
 
+/* path names a directory (dir), or anything at all, which the loader then reads or refuses
+ * by what it is (a FIFO, a device, a directory: input_file.h) */
 static int exists(const char *path, int dir)
 {
     struct stat st;
-    return stat(path, &st) == 0 && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+    return stat(path, &st) == 0 && (!dir || S_ISDIR(st.st_mode));
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -178,10 +180,23 @@ int tokenizer_encode(tokenizer *t, const char *text, size_t len, const char *whe
                   bad);
         return EXIT_USAGE;
     }
-    if (bpe_encode(&t->b, text, len, out) == 0)
+    size_t at = 0;
+    int rc = bpe_encode(&t->b, text, len, out, &at);
+    if (rc == BPE_OK)
         return 0;
-    log_error("%s: tokenizing failed (out of memory, or a regex search error)", where);
-    return EXIT_FAIL;
+    const char *tok = t->name + strlen("bpe:");
+    if (rc == BPE_REGEX_LIMIT)
+        log_error("%s: tokenizing stopped at byte %zu: the pre-tokenizer split regex of %s "
+                  "exceeded the backtracking limit (%lu retries matching at one position, %lu "
+                  "per byte searched: docs/limits.md); the pattern backtracks catastrophically "
+                  "on this text", where, at, tok, BPE_RETRY_LIMIT_IN_MATCH,
+                  BPE_RETRY_LIMIT_PER_BYTE);
+    else if (rc == BPE_REGEX_ERROR)
+        log_error("%s: tokenizing stopped at byte %zu: the pre-tokenizer split regex of %s "
+                  "failed (an Oniguruma search error)", where, at, tok);
+    else
+        log_error("%s: out of memory tokenizing %zu bytes", where, len);
+    return rc == BPE_NO_MEMORY ? EXIT_FAIL : EXIT_USAGE;
 }
 
 void id_list_free(id_list *l)

@@ -218,7 +218,10 @@ int bpe_finish(bpe *b, const char *where)
         int n = byte_level_char(x, c);
         b->byte_id[x] = strmap_get(&b->vocab, c, (size_t)n);
     }
-    (void)where;
+    if (bpe_build_added(b)) {
+        log_error("%s: out of memory indexing %d added tokens", where, b->n_added);
+        return EXIT_FAIL;
+    }
     return 0;
 }
 
@@ -341,6 +344,10 @@ typedef struct {
     heap q;
     char *mapped;
     size_t mapped_cap;
+    OnigMatchParam *mp; /* the backtracking limits */
+    size_t seg_at;      /* where the segment being split starts in the text */
+    size_t prefix;      /* 1 while splitting it behind an added prefix space */
+    size_t fail_at;     /* where the search that failed began in the text */
 } work;
 
 static int word_direct(const bpe *b, const unsigned char *w, size_t len, work *k, int32_t *id)
@@ -404,22 +411,43 @@ static size_t utf8_step(const UChar *s, size_t at, size_t len)
     return step;
 }
 
+/* onig_search from str[pos] under the backtracking limits: the search's own limit grows with
+ * the text it may search, so that the work stays linear in the text */
+static int search(const bpe *b, const UChar *str, size_t len, size_t pos, work *k, OnigRegion *r)
+{
+    unsigned long left = (unsigned long)(len - pos), per_byte = BPE_RETRY_LIMIT_PER_BYTE;
+    unsigned long limit = left > BPE_RETRY_LIMIT_IN_MATCH / per_byte ? left * per_byte
+                                                                    : BPE_RETRY_LIMIT_IN_MATCH;
+    onig_set_retry_limit_in_search_of_match_param(k->mp, limit);
+    return onig_search_with_param(b->re, str, str + len, str + pos, str + len, r,
+                                  ONIG_OPTION_NONE, k->mp);
+}
+
+static int search_failure(int onig_code)
+{
+    if (onig_code == ONIGERR_RETRY_LIMIT_IN_MATCH_OVER ||
+        onig_code == ONIGERR_RETRY_LIMIT_IN_SEARCH_OVER)
+        return BPE_REGEX_LIMIT;
+    return onig_code == ONIGERR_MEMORY ? BPE_NO_MEMORY : BPE_REGEX_ERROR;
+}
+
 /* Isolated split: every match is a piece and so is every gap between matches; an empty match
  * splits nothing */
 static int split_and_encode(const bpe *b, const char *seg, size_t len, work *k, id_list *out)
 {
-    const UChar *str = (const UChar *)seg, *end = str + len;
+    const UChar *str = (const UChar *)seg;
     if (!b->re)
         return len ? encode_word(b, str, len, k, out) : 0;
     OnigRegion *r = onig_region_new();
-    int rc = r ? 0 : -1;
+    int rc = r ? 0 : BPE_NO_MEMORY;
     size_t gap = 0, pos = 0;
     while (!rc && pos < len) {
-        int at = onig_search(b->re, str, end, str + pos, end, r, ONIG_OPTION_NONE);
+        int at = search(b, str, len, pos, k, r);
         if (at == ONIG_MISMATCH)
             break;
         if (at < 0) {
-            rc = -1;
+            rc = search_failure(at);
+            k->fail_at = k->seg_at + (pos >= k->prefix ? pos - k->prefix : 0);
             break;
         }
         size_t mb = (size_t)r->beg[0], me = (size_t)r->end[0];
@@ -452,44 +480,59 @@ static int encode_segment(const bpe *b, const char *seg, size_t len, work *k, id
         return -1;
     tmp[0] = ' ';
     memcpy(tmp + 1, seg, len);
+    k->prefix = 1;
     int rc = split_and_encode(b, tmp, len + 1, k, out);
+    k->prefix = 0;
     free(tmp);
     return rc;
 }
 
-/* the added token matching at text[pos] (the longest), or -1 */
-static int added_at(const bpe *b, const char *text, size_t len, size_t pos)
+static void work_free(work *k)
 {
-    int best = -1;
-    for (int i = 0; i < b->n_added; i++) {
-        const added_token *a = &b->added[i];
-        if (a->len && a->len <= len - pos && memcmp(text + pos, a->content, a->len) == 0 &&
-            (best < 0 || a->len > b->added[best].len))
-            best = i;
-    }
-    return best;
+    free(k->s);
+    free(k->q.h);
+    free(k->mapped);
+    if (k->mp)
+        onig_free_match_param(k->mp);
 }
 
-int bpe_encode(const bpe *b, const char *text, size_t len, id_list *out)
+/* the match parameters with the backtracking limits; 0, or -1 out of memory */
+static int work_init(work *k)
 {
-    work k = {0};
+    memset(k, 0, sizeof *k);
+    if (!(k->mp = onig_new_match_param()))
+        return -1;
+    onig_initialize_match_param(k->mp);
+    onig_set_retry_limit_in_match_of_match_param(k->mp, BPE_RETRY_LIMIT_IN_MATCH);
+    return 0;
+}
+
+int bpe_encode(const bpe *b, const char *text, size_t len, id_list *out, size_t *fail_at)
+{
+    work k;
+    if (work_init(&k)) {
+        work_free(&k);
+        return BPE_NO_MEMORY;
+    }
     int rc = 0;
     size_t seg = 0;
     for (size_t pos = 0; pos < len && !rc; pos++) {
-        int a = b->n_added ? added_at(b, text, len, pos) : -1;
+        int a = b->n_added ? bpe_added_at(b, text, len, pos) : -1;
         if (a < 0)
             continue;
+        k.seg_at = seg;
         rc = encode_segment(b, text + seg, pos - seg, &k, out);
-        if (!rc)
-            rc = list_push(out, b->added[a].id);
+        if (!rc && list_push(out, b->added[a].id))
+            rc = BPE_NO_MEMORY;
         seg = pos + b->added[a].len;
         pos = seg - 1;
     }
+    k.seg_at = seg;
     if (!rc)
         rc = encode_segment(b, text + seg, len - seg, &k, out);
-    free(k.s);
-    free(k.q.h);
-    free(k.mapped);
+    if (rc && fail_at)
+        *fail_at = k.fail_at;
+    work_free(&k);
     return rc;
 }
 
@@ -501,6 +544,7 @@ void bpe_free(bpe *b)
     free(b->tok);
     free(b->tok_len);
     pairmap_free(&b->merges);
+    bpe_free_added(b);
     for (int i = 0; i < b->n_added; i++)
         free(b->added[i].content);
     free(b->added);

@@ -37,10 +37,18 @@ typedef struct {
     char **tok;            /* id -> token string (byte-level characters), NULL for gaps */
     size_t *tok_len;
     int n_tok;             /* largest id + 1 */
+    int tok_cap;           /* room in tok and tok_len */
     pairmap merges;
     int32_t byte_id[256];  /* id of each byte's character, -1 when the vocab lacks it */
     added_token *added;
     int n_added;
+    /* the added tokens as a byte trie (bpe_finish builds it): node 0 is the root, the root's
+     * children in added_root[byte] (0: none), deeper ones in added_edges (node, byte) -> node;
+     * added_end[node] is the added token ending at node (its index in added), or -1 */
+    int32_t added_root[256];
+    pairmap added_edges;
+    int32_t *added_end;
+    int32_t n_nodes;
     OnigRegex re;          /* the pre-tokenizer's split pattern; NULL: no split */
     int add_prefix_space;
     int ignore_merges;
@@ -66,9 +74,26 @@ extern const char *const GPT2_SPLIT_PATTERN;
  * returns 0 or 2 with a message naming where */
 int bpe_compile_regex(bpe *b, const char *pattern, const char *where);
 
-/* after vocab and merges are in: byte ids; 0 or 2 with a message naming where */
+/* after vocab, merges and added tokens are in: byte ids, the added-token trie; 0 or 2 with a
+ * message naming where */
 int bpe_finish(bpe *b, const char *where);
-int bpe_encode(const bpe *b, const char *text, size_t len, id_list *out);
+/* Oniguruma's backtracking limits for the pre-tokenizer split (docs/limits.md): retries while
+ * matching at one position (Oniguruma's default, which the tokenizers library runs with), and
+ * retries in one search: this many per byte of the text it may search, at least the first */
+#define BPE_RETRY_LIMIT_IN_MATCH 10000000UL
+#define BPE_RETRY_LIMIT_PER_BYTE 1000UL
+
+/* tokenizer_added.c: the trie of the added tokens (0, or -1 out of memory); the longest added
+ * token starting at text[pos] (its index in added) or -1; freeing the trie */
+int bpe_build_added(bpe *b);
+int bpe_added_at(const bpe *b, const char *text, size_t len, size_t pos);
+void bpe_free_added(bpe *b);
+
+/* bpe_encode's results */
+enum { BPE_OK = 0, BPE_NO_MEMORY = -1, BPE_REGEX_LIMIT = -2, BPE_REGEX_ERROR = -3 };
+/* appends the ids of text to out; on a regex failure *fail_at is the byte where the search
+ * that failed began */
+int bpe_encode(const bpe *b, const char *text, size_t len, id_list *out, size_t *fail_at);
 void bpe_free(bpe *b);
 
 /* tokenizer.json, or vocab.json + merges.txt: 0 or 2 after printing a message */

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "input_file.h"
 #include "tokenizer_bpe.h"
 #include "util.h"
 
@@ -31,8 +32,16 @@ __attribute__((format(printf, 2, 3))) static int bad(const char *where, const ch
 
 static json_t *load_json(const char *path, int *rc)
 {
+    char why[INPUT_WHY_LEN];
+    size_t len = 0;
+    char *text = input_read(path, INPUT_TOKENIZER, &len, why, sizeof why);
+    if (!text) {
+        *rc = bad(path, "cannot read the tokenizer file: %s", why);
+        return NULL;
+    }
     json_error_t e;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    free(text);
     *rc = 0;
     if (!j) {
         for (char *p = e.text; *p; p++)
@@ -43,11 +52,11 @@ static json_t *load_json(const char *path, int *rc)
     return j;
 }
 
-/* id -> token string table, grown to cover id */
+/* id -> token string table, grown (doubling: ids often come one by one) to cover id */
 static int set_token(bpe *b, int32_t id, const char *s, size_t len)
 {
-    if (id >= b->n_tok) {
-        int n = id + 1;
+    if (id >= b->tok_cap) {
+        int n = id + 1 > 2 * b->tok_cap ? id + 1 : 2 * b->tok_cap;
         char **tok = realloc(b->tok, (size_t)n * sizeof *tok);
         size_t *tl = tok ? realloc(b->tok_len, (size_t)n * sizeof *tl) : NULL;
         if (tok)
@@ -55,12 +64,14 @@ static int set_token(bpe *b, int32_t id, const char *s, size_t len)
         if (!tl)
             return -1;
         b->tok_len = tl;
-        for (int i = b->n_tok; i < n; i++) {
+        for (int i = b->tok_cap; i < n; i++) {
             b->tok[i] = NULL;
             b->tok_len[i] = 0;
         }
-        b->n_tok = n;
+        b->tok_cap = n;
     }
+    if (id >= b->n_tok)
+        b->n_tok = id + 1;
     free(b->tok[id]);
     if (!(b->tok[id] = malloc(len + 1)))
         return -1;
@@ -333,9 +344,10 @@ int bpe_load_json(bpe *b, const char *path)
 static int read_merges_txt(bpe *b, const char *path)
 {
     size_t len;
-    char *text = read_file(path, &len);
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(path, INPUT_TOKENIZER, &len, why, sizeof why);
     if (!text)
-        return bad(path, "cannot read the merges file: %s", strerror(errno));
+        return bad(path, "cannot read the merges file: %s", why);
     int rc = 0;
     uint32_t rank = 0;
     for (size_t at = 0; at < len && !rc; rank++) {

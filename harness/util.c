@@ -1,7 +1,10 @@
-/* harness/util.c: small shared helpers: messages, files and paths, clocks, host identity,
- * sha256 through OpenSSL's libcrypto, strict number parsing. */
+/* harness/util.c: small shared helpers: messages (control bytes escaped), files and paths,
+ * clocks, host identity, sha256 through OpenSSL's libcrypto, strict number parsing. */
 #define _POSIX_C_SOURCE 200809L
 #include "util.h"
+
+#include "escape.h"
+#include "input_file.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -14,11 +17,24 @@
 
 int log_quiet = 0;
 
+/* the message formatted, then written with its control bytes escaped (escape.h's esc_term):
+ * a name or a message that quotes user data cannot drive the terminal */
 static void vlog(const char *tag, const char *fmt, va_list ap)
 {
+    char small[2048], *text = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (text = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(text, (size_t)n + 1, fmt, again);
+    va_end(again);
+    if (!text)
+        text = small; /* out of memory: the message truncated */
     fprintf(stderr, "harness: %s", tag);
-    vfprintf(stderr, fmt, ap);
+    esc_term_n(stderr, text, n < 0 ? 0 : strlen(text));
     fputc('\n', stderr);
+    if (text != small)
+        free(text);
 }
 
 void log_error(const char *fmt, ...)
@@ -49,39 +65,8 @@ void log_info(const char *fmt, ...)
 
 char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap)
-            break;
-        char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            errno = ENOMEM;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf)
-        return NULL;
-    if (err) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    buf[n] = 0;
-    if (len)
-        *len = n;
-    return buf;
+    char why[INPUT_WHY_LEN];
+    return input_read(path, INPUT_ANY, len, why, sizeof why);
 }
 
 void path_dirname(const char *path, char *out, size_t len)

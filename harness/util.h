@@ -12,7 +12,8 @@ extern const char *harness_git_commit;
 /* exit codes used by every command */
 enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
-/* "harness: error: ..." on stderr */
+/* "harness: error: ..." on stderr; in all three the formatted text has its control bytes
+ * escaped (\e, \n, \xNN: escape.h's esc_term), so quoting user data in a message is safe */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "harness: warning: ..." on stderr */
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -20,7 +21,8 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int log_quiet;
 
-/* whole file into a NUL-terminated heap buffer; NULL (and errno) on failure */
+/* a whole regular file into a NUL-terminated heap buffer, at most input_file.h's INPUT_ANY cap;
+ * NULL (and errno) on failure. Readers of user input use input_read, which says why. */
 char *read_file(const char *path, size_t *len);
 /* directory part of path into out ("." when none) */
 void path_dirname(const char *path, char *out, size_t len);

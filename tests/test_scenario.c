@@ -256,7 +256,7 @@ static const bad_case BAD[] = {
     {"bad_world_size.json", "bad_world_size.json:9: world_size: must be >= 1, got 0"},
     {"bad_seed.json", "bad_seed.json:9: train.seed: must be a non-negative integer"},
     {"no-such-scenario.json", "no-such-scenario.json: cannot read the scenario: "},
-    {"gpt2-tiny", "gpt2-tiny: cannot read the scenario: is a directory"},
+    {"gpt2-tiny", "gpt2-tiny: cannot read the scenario: it is a directory, not a regular file"},
 };
 
 static void test_bad_files(void **state)

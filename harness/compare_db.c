@@ -12,6 +12,7 @@
 
 #include "cmdline.h"
 #include "json_util.h"
+#include "escape.h"
 #include "util.h"
 
 #ifndef PATH_MAX
@@ -396,7 +397,7 @@ static void print_hosts(FILE *f, const judgement *j)
     char run[400], base[400];
     run_host_text(&j->run_at, run, sizeof run);
     run_host_text(&j->base_at, base, sizeof base);
-    fprintf(f, "%-10s run: %s; baseline: %s\n", "hosts", run, base);
+    fprintf(f, "%-10s run: %s; baseline: %s\n", "hosts", term_safe(run), term_safe(base));
     if (!j->same_host)
         fprintf(f, "           different hosts: the throughput and memory ratios compare two "
                    "machines, not just the port\n");
@@ -404,8 +405,9 @@ static void print_hosts(FILE *f, const judgement *j)
 
 static void print_side(FILE *f, const char *what, const baseline *b, int64_t id)
 {
-    fprintf(f, "%-10s %lld: %s on %s (%s), %s, %d steps, %s\n", what, (long long)id, b->scenario,
-            b->device, b->device_name, b->dtype, b->n_steps, b->status);
+    fprintf(f, "%-10s %lld: %s on %s (%s), %s, %d steps, %s\n", what, (long long)id,
+            term_safe(b->scenario), term_safe(b->device), term_safe(b->device_name),
+            term_safe(b->dtype), b->n_steps, term_safe(b->status));
 }
 
 void judge_print(FILE *f, const judgement *j)
@@ -413,12 +415,13 @@ void judge_print(FILE *f, const judgement *j)
     const compare_result *r = &j->res;
     print_side(f, "run", &j->run, j->run_id);
     print_side(f, "baseline", &j->base, j->base_id);
-    fprintf(f, "%-10s %s\n", "  from", j->origin);
+    fprintf(f, "%-10s %s\n", "  from", term_safe(j->origin));
     for (int i = 0; i < j->base.n_extra; i++)
-        fprintf(f, "  %s: %s\n", j->base.extra[i].key, j->base.extra[i].value);
+        fprintf(f, "  %s: %s\n", term_safe(j->base.extra[i].key),
+                term_safe(j->base.extra[i].value));
     print_hosts(f, j);
     if (j->forced)
-        fprintf(f, "FORCED: the scenarios differ in %s\n", j->diff);
+        fprintf(f, "FORCED: the scenarios differ in %s\n", term_safe(j->diff));
     print_metric(f, "loss", &r->loss, j->cfg.loss);
     print_metric(f, "grad_norm", &r->grad_norm, j->cfg.grad_norm);
     print_ratio(f, "throughput", r->run_tokens_per_s, r->base_tokens_per_s, r->throughput_ratio,
@@ -612,7 +615,7 @@ void judge_history_print(FILE *f, const history_judgement *h)
     const history_result *r = &h->res;
     print_side(f, "run", &h->run, h->run_id);
     fprintf(f, "history    %d previous ok runs of this scenario on %s (window %d)\n", r->n,
-            h->run.device_name, h->window);
+            term_safe(h->run.device_name), h->window);
     if (isfinite(r->value))
         fprintf(f, "throughput %.1f tok/s", r->value);
     else

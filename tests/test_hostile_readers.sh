@@ -156,6 +156,9 @@ grep -qF '\e[31mred' "$T/out" && pass || fail "the device name is listed escaped
 expect 0 "runs" -- "$H" runs --db "$T/b.db"; no_esc "runs"
 expect 0 "show the imported run" -- "$H" show "${id:-0}" --db "$T/b.db"; no_esc "show"
 grep -qF '\e[31mred' "$T/out" && pass || fail "show prints the device name escaped"
+"$H" compare "${id:-0}" --baseline "${id:-0}" --db "$T/b.db" >"$T/out" 2>"$T/err"
+no_esc "compare of the imported run with itself"
+grep -qF '\e[31mred' "$T/out" && pass || fail "compare prints the device name escaped"
 
 # ---- tokenizers: 100,000 added tokens, a catastrophic split regex --------------------------
 echo "tokenizer: 100,000 added tokens (quadratic matching took minutes before)"

@@ -170,6 +170,8 @@ int lp_read_line(lp_reader *r, const char *line, size_t len, lp_event *ev)
             continue;
         if (ev->has_step && !take_step(r, p, ev))
             ev->has_step = 0;
+        if (p == parsers[0] && !r->locked && ev->n_meta) /* HARNESS_META announces protocol v1: */
+            r->locked = p;                                /* only its step lines count then */
         got = ev->has_step || ev->n_meta > 0;
     }
     if (got && ev->has_step) {

@@ -16,7 +16,7 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
 # torch first (the largest), then transformers and the optional log producers the fixtures used.
 "$venv/bin/python" -m pip install --quiet torch >&2
-"$venv/bin/python" -m pip install --quiet transformers safetensors >&2
+"$venv/bin/python" -m pip install --quiet transformers safetensors accelerate >&2
 "$venv/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)' >&2
 touch "$stamp"
 echo "$venv/bin/python"

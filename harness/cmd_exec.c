@@ -167,6 +167,10 @@ int cmd_exec(int argc, char **argv)
     char err[512];
     if (lp_reader_init(&probe, a.format, a.keys, err, sizeof err))
         return cmd_usage_error("exec", "%s", err);
+    if (child_findable(a.cmd[0], err, sizeof err)) {
+        log_error("exec: %s", err);
+        return EXIT_USAGE;
+    }
     scenario s;
     memset(&s, 0, sizeof s);
     if (a.scenario && (rc = scenario_load(a.scenario, &s)) != 0) {

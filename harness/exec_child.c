@@ -104,6 +104,27 @@ int child_start(char *const argv[], child_proc *c, char *err, size_t n)
     return 0;
 }
 
+int child_findable(const char *prog, char *err, size_t n)
+{
+    if (strchr(prog, '/')) {
+        if (access(prog, X_OK) == 0)
+            return 0;
+        snprintf(err, n, "cannot run '%s': %s", prog, strerror(errno));
+        return 2;
+    }
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+        size_t len = strcspn(p, ":");
+        char full[4096];
+        if (snprintf(full, sizeof full, "%.*s/%s", (int)len, len ? p : ".", prog) <
+                (int)sizeof full && access(full, X_OK) == 0)
+            return 0;
+        p += len + (p[len] == ':');
+    }
+    snprintf(err, n, "cannot run '%s': not found in PATH", prog);
+    return 2;
+}
+
 /* writes all of data to fd; a failing terminal only stops the pass-through */
 static void pass_through(int fd, const char *data, size_t len, int *broken)
 {

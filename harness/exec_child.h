@@ -16,6 +16,9 @@ typedef struct {
 /* Starts argv[0] (looked up in PATH, no shell) with PYTHONUNBUFFERED=1 unless set. Returns 0
  * once the program is running, or 2 after writing why into err (not found, not executable). */
 int child_start(char *const argv[], child_proc *c, char *err, size_t n);
+/* 0 when prog can be run (a path that is executable, or a name found in PATH); else 2 with
+ * why in err. Lets exec refuse a missing program before it touches the store. */
+int child_findable(const char *prog, char *err, size_t n);
 /* Forwards output until both pipes end: each chunk is written to the harness's own stdout or
  * stderr unchanged, then given to fn (stream 1 or 2). Then reaps the child. 0, or 1 when
  * waiting failed (message printed). */

@@ -22,6 +22,16 @@ static int detect(const char *line, size_t len)
            (rest > 15 && !memcmp(p + 2, "train_runtime", 13));
 }
 
+/* a number, or a string that is one whole ('5.458': transformers 5 formats its log values) */
+static int number_of(const lp_value *v, double *x)
+{
+    if (v->type == LPV_NUM) {
+        *x = v->num;
+        return 1;
+    }
+    return v->type == LPV_STR && v->len > 0 && lp_number(v->p, v->len, x) == v->len;
+}
+
 typedef struct {
     lp_event *ev;
     int has_loss, summary, eval;
@@ -34,19 +44,20 @@ static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
         w->summary = 1;
     if (klen > 5 && !memcmp(key, "eval_", 5))
         w->eval = 1;
-    if (v->type != LPV_NUM)
+    double x;
+    if (!number_of(v, &x))
         return 0;
     lp_step *s = &w->ev->step;
     if (lp_key_is(key, klen, "loss"))
-        w->has_loss = lp_step_set(s, "loss", v->num);
+        w->has_loss = lp_step_set(s, "loss", x);
     else if (lp_key_is(key, klen, "grad_norm"))
-        lp_step_set(s, "grad_norm", v->num);
+        lp_step_set(s, "grad_norm", x);
     else if (lp_key_is(key, klen, "learning_rate"))
-        lp_step_set(s, "lr", v->num);
+        lp_step_set(s, "lr", x);
     else if (klen < 40) { /* every other number: kept for the summary */
         char name[LP_KEY], text[LP_VALUE];
         snprintf(name, sizeof name, "trainer_%.*s", (int)klen, key);
-        snprintf(text, sizeof text, "%.17g", v->num);
+        snprintf(text, sizeof text, "%.17g", x);
         lp_meta_add(w->ev, name, text);
     }
     return 0;

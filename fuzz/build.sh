@@ -13,4 +13,6 @@ LIBS=$(pkg-config --cflags --libs jansson libcrypto oniguruma)
   harness/util.c $LIBS -o build-fuzz/fuzz_safetensors
 "$CC" "${FLAGS[@]}" fuzz/fuzz_tokenizer.c harness/tokenizer.c harness/tokenizer_bpe.c \
   harness/tokenizer_load.c harness/util.c $LIBS -o build-fuzz/fuzz_tokenizer
-echo "fuzz: built build-fuzz/fuzz_safetensors and build-fuzz/fuzz_tokenizer"
+"$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/logparse*.c harness/util.c $LIBS \
+  -o build-fuzz/fuzz_logparse
+echo "fuzz: built build-fuzz/fuzz_safetensors, build-fuzz/fuzz_tokenizer and build-fuzz/fuzz_logparse"

@@ -27,7 +27,7 @@ static int on_step_pair(const char *key, size_t klen, const lp_value *v, void *a
     memcpy(name, key, klen);
     name[klen] = 0;
     if (strcmp(name, "v") == 0 && v->type == LPV_NUM)
-        w->version = (int)v->num;
+        w->version = v->num == 1.0 ? 1 : -1; /* only version 1 is known; no cast of huge values */
     else if (v->type == LPV_NUM)
         lp_step_set(&w->ev->step, name, v->num);
     return 0;
@@ -42,7 +42,7 @@ static int on_meta_pair(const char *key, size_t klen, const lp_value *v, void *a
     memcpy(name, key, klen);
     name[klen] = 0;
     if (strcmp(name, "v") == 0 && v->type == LPV_NUM) {
-        w->version = (int)v->num;
+        w->version = v->num == 1.0 ? 1 : -1;
         return 0;
     }
     if (v->type != LPV_STR && v->type != LPV_NUM && v->type != LPV_BOOL)

@@ -72,7 +72,8 @@ static int step_of(const mllog_line *l, lp_state *st)
     st->mllog_losses++;
     if (m.has_step && m.step >= 0 && m.step < 2e9)
         return (int)m.step; /* 0-based series are shifted by the reader */
-    if (m.has_samples && st->mllog_batch > 0 && m.samples / st->mllog_batch < 2e9)
+    if (m.has_samples && st->mllog_batch > 0 && m.samples >= 0 &&
+        m.samples / st->mllog_batch < 2e9)
         return (int)(m.samples / st->mllog_batch + 0.5);
     return st->mllog_losses;
 }

@@ -98,14 +98,15 @@ show 6
 [ "$(field status)" = failed ] && [ "$(field steps)" = 1 ] && pass || fail "SIGTERM: failed, 1 step"
 
 echo "kill -9 of the harness keeps every step seen"
-workload "$T/slow.sh" "$(step_line 1 2.5)
+workload "$T/slow.sh" "echo \$\$ >$T/slow.pid
+$(step_line 1 2.5)
 $(step_line 2 2.4)
-sleep 30"
+exec sleep 30"
 "$H" exec --db "$db" -- "$T/slow.sh" >"$T/out" 2>"$T/err" &
 hpid=$!
 for _ in $(seq 100); do show 7; [ "$(field steps)" = 2 ] && break; sleep 0.1; done
 kill -KILL "$hpid"; wait "$hpid" 2>/dev/null
-cpid=$(pgrep -f "^/bin/sh $T/slow.sh" | head -1); [ -n "$cpid" ] && kill -TERM "$cpid"
+[ -s "$T/slow.pid" ] && kill -TERM "$(cat "$T/slow.pid")" 2>/dev/null  # the orphaned workload
 show 7
 [ "$(field steps)" = 2 ] && [ "$(field status)" = running ] && pass || fail "after kill -9: $(field steps) steps, $(field status)"
 

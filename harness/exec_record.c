@@ -85,9 +85,30 @@ void rec_extra(recorder *r, const char *key, const char *value)
         if (strcmp(r->keys[i], key) == 0)
             return;
     if (r->n_keys < REC_MAX_KEYS)
-        snprintf(r->keys[r->n_keys++], LP_KEY, "%s", key);
+        snprintf(r->keys[r->n_keys++], sizeof r->keys[0], "%s", key);
     if (!r->failed && store_add_extra(r->st, r->run_id, key, value))
         r->failed = 1;
+}
+
+/* a run_extra key for a key the workload chose: the characters a baseline file's keys may have
+ * ([A-Za-z0-9_.-], others become '_'), and "workload." before the names that baseline files and
+ * the runs table already use (host, device_name, world_size, ...), so `baseline record` of the
+ * run writes no key twice */
+static void extra_key(const char *key, char *out, size_t n)
+{
+    static const char *const taken[] = {
+        "format", "label", "scenario", "scenario_hash", "device", "device_name", "vendor",
+        "driver_version", "runtime_version", "dtype", "world_size", "mem_total_bytes", "host",
+        "date", "finished_at", "harness_version", "git_commit", "status", "scenario_json",
+        "steps"};
+    int clash = !key[0];
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
+        clash |= strcmp(key, taken[i]) == 0;
+    size_t o = (size_t)snprintf(out, n, "%s", clash ? "workload." : "");
+    for (const char *p = key; *p && o + 1 < n; p++)
+        out[o++] = (strchr("_.-", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+                    (*p >= 'A' && *p <= 'Z')) ? *p : '_';
+    out[o] = 0;
 }
 
 /* the workload's self-report: the runs columns it names, and every key in run_extra */
@@ -95,9 +116,11 @@ static void take_meta(recorder *r, const lp_event *ev)
 {
     for (int i = 0; i < ev->n_meta; i++) {
         const lp_kv *kv = &ev->meta[i];
+        char key[LP_KEY + 16];
+        extra_key(kv->key, key, sizeof key);
         int known = 0;
         for (int k = 0; k < r->n_keys; k++)
-            known |= strcmp(r->keys[k], kv->key) == 0;
+            known |= strcmp(r->keys[k], key) == 0;
         if (known)
             continue;
         const char *name = strcmp(kv->key, "device_name") ? NULL : kv->value;
@@ -114,7 +137,7 @@ static void take_meta(recorder *r, const lp_event *ev)
             store_set_run_identity(r->st, r->run_id, name, driver, runtime,
                                    ws > 0 && ws < 1000000 ? (int)ws : 0, mem))
             r->failed = 1;
-        rec_extra(r, kv->key, kv->value);
+        rec_extra(r, key, kv->value);
     }
 }
 

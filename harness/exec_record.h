@@ -39,7 +39,7 @@ typedef struct {
     double final_loss;
     char tail[REC_TAIL][160];
     int n_tail;
-    char keys[REC_MAX_KEYS][LP_KEY]; /* run_extra keys from the workload, first value kept */
+    char keys[REC_MAX_KEYS][LP_KEY + 16]; /* run_extra keys so far: the first value is kept */
     int n_keys;
     /* the raw log not yet stored */
     char *log;

@@ -175,4 +175,15 @@ expect 1 "exec --compare fail" -- "$H" exec --scenario "$tiny" --compare --basel
 grep -q "verdict: fail" "$T/err" && pass || fail "compare fail: $(grep verdict "$T/err")"
 expect 0 "ingest --compare" -- "$H" ingest "$T/replay.log" --scenario "$tiny" --device a100 --compare \
   --baseline pytorch --baselines "$SRC/baselines" --db "$db"
+
+echo "the A100 flow: an exec'd run with HARNESS_META becomes a baseline file that imports again"
+{ echo 'HARNESS_META {"v":1,"device_name":"NVIDIA A100-SXM4-80GB","host":"node7","world_size":1,"mem_total_bytes":85899345920,"odd key!":"x"}'; cat "$T/replay.log"; } >"$T/a100.log"
+expect 0 "exec the A100 log" -- "$H" exec --scenario "$tiny" --device a100 --db "$db" -- cat "$T/a100.log"
+run_a100=$(sed -n 's/^run \([0-9]*\): ok.*/\1/p' "$T/err")
+expect 0 "baseline record" -- "$H" baseline record "$run_a100" --label a100 --out "$T/a100.baseline" --db "$db"
+grep -q '^workload.host: node7' "$T/a100.baseline" && grep -q '^odd_key_: x' "$T/a100.baseline" && pass \
+  || fail "workload keys that clash or have odd characters are renamed"
+expect 0 "baseline import" -- "$H" baseline import "$T/a100.baseline" --db "$T/b.db"
+expect 0 "exec --compare against it" -- "$H" exec --scenario "$tiny" --device s4000 --compare --baseline a100 \
+  --db "$T/b.db" -- cat "$T/replay.log"
 finish

@@ -15,4 +15,6 @@ COMMON=(harness/util.c harness/escape.c harness/input_file.c)
 "$CC" "${FLAGS[@]}" fuzz/fuzz_tokenizer.c harness/tokenizer.c harness/tokenizer_bpe.c \
   harness/tokenizer_added.c harness/tokenizer_load.c "${COMMON[@]}" $LIBS \
   -o build-fuzz/fuzz_tokenizer
-echo "fuzz: built build-fuzz/fuzz_safetensors and build-fuzz/fuzz_tokenizer"
+"$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/logparse*.c "${COMMON[@]}" $LIBS \
+  -o build-fuzz/fuzz_logparse
+echo "fuzz: built build-fuzz/fuzz_safetensors, build-fuzz/fuzz_tokenizer and build-fuzz/fuzz_logparse"

@@ -13,6 +13,8 @@ int cmd_ops(int argc, char **argv);     /* harness/cmd_ops.c */
 int cmd_baseline(int argc, char **argv); /* harness/cmd_baseline.c */
 int cmd_compare(int argc, char **argv);  /* harness/cmd_compare.c */
 int cmd_report(int argc, char **argv);   /* harness/cmd_report.c */
+int cmd_exec(int argc, char **argv);     /* harness/cmd_exec.c */
+int cmd_ingest(int argc, char **argv);   /* harness/cmd_ingest.c */
 
 /* default database file when --db is not given */
 #define DEFAULT_DB "harness.db"

@@ -22,6 +22,8 @@ static const command commands[] = {
     {"baseline", cmd_baseline, "record, import and list baselines (reference runs)"},
     {"compare", cmd_compare, "judge a run against its baseline or its history: pass or fail"},
     {"report", cmd_report, "porting table (Markdown, HTML, CSV, JUnit) and plots of runs"},
+    {"exec", cmd_exec, "run your own (PyTorch) training command and record every step it logs"},
+    {"ingest", cmd_ingest, "record a run from finished training logs (several ranks' too)"},
 };
 
 static void usage(FILE *f)

@@ -80,6 +80,16 @@ static const char *const migrations[] = {
     /* 4: the CPU threads of each step (the cpu backends revise their count during a run as the
      * machine's load changes; NULL where unknown or not a CPU device's concern) */
     "ALTER TABLE steps ADD COLUMN threads INTEGER;",
+    /* 5 (exec/ingest, issue 9): the raw log of an exec'd or ingested run, and every rank's steps */
+    "CREATE TABLE run_logs("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " seq INTEGER NOT NULL, source TEXT NOT NULL, data BLOB NOT NULL,"
+    " PRIMARY KEY (run_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE rank_steps("
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " rank INTEGER NOT NULL, step INTEGER NOT NULL, loss REAL, grad_norm REAL, lr REAL,"
+    " tokens INTEGER, step_ms REAL, mem_peak_bytes INTEGER, mem_total_bytes INTEGER,"
+    " PRIMARY KEY (run_id, rank, step)) WITHOUT ROWID;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -328,6 +338,22 @@ void store_close(store *st)
         db_fail(st, "closing the database", 2);
     free(st->path);
     free(st);
+}
+
+/* exec/ingest (issue 9): the connection and mode for harness/store_logs.c */
+sqlite3 *store_handle(store *st)
+{
+    return st->db;
+}
+
+int store_is_readonly(const store *st)
+{
+    return st->readonly;
+}
+
+const char *store_path(const store *st)
+{
+    return st->path;
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */

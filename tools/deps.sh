@@ -8,6 +8,7 @@ HARNESS_PACKAGES=(
   libsqlite3-dev libjansson-dev libcmocka-dev libopenblas-openmp-dev libssl-dev libonig-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
   gnuplot-nox libxml2-utils
+  python3-venv sqlite3  # tools/pyenv.sh (the optional PyTorch test) and test_exec_cli.sh's raw-log checks
 )
 
 missing=()

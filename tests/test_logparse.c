@@ -1,0 +1,243 @@
+/* tests/test_logparse.c: the log parsers line by line: each format's real line shapes, detection
+ * and locking, rank tags, the seed's running-mean recovery, and malformed or truncated lines. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "logparse.h"
+
+/* one line through a fresh or given reader; 1 when it gave something */
+static int read1(lp_reader *r, const char *line, lp_event *ev)
+{
+    return lp_read_line(r, line, strlen(line), ev);
+}
+
+static lp_reader fresh(const char *format, const char *keys)
+{
+    lp_reader r;
+    char err[256];
+    assert_int_equal(lp_reader_init(&r, format, keys, err, sizeof err), 0);
+    return r;
+}
+
+static void test_harness_line(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":3,\"loss\":2.5,\"grad_norm\":1.25,"
+                          "\"lr\":1e-3,\"tokens\":512,\"step_ms\":10.5,\"mem_peak_bytes\":1048576,"
+                          "\"mem_total_bytes\":2097152,\"rank\":1}", &ev));
+    assert_true(ev.has_step);
+    assert_int_equal(ev.step.step, 3);
+    assert_int_equal(ev.step.rank, 1);
+    assert_true(ev.step.loss == 2.5 && ev.step.grad_norm == 1.25 && ev.step.lr == 1e-3);
+    assert_int_equal(ev.step.tokens, 512);
+    assert_int_equal(ev.step.mem_peak_bytes, 1048576);
+    assert_string_equal(r.locked->name, "harness");
+    /* Python's json.dumps spells NaN and Infinity so */
+    assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":4,\"loss\":NaN}", &ev));
+    assert_true(isnan(ev.step.loss));
+    assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":5,\"loss\":-Infinity}", &ev));
+    assert_true(isinf(ev.step.loss));
+}
+
+static void test_harness_refuses(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "HARNESS_STEP {\"v\":2,\"step\":1,\"loss\":2.5}",           /* another version */
+        "HARNESS_STEP {\"step\":1,\"loss\":2.5}",                   /* no version */
+        "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5",            /* truncated */
+        "HARNESS_STEP {\"v\":1,\"loss\":2.5}",                      /* no step */
+        "HARNESS_STEP {\"v\":1,\"step\":1}",                        /* no loss */
+        "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5,}",          /* trailing comma */
+        "HARNESS_STEP {\"v\":1,\"step\":-3,\"loss\":2.5}",          /* negative step */
+        "HARNESS_STEP {\"v\":1,\"step\":1e99,\"loss\":2.5}",        /* absurd step */
+        "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":\"2.5\"}",       /* a string loss */
+        "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+        "HARNESS_STEP",
+        "HARNESS_STEP {",
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lp_reader r = fresh("harness", NULL);
+        lp_event ev;
+        memset(&ev, 0, sizeof ev);
+        int got = read1(&r, bad[i], &ev);
+        if (got && ev.has_step)
+            fail_msg("took a step from: %s", bad[i]);
+    }
+}
+
+static void test_meta_locks_protocol(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "HARNESS_META {\"v\":1,\"device_name\":\"A100-SXM4-80GB\",\"torch\":"
+                          "\"2.4.0\",\"world_size\":8,\"ok\":true}", &ev));
+    assert_int_equal(ev.n_meta, 4);
+    assert_string_equal(ev.meta[0].key, "device_name");
+    assert_string_equal(ev.meta[0].value, "A100-SXM4-80GB");
+    assert_string_equal(ev.meta[2].value, "8");
+    assert_string_equal(ev.meta[3].value, "true");
+    /* a Trainer dict after the announcement is not a step */
+    memset(&ev, 0, sizeof ev);
+    read1(&r, "{'loss': 2.31, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.01}", &ev);
+    assert_false(ev.has_step);
+}
+
+static void test_trainer(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{'loss': 2.31, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.01}", &ev));
+    assert_int_equal(ev.step.step, 1);
+    assert_true(ev.step.loss == 2.31 && ev.step.grad_norm == 1.25 && ev.step.lr == 5e-05);
+    /* transformers 5 prints strings; older ones a tensor or numpy wrapper */
+    assert_true(read1(&r, "{'loss': '2.2', 'grad_norm': '1.1', 'learning_rate': '4e-05', 'epoch': '0.02'}", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_true(ev.step.loss == 2.2 && ev.step.lr == 4e-05);
+    assert_true(read1(&r, "{'loss': 2.1, 'grad_norm': tensor(0.9, device='cuda:0'), 'learning_rate': np.float64(3e-05)}", &ev));
+    assert_true(ev.step.grad_norm == 0.9 && ev.step.lr == 3e-05);
+    /* eval dicts are not training steps; the summary is metadata */
+    memset(&ev, 0, sizeof ev);
+    read1(&r, "{'eval_loss': 2.0, 'eval_runtime': 1.0}", &ev);
+    assert_false(ev.has_step);
+    assert_true(read1(&r, "{'train_runtime': 12.5, 'train_samples_per_second': 3.2, 'train_loss': 2.2, 'epoch': 1.0}", &ev));
+    assert_false(ev.has_step);
+    assert_string_equal(ev.meta[0].key, "trainer_train_runtime");
+    assert_string_equal(ev.meta[0].value, "12.5");
+    /* truncated: nothing */
+    memset(&ev, 0, sizeof ev);
+    read1(&r, "{'loss': 2.31, 'grad_norm': 1.2", &ev);
+    assert_false(ev.has_step);
+}
+
+static void test_seed_running_mean(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    /* steps 0..3 with losses 4, 2, 3, 3: means 4, 3, 3, 3 printed at 0, 1 and 3 */
+    assert_true(read1(&r, "epoch[0/9], step[0/100]: train_loss: 4.0, train_tokens_throughput: 1000.5 tokens/s", &ev));
+    assert_int_equal(ev.step.step, 1);
+    assert_true(ev.step.loss == 4.0 && ev.step.tokens_per_s == 1000.5);
+    assert_string_equal(ev.meta[0].key, "loss_kind");
+    assert_true(read1(&r, "epoch[0/9], step[1/100]: train_loss: 3.0, train_tokens_throughput: 1000 tokens/s", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_true(ev.step.loss == 2.0);
+    assert_true(read1(&r, "epoch[0/9], step[3/100]: train_loss: 3.0, train_tokens_throughput: 1000 tokens/s", &ev));
+    assert_int_equal(ev.step.step, 4);
+    assert_true(ev.step.loss == 3.0); /* the mean of steps 2 and 3 */
+    /* a new epoch restarts the mean; steps count on across epochs */
+    assert_true(read1(&r, "epoch[1/9], step[0/100]: train_loss: 1.5, train_tokens_throughput: 1000 tokens/s", &ev));
+    assert_int_equal(ev.step.step, 101);
+    assert_true(ev.step.loss == 1.5);
+    /* malformed */
+    memset(&ev, 0, sizeof ev);
+    read1(&r, "epoch[1/9], step[x/100]: train_loss: 1.5", &ev);
+    assert_false(ev.has_step);
+}
+
+static void test_mllog(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1, \"event_type\": \"POINT_IN_TIME\", \"key\": \"global_batch_size\", \"value\": 8, \"metadata\": {\"file\": \"x.py\", \"lineno\": 3}}", &ev));
+    assert_false(ev.has_step);
+    assert_true(read1(&r, ":::MLLOG {\"key\": \"train_loss\", \"value\": 5.5, \"metadata\": {\"samples_count\": 16}}", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_true(ev.step.loss == 5.5);
+    assert_true(read1(&r, ":::MLLOG {\"key\": \"tracked_stats\", \"value\": {\"loss\": 5.25, \"throughput\": 99.5}, \"metadata\": {\"step\": 3}}", &ev));
+    assert_int_equal(ev.step.step, 3);
+    assert_true(ev.step.tokens_per_s == 99.5);
+}
+
+static void test_deepspeed_and_ranks(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "[2026-11-23 01:24:13,125] [INFO] [logging.py:123:log_dist] [Rank 0] step=2, skipped=0, lr=[0.001], mom=[(0.9, 0.999)]", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_int_equal(ev.step.rank, 0);
+    assert_true(ev.step.lr == 0.001 && !(ev.step.has & LP_LOSS));
+    assert_true(read1(&r, " iteration        2/       6 | consumed samples: 16 | elapsed time per iteration (ms): 16.4 | learning rate: 1.000E-03 | lm loss: 5.314900E+00 | grad norm: 2.5 |", &ev));
+    assert_true(ev.step.loss == 5.3149 && ev.step.step_ms == 16.4 && ev.step.grad_norm == 2.5);
+    lp_reader t = fresh(NULL, NULL);
+    assert_true(read1(&t, "[default3]:HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5}", &ev));
+    assert_int_equal(ev.step.rank, 3);
+    assert_true(read1(&t, "[rank12]:HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5}", &ev));
+    assert_int_equal(ev.step.rank, 12);
+}
+
+static void test_jsonl_keys(void **state)
+{
+    (void)state;
+    char err[256];
+    lp_reader r;
+    assert_int_equal(lp_reader_init(&r, "jsonl", "step=iter,loss=lm_loss,lr=learning_rate", err, sizeof err), 0);
+    lp_event ev;
+    assert_true(read1(&r, "{\"iter\": 0, \"lm_loss\": 3.5, \"learning_rate\": 0.1, \"x\": {\"a\": [1, 2]}}", &ev));
+    assert_int_equal(ev.step.step, 1); /* a 0-based series is shifted */
+    assert_true(read1(&r, "{\"iter\": 1, \"lm_loss\": 3.25}", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_int_not_equal(lp_reader_init(&r, "jsonl", "step=iter", err, sizeof err), 0);
+    assert_int_not_equal(lp_reader_init(&r, "jsonl", "nosuch=iter,loss=l", err, sizeof err), 0);
+    assert_int_not_equal(lp_reader_init(&r, "jsonl", "step", err, sizeof err), 0);
+    assert_int_not_equal(lp_reader_init(&r, "bogus", NULL, err, sizeof err), 0);
+    assert_non_null(strstr(err, "harness, trainer, seed, mllog, deepspeed, jsonl"));
+}
+
+static void test_first_format_is_kept(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{'loss': 2.31, 'learning_rate': 5e-05}", &ev));
+    memset(&ev, 0, sizeof ev);
+    read1(&r, "epoch[0/9], step[0/100]: train_loss: 4.0, train_tokens_throughput: 1 tokens/s", &ev);
+    assert_false(ev.has_step);
+    assert_string_equal(r.locked->name, "trainer");
+}
+
+static void test_binary_bytes(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    char buf[4096];
+    unsigned x = 12345;
+    for (int round = 0; round < 200; round++) {
+        for (size_t i = 0; i < sizeof buf; i++) {
+            x = x * 1103515245u + 12345u;
+            buf[i] = (char)(x >> 16);
+        }
+        static const char *const seeds[] = {"HARNESS_STEP {", "{'loss': ", ":::MLLOG {", "epoch[", "[rank"};
+        const char *s = seeds[round % 5];
+        memcpy(buf + (round % 7), s, strlen(s));
+        lp_read_line(&r, buf, sizeof buf, &ev); /* must not crash, whatever it makes of it */
+    }
+    assert_int_equal(r.lines, 200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_harness_line),     cmocka_unit_test(test_harness_refuses),
+        cmocka_unit_test(test_meta_locks_protocol), cmocka_unit_test(test_trainer),
+        cmocka_unit_test(test_seed_running_mean), cmocka_unit_test(test_mllog),
+        cmocka_unit_test(test_deepspeed_and_ranks), cmocka_unit_test(test_jsonl_keys),
+        cmocka_unit_test(test_first_format_is_kept), cmocka_unit_test(test_binary_bytes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# tools/pyenv.sh: make (or reuse) the Python environment the PyTorch workloads and their test use:
+# a venv at BUILD_DIR/venv with torch and transformers from PyPI, as a user would install them.
+# usage: tools/pyenv.sh [BUILD_DIR]   (default: build). Prints the venv's python on success.
+set -eu
+build="${1:-build}"
+venv="$build/venv"
+stamp="$venv/.harness-ready"
+if [ -f "$stamp" ] && "$venv/bin/python" -c 'import torch, transformers' 2>/dev/null; then
+  echo "$venv/bin/python"; exit 0
+fi
+command -v python3 >/dev/null || { echo "pyenv.sh: python3 not found" >&2; exit 2; }
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv" || { echo "pyenv.sh: python3 -m venv $venv failed (apt-get install python3-venv)" >&2; exit 2; }
+fi
+"$venv/bin/python" -m pip install --quiet --upgrade pip >&2
+# torch first (the largest), then transformers and the optional log producers the fixtures used.
+"$venv/bin/python" -m pip install --quiet torch >&2
+"$venv/bin/python" -m pip install --quiet transformers safetensors accelerate >&2
+"$venv/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)' >&2
+touch "$stamp"
+echo "$venv/bin/python"

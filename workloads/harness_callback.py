@@ -1,0 +1,125 @@
+# workloads/harness_callback.py: a transformers TrainerCallback that prints the harness's line
+# protocol v1 (docs/workloads.md) from any Trainer-based script, so `harness exec` records it.
+"""Add to a Trainer script:
+
+    from harness_callback import HarnessCallback
+    trainer = Trainer(..., callbacks=[HarnessCallback()])
+
+Set logging_steps=1 in TrainingArguments: Trainer's logged loss is the mean over the logging
+interval, so only then is each HARNESS_STEP line the loss of that one step. The callback prints
+one HARNESS_META line when training begins (device, versions) and one HARNESS_STEP line per
+Trainer log that has a loss: step, loss, grad_norm, lr, tokens (the interval's, when Trainer
+counts input tokens, else per_device_batch x seq_len x world size if given), step_ms (the
+interval's wall time / steps), tokens/s, and the device's peak and total memory.
+"""
+import json
+import os
+import platform
+import time
+
+from transformers import TrainerCallback
+
+
+def device_module(torch):
+    """(module, index) of the accelerator torch runs on: torch.cuda, torch.musa, torch.npu,
+    torch.xpu; (None, None) on the CPU."""
+    for name in ("cuda", "musa", "npu", "xpu"):
+        mod = getattr(torch, name, None)
+        try:
+            if mod is not None and mod.is_available():
+                return mod, mod.current_device()
+        except Exception:  # a plugin half installed: treated as absent
+            continue
+    return None, None
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory(torch):
+    """(peak bytes, total bytes): the accelerator's max_memory_allocated and total memory, or on
+    the CPU the process's peak resident size and the machine's physical memory."""
+    mod, idx = device_module(torch)
+    if mod is not None:
+        return int(mod.max_memory_allocated(idx)), int(mod.get_device_properties(idx).total_memory)
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return int(peak), int(total)
+
+
+def describe_device(torch):
+    """the HARNESS_META fields that say what ran where"""
+    import transformers
+    mod, idx = device_module(torch)
+    meta = {"v": 1, "torch": torch.__version__, "transformers": transformers.__version__,
+            "python": platform.python_version(), "host": platform.node()}
+    if mod is not None:
+        meta["device_name"] = mod.get_device_name(idx)
+        meta["device_type"] = mod.__name__.split(".")[-1]
+        if torch.version.cuda and meta["device_type"] == "cuda":
+            meta["driver"] = "cuda " + torch.version.cuda
+    else:
+        meta["device_name"] = cpu_name()
+        meta["device_type"] = "cpu"
+        meta["torch_threads"] = torch.get_num_threads()
+    meta["mem_total_bytes"] = memory(torch)[1]
+    return meta
+
+
+def emit(tag, fields):
+    print(tag + " " + json.dumps(fields, separators=(",", ":")), flush=True)
+
+
+class HarnessCallback(TrainerCallback):
+    """Prints HARNESS_META at train begin and HARNESS_STEP at each Trainer log with a loss."""
+
+    def __init__(self, tokens_per_step=None, rank=None):
+        import torch
+        self.torch = torch
+        self.tokens_per_step = tokens_per_step
+        self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
+        self.last_time = None
+        self.last_step = 0
+        self.last_tokens = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        meta = describe_device(self.torch)
+        meta["world_size"] = args.world_size
+        meta["rank"] = self.rank
+        meta["recorded_by"] = "workloads/harness_callback.py"
+        emit("HARNESS_META", meta)
+        self.last_time = time.perf_counter()
+        self.last_step = state.global_step
+        self.last_tokens = getattr(state, "num_input_tokens_seen", None)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "loss" not in logs or state.global_step <= self.last_step:
+            return
+        now = time.perf_counter()
+        steps = state.global_step - self.last_step
+        step_ms = (now - self.last_time) * 1000.0 / steps
+        seen = getattr(state, "num_input_tokens_seen", None)
+        if seen and self.last_tokens is not None and seen > self.last_tokens:
+            tokens = (seen - self.last_tokens) // steps
+        else:
+            tokens = self.tokens_per_step
+        peak, total = memory(self.torch)
+        line = {"v": 1, "step": state.global_step, "loss": float(logs["loss"]),
+                "lr": float(logs.get("learning_rate", float("nan"))), "step_ms": step_ms,
+                "mem_peak_bytes": peak, "mem_total_bytes": total, "rank": self.rank}
+        if "grad_norm" in logs and logs["grad_norm"] is not None:
+            line["grad_norm"] = float(logs["grad_norm"])
+        if tokens:
+            line["tokens"] = int(tokens)
+            line["tokens_per_s"] = tokens / (step_ms / 1000.0) if step_ms > 0 else 0.0
+        emit("HARNESS_STEP", line)
+        self.last_time, self.last_step, self.last_tokens = now, state.global_step, seen

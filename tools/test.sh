@@ -9,6 +9,11 @@ jobs="$(nproc)"
 echo "== build and test (Release)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
+# PyTorch and transformers from PyPI into build/venv (reused when present) for the
+# cross-implementation test (tests/test_exec_pytorch.sh); the harness itself never needs Python
+echo "== Python environment for the PyTorch workloads (build/venv)"
+HARNESS_PYTHON="$(bash tools/pyenv.sh build)"
+export HARNESS_PYTHON="$(realpath -s "$HARNESS_PYTHON")"
 (cd build && ctest --output-on-failure -j"$jobs")
 
 # The CI gate: every tiny scenario on every device of this build (cpu, and opencl where PoCL

@@ -111,7 +111,8 @@ static int select_runs(store *st, const report_args *a, run_set *s)
     if (a->n_pos == 0) {
         if (store_each_run(st, 0, keep_newest, s))
             return EXIT_USAGE;
-        qsort(s->rows, (size_t)s->n, sizeof *s->rows, by_scenario_device);
+        if (s->n > 1) /* qsort's base may not be NULL, and no row kept leaves it NULL */
+            qsort(s->rows, (size_t)s->n, sizeof *s->rows, by_scenario_device);
     } else {
         s->rows = calloc((size_t)a->n_pos, sizeof *s->rows);
         if (!s->rows)

@@ -58,7 +58,8 @@ static void cpu_gelu_erf_forward(device *d, dten out, dten inp, int n)
         o[i] = x[i] * (real)0.5 * (1 + R_ERF(x[i] * a));
 }
 
-/* d/dx of x Phi(x): Phi(x) + x phi(x), Phi = 0.5(1 + erf(x/sqrt(2))), phi = exp(-x^2/2)/sqrt(2pi) */
+/* d/dx of x Phi(x): Phi(x) + x phi(x), with Phi = 0.5(1 + erf(x/sqrt(2))) and
+ * phi = exp(-x^2/2)/sqrt(2pi), PyTorch's gelu backward */
 static void cpu_gelu_erf_backward(device *d, dten dinp, dten inp, dten dout, int n)
 {
     if (!op_elementwise_ok(d, "gelu_erf_backward", n, dinp, inp, dout))

@@ -116,6 +116,44 @@ typedef struct device_i {
     /* reductions, returned to the host in double */
     double (*sumsq)(device *d, dten x, int n);
     double (*sum)(device *d, dten x, int n);
+
+    /* ---- encoder (BERT) ops; the GPT-2 ops above are unchanged by them -------------------- */
+
+    /* embedding with token types (BertEmbeddings, position ids 0..T-1), added in its order:
+     * out[b,t,:] = (wte[tokens[b,t],:] + wtt[types[b,t],:]) + wpe[t,:]; types is DT_I32 [B,T],
+     * each an index of a row of wtt (wtt.n / C rows) */
+    void (*embedding_tt_forward)(device *d, dten out, dten tokens, dten types, dten wte,
+                                 dten wpe, dten wtt, int B, int T, int C);
+    /* dwte[tokens[b,t],:] += dout[b,t,:]; dwtt[types[b,t],:] += ; dwpe[t,:] += */
+    void (*embedding_tt_backward)(device *d, dten dwte, dten dwpe, dten dwtt, dten dout,
+                                  dten tokens, dten types, int B, int T, int C);
+
+    /* attention_forward/backward with an optional key (padding) mask keymask[B,T] (DT_I32; 0 =
+     * padding, any other value = attend; a view with no buffer = no mask, and then results are
+     * bit for bit attention_forward's). Query (b,t) attends to the keys s with keymask[b,s] != 0
+     * (and s <= t when causal): their probabilities are HF BERT's (the additive large negative
+     * gives the others exactly 0), the others get att = 0. A row with no key to attend to gets
+     * att = 0 everywhere, out = 0 and no gradient (docs/ops.md says why that is safe). */
+    void (*attention_masked_forward)(device *d, dten out, dten att, dten qkv, dten keymask,
+                                     int B, int T, int C, int NH, int causal);
+    void (*attention_masked_backward)(device *d, dten dqkv, dten scratch, dten dout, dten qkv,
+                                      dten att, dten keymask, int B, int T, int C, int NH,
+                                      int causal);
+
+    /* GELU, exact erf form (HF "gelu", BERT's hidden_act): 0.5x(1 + erf(x / sqrt(2))) */
+    void (*gelu_erf_forward)(device *d, dten out, dten inp, int n);
+    void (*gelu_erf_backward)(device *d, dten dinp, dten inp, dten dout, int n); /* dinp += */
+
+    /* dropout with PyTorch's inverted scaling: out[i] = keep_i ? inp[i] * (1/(1-p)) : 0, the
+     * scale computed in double and rounded once to the element type (p = 1: out = 0). keep_i
+     * comes from Philox4x32-10 keyed by seed, counter (i/4, site, layer, step), word i%4,
+     * compared with ceil(p 2^32) (devices/philox.h, docs/ops.md), so every device draws the
+     * same mask. mask (optional, DT_I32 [n]) gets keep_i as 1/0. out may be inp. 0 <= p <= 1. */
+    void (*dropout_forward)(device *d, dten out, dten mask, dten inp, int n, double p,
+                            uint64_t seed, uint32_t step, uint32_t layer, uint32_t site);
+    /* dinp[i] += keep_i ? dout[i] * (1/(1-p)) : 0, keep_i redrawn from the same counters */
+    void (*dropout_backward)(device *d, dten dinp, dten dout, int n, double p, uint64_t seed,
+                             uint32_t step, uint32_t layer, uint32_t site);
 } device_i;
 
 #define DEVICE_STR 128

@@ -92,10 +92,9 @@ int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int
            device_view_ok(d, op, "out/dout", out, btc, DT_REAL);
 }
 
-int op_attention_backward_ok(device *d, dten dqkv, dten scratch, dten dout, dten qkv, dten att,
-                             int B, int T, int C, int NH)
+int op_attention_backward_ok(device *d, const char *op, dten dqkv, dten scratch, dten dout,
+                             dten qkv, dten att, int B, int T, int C, int NH)
 {
-    const char *op = "attention_backward";
     return op_attention_ok(d, op, qkv, att, dout, B, T, C, NH) &&
            device_view_ok(d, op, "dqkv", dqkv, 3 * (size_t)B * T * C, DT_REAL) &&
            device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL);
@@ -106,4 +105,31 @@ int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V
     return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &V, 1, 1) &&
            device_view_ok(d, op, "probs", probs, (size_t)N * (size_t)V, DT_REAL) &&
            device_view_ok(d, op, "targets", targets, (size_t)N, DT_I32);
+}
+
+int op_embedding_tt_ok(device *d, const char *op, dten wte, dten wpe, dten wtt, dten act,
+                       dten tokens, dten types, int B, int T, int C)
+{
+    return op_embedding_ok(d, op, wte, wpe, act, tokens, B, T, C) &&
+           device_view_ok(d, op, "types", types, (size_t)B * (size_t)T, DT_I32) &&
+           device_view_ok(d, op, "wtt", wtt, (size_t)C, DT_REAL);
+}
+
+int op_keymask_ok(device *d, const char *op, dten keymask, int B, int T)
+{
+    return !d->failed &&
+           (!keymask.buf || device_view_ok(d, op, "keymask", keymask, (size_t)B * (size_t)T,
+                                           DT_I32));
+}
+
+int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dten mask)
+{
+    if (d->failed)
+        return 0;
+    if (!(p >= 0 && p <= 1)) {
+        device_fail(d, "%s: %s: drop probability %g is outside [0, 1]", d->backend, op, p);
+        return 0;
+    }
+    return op_elementwise_ok(d, op, n, x, y, (dten){0}) &&
+           (!mask.buf || device_view_ok(d, op, "mask", mask, (size_t)n, DT_I32));
 }

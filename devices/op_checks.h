@@ -21,8 +21,15 @@ int op_gemm_ok(device *d, int transA, int transB, int M, int N, int K, dten A, i
               int batch);
 int op_attention_ok(device *d, const char *op, dten qkv, dten att, dten out, int B, int T, int C,
                     int NH);
-int op_attention_backward_ok(device *d, dten dqkv, dten scratch, dten dout, dten qkv, dten att,
-                             int B, int T, int C, int NH);
+int op_attention_backward_ok(device *d, const char *op, dten dqkv, dten scratch, dten dout,
+                             dten qkv, dten att, int B, int T, int C, int NH);
+/* embedding_tt: op_embedding_ok plus types (DT_I32 [B,T]) and wtt (at least one row) */
+int op_embedding_tt_ok(device *d, const char *op, dten wte, dten wpe, dten wtt, dten act,
+                       dten tokens, dten types, int B, int T, int C);
+/* an attention key mask: no buffer (no mask), or DT_I32 holding B*T */
+int op_keymask_ok(device *d, const char *op, dten keymask, int B, int T);
+/* dropout: n >= 0, 0 <= p <= 1, x and y n reals, mask absent or n DT_I32 */
+int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dten mask);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

@@ -12,9 +12,10 @@
 /* what an op does with a tensor: reads it, overwrites it (checked that every element is
  * written), accumulates into it (read and written), or uses it as working space */
 typedef enum { OC_IN, OC_OUT, OC_ACC, OC_SCRATCH } oc_role;
-/* how its test values are drawn: uniform reals in [lo, hi), ids in [0, hi), or targets (ids in
- * [0, hi) with every fourth one the ignore index) */
-typedef enum { OC_UNIFORM, OC_IDS, OC_TARGETS } oc_gen;
+/* how its test values are drawn: uniform reals in [lo, hi), ids in [0, hi), targets (ids in
+ * [0, hi) with every fourth one the ignore index), or an attention key mask of rows of hi keys
+ * (1 attend, 0 padding: about 30 % padding, and the second row all padding) */
+typedef enum { OC_UNIFORM, OC_IDS, OC_TARGETS, OC_KEYMASK } oc_gen;
 
 #define OC_IGNORE_INDEX (-100)
 
@@ -36,7 +37,13 @@ typedef struct {
     double scale;       /* scale's factor, softmax_xent_backward's scale */
     int t;              /* adamw's step */
     int alias;          /* softmax_xent_forward writes probs over the logits */
+    int NTT;            /* embedding_tt: rows of the token-type table */
+    int masked;         /* attention_masked: a key mask (else the view has no buffer) */
+    double p;           /* dropout: drop probability */
+    int step, layer, site; /* dropout: the Philox counter's fields (seed: OC_DROPOUT_SEED) */
 } oc_shape;
+
+#define OC_DROPOUT_SEED 0x243f6a8885a308d3ULL
 
 typedef struct {
     const char *name;

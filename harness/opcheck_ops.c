@@ -50,6 +50,19 @@ static void desc_att(const oc_shape *s, char *o, size_t l)
 {
     snprintf(o, l, "B=%d T=%d C=%d NH=%d %s", s->B, s->T, s->C, s->NH, s->causal ? "causal" : "full");
 }
+static void desc_emb_tt(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "B=%d T=%d C=%d V=%d types=%d", s->B, s->T, s->C, s->V, s->NTT);
+}
+static void desc_att_masked(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "B=%d T=%d C=%d NH=%d %s%s", s->B, s->T, s->C, s->NH,
+             s->causal ? "causal" : "full", s->masked ? " key-masked" : " no mask");
+}
+static void desc_dropout(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "n=%d p=%g step=%d layer=%d site=%d", s->n, s->p, s->step, s->layer, s->site);
+}
 static void desc_gemm(const oc_shape *s, char *o, size_t l)
 {
     int n = snprintf(o, l, "%dx%dx%d %c%c", s->M, s->N, s->K, s->ta ? 'T' : 'N', s->tb ? 'T' : 'N');
@@ -89,6 +102,37 @@ static int emb_bwd_t(const oc_shape *s, oc_tensor *t)
 static double emb_bwd_run(device *d, const oc_shape *s, const dten *t)
 {
     OPS(d)->embedding_backward(d, t[0], t[1], t[2], t[3], s->B, s->T, s->C);
+    return 0;
+}
+
+static int emb_tt_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, BT(s) * s->C, 0, 0);
+    t[1] = ids_t("tokens", BT(s), s->V, OC_IDS);
+    t[2] = ids_t("types", BT(s), s->NTT, OC_IDS);
+    t[3] = real_t("wte", OC_IN, (size_t)s->V * s->C, -1, 1);
+    t[4] = real_t("wpe", OC_IN, (size_t)s->T * s->C, -1, 1);
+    t[5] = real_t("wtt", OC_IN, (size_t)s->NTT * s->C, -1, 1);
+    return 6;
+}
+static double emb_tt_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->embedding_tt_forward(d, t[0], t[1], t[2], t[3], t[4], t[5], s->B, s->T, s->C);
+    return 0;
+}
+static int emb_tt_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dwte", OC_ACC, (size_t)s->V * s->C, -1, 1);
+    t[1] = real_t("dwpe", OC_ACC, (size_t)s->T * s->C, -1, 1);
+    t[2] = real_t("dwtt", OC_ACC, (size_t)s->NTT * s->C, -1, 1);
+    t[3] = real_t("dout", OC_IN, BT(s) * s->C, -1, 1);
+    t[4] = ids_t("tokens", BT(s), s->V, OC_IDS);
+    t[5] = ids_t("types", BT(s), s->NTT, OC_IDS);
+    return 6;
+}
+static double emb_tt_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->embedding_tt_backward(d, t[0], t[1], t[2], t[3], t[4], t[5], s->B, s->T, s->C);
     return 0;
 }
 
@@ -211,6 +255,39 @@ static double att_bwd_run(device *d, const oc_shape *s, const dten *t)
                                s->causal);
     return 0;
 }
+/* the key mask of a masked case: [B,T] in rows of T; an unmasked case passes a view with no
+ * buffer (one element of tensor list, so the table shape stays the same) */
+static int att_masked_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    int k = att_fwd_t(s, t);
+    if (s->masked)
+        t[k++] = (oc_tensor){"keymask", OC_IN, DT_I32, BT(s), OC_KEYMASK, 0, s->T};
+    return k;
+}
+static dten mask_view(const oc_shape *s, const dten *t, int i)
+{
+    return s->masked ? t[i] : (dten){0};
+}
+static double att_masked_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->attention_masked_forward(d, t[0], t[1], t[2], mask_view(s, t, 3), s->B, s->T, s->C,
+                                     s->NH, s->causal);
+    return 0;
+}
+static int att_masked_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    int k = att_bwd_t(s, t);
+    if (s->masked)
+        t[k++] = (oc_tensor){"keymask", OC_IN, DT_I32, BT(s), OC_KEYMASK, 0, s->T};
+    return k;
+}
+static double att_masked_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->attention_masked_backward(d, t[0], t[1], t[2], t[3], t[4], mask_view(s, t, 5), s->B,
+                                      s->T, s->C, s->NH, s->causal);
+    return 0;
+}
+
 /* q.k and att.v over the rows each query sees (half of them when causal) */
 static double att_fwd_flops(const oc_shape *s)
 {
@@ -243,6 +320,45 @@ static double gelu_bwd_run(device *d, const oc_shape *s, const dten *t)
     OPS(d)->gelu_backward(d, t[0], t[1], t[2], s->n);
     return 0;
 }
+static double gelu_erf_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->gelu_erf_forward(d, t[0], t[1], s->n);
+    return 0;
+}
+static double gelu_erf_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->gelu_erf_backward(d, t[0], t[1], t[2], s->n);
+    return 0;
+}
+
+/* ---- dropout ---- */
+
+static int dropout_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, (size_t)s->n, 0, 0);
+    t[1] = (oc_tensor){"mask", OC_OUT, DT_I32, (size_t)s->n, OC_IDS, 0, 1};
+    t[2] = real_t("inp", OC_IN, (size_t)s->n, -2, 2);
+    return 3;
+}
+static double dropout_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->dropout_forward(d, t[0], t[1], t[2], s->n, s->p, OC_DROPOUT_SEED, (uint32_t)s->step,
+                            (uint32_t)s->layer, (uint32_t)s->site);
+    return 0;
+}
+static int dropout_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dinp", OC_ACC, (size_t)s->n, -1, 1);
+    t[1] = real_t("dout", OC_IN, (size_t)s->n, -2, 2);
+    return 2;
+}
+static double dropout_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->dropout_backward(d, t[0], t[1], s->n, s->p, OC_DROPOUT_SEED, (uint32_t)s->step,
+                             (uint32_t)s->layer, (uint32_t)s->site);
+    return 0;
+}
+
 static int add_t(const oc_shape *s, oc_tensor *t)
 {
     t[0] = real_t("out", OC_OUT, (size_t)s->n, 0, 0);
@@ -343,7 +459,8 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
-    O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_COUNT
+    O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -370,6 +487,23 @@ static const oc_op OPS_TABLE[O_COUNT] = {
     [O_ADAMW] = {"adamw", NMSE_ELEMENTWISE, adamw_t, adamw_run, 0, desc_adamw, NULL},
     [O_SUMSQ] = {"sumsq", NMSE_REDUCTION, reduce_t, sumsq_run, 1, desc_n, NULL},
     [O_SUM] = {"sum", NMSE_REDUCTION, reduce_t, sum_run, 1, desc_n, NULL},
+    [O_EMB_TT_F] = {"embedding_tt_forward", NMSE_EXACT, emb_tt_fwd_t, emb_tt_fwd_run, 0,
+                    desc_emb_tt, NULL},
+    [O_EMB_TT_B] = {"embedding_tt_backward", NMSE_EXACT, emb_tt_bwd_t, emb_tt_bwd_run, 0,
+                    desc_emb_tt, NULL},
+    [O_ATT_M_F] = {"attention_masked_forward", NMSE_CONTRACTION, att_masked_fwd_t,
+                   att_masked_fwd_run, 0, desc_att_masked, att_fwd_flops},
+    [O_ATT_M_B] = {"attention_masked_backward", NMSE_CONTRACTION, att_masked_bwd_t,
+                   att_masked_bwd_run, 0, desc_att_masked, att_bwd_flops},
+    [O_GELU_ERF_F] = {"gelu_erf_forward", NMSE_ELEMENTWISE, gelu_fwd_t, gelu_erf_fwd_run, 0,
+                      desc_n, NULL},
+    [O_GELU_ERF_B] = {"gelu_erf_backward", NMSE_ELEMENTWISE, gelu_bwd_t, gelu_erf_bwd_run, 0,
+                      desc_n, NULL},
+    /* the same Philox bits everywhere: the mask is exact, kept values one rounding each */
+    [O_DROP_F] = {"dropout_forward", NMSE_EXACT, dropout_fwd_t, dropout_fwd_run, 0, desc_dropout,
+                  NULL},
+    [O_DROP_B] = {"dropout_backward", NMSE_EXACT, dropout_bwd_t, dropout_bwd_run, 0,
+                  desc_dropout, NULL},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -453,6 +587,29 @@ static const oc_case TEST_CASES[] = {
     {OP(O_SUM), {.n = 1}},
     {OP(O_SUM), {.n = 512}},
     {OP(O_SUM), {.n = 1000003}},
+    /* encoder ops: bert-tiny's shapes (B=8 T=64 C=64 NH=4, 2 token types) and odd ones */
+    {OP(O_EMB_TT_F), {.B = 2, .T = 5, .C = 13, .V = 11, .NTT = 3}},
+    {OP(O_EMB_TT_F), {.B = 8, .T = 64, .C = 64, .V = 256, .NTT = 2}},
+    {OP(O_EMB_TT_B), {.B = 2, .T = 5, .C = 13, .V = 11, .NTT = 3}},
+    {OP(O_EMB_TT_B), {.B = 8, .T = 64, .C = 64, .V = 256, .NTT = 2}},
+    {OP(O_ATT_M_F), {.B = 3, .T = 7, .C = 8, .NH = 2, .causal = 0, .masked = 1}},
+    {OP(O_ATT_M_F), {.B = 3, .T = 5, .C = 12, .NH = 3, .causal = 1, .masked = 1}},
+    {OP(O_ATT_M_F), {.B = 2, .T = 7, .C = 8, .NH = 2, .causal = 0, .masked = 0}},
+    {OP(O_ATT_M_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .causal = 0, .masked = 1}},
+    {OP(O_ATT_M_B), {.B = 3, .T = 7, .C = 8, .NH = 2, .causal = 0, .masked = 1}},
+    {OP(O_ATT_M_B), {.B = 3, .T = 5, .C = 12, .NH = 3, .causal = 1, .masked = 1}},
+    {OP(O_ATT_M_B), {.B = 2, .T = 7, .C = 8, .NH = 2, .causal = 0, .masked = 0}},
+    {OP(O_ATT_M_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .causal = 0, .masked = 1}},
+    {OP(O_GELU_ERF_F), {.n = 91}},
+    {OP(O_GELU_ERF_F), {.n = 131072}},
+    {OP(O_GELU_ERF_B), {.n = 91}},
+    {OP(O_GELU_ERF_B), {.n = 131072}},
+    {OP(O_DROP_F), {.n = 91, .p = 0.1, .step = 3, .layer = 1, .site = 2}},
+    {OP(O_DROP_F), {.n = 131072, .p = 0.1, .step = 7, .layer = 0, .site = 0}},
+    {OP(O_DROP_F), {.n = 1001, .p = 0, .step = 1, .layer = 2, .site = 1}},
+    {OP(O_DROP_F), {.n = 37, .p = 1, .step = 1, .layer = 2, .site = 1}},
+    {OP(O_DROP_B), {.n = 91, .p = 0.1, .step = 3, .layer = 1, .site = 2}},
+    {OP(O_DROP_B), {.n = 131072, .p = 0.5, .step = 7, .layer = 3, .site = 4}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -481,6 +638,14 @@ static const oc_case PERF_CASES[] = {
     {OP(O_ADAMW), {.n = 124672, .t = 7, .beta = 0.1}},
     {OP(O_SUMSQ), {.n = 124672}},
     {OP(O_SUM), {.n = 512}},
+    {OP(O_EMB_TT_F), {.B = 8, .T = 64, .C = 64, .V = 256, .NTT = 2}},
+    {OP(O_EMB_TT_B), {.B = 8, .T = 64, .C = 64, .V = 256, .NTT = 2}},
+    {OP(O_ATT_M_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .causal = 0, .masked = 1}},
+    {OP(O_ATT_M_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .causal = 0, .masked = 1}},
+    {OP(O_GELU_ERF_F), {.n = 131072}},
+    {OP(O_GELU_ERF_B), {.n = 131072}},
+    {OP(O_DROP_F), {.n = 131072, .p = 0.1, .step = 7}},
+    {OP(O_DROP_B), {.n = 131072, .p = 0.1, .step = 7}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -516,6 +681,18 @@ static const oc_grad_case GRAD_CASES[] = {
     {"gelu_forward", "gelu_backward", {.n = 37}, {W_RANDOM}, {ZERO, FWD(1), DOUT(0)}, {{0, 1}}, 1},
     {"softmax_xent_forward", "softmax_xent_backward", {.N = 5, .V = 7, .scale = 0.25},
      {W_SCALE}, {ZERO, FWD(1), FWD(3)}, {{0, 2}}, 1},
+    {"embedding_tt_forward", "embedding_tt_backward", {.B = 2, .T = 3, .C = 4, .V = 5, .NTT = 2},
+     {W_RANDOM}, {ZERO, ZERO, ZERO, DOUT(0), FWD(1), FWD(2)}, {{0, 3}, {1, 4}, {2, 5}}, 3},
+    {"attention_masked_forward", "attention_masked_backward",
+     {.B = 3, .T = 4, .C = 8, .NH = 2, .causal = 0, .masked = 1},
+     {W_RANDOM}, {ZERO, SCRATCH, DOUT(0), FWD(2), FWD(1), FWD(3)}, {{0, 2}}, 1},
+    {"attention_masked_forward", "attention_masked_backward",
+     {.B = 2, .T = 5, .C = 6, .NH = 3, .causal = 1, .masked = 1},
+     {W_RANDOM}, {ZERO, SCRATCH, DOUT(0), FWD(2), FWD(1), FWD(3)}, {{0, 2}}, 1},
+    {"gelu_erf_forward", "gelu_erf_backward", {.n = 37}, {W_RANDOM}, {ZERO, FWD(1), DOUT(0)},
+     {{0, 1}}, 1},
+    {"dropout_forward", "dropout_backward", {.n = 37, .p = 0.25, .step = 2, .layer = 1},
+     {W_RANDOM, W_NONE}, {ZERO, DOUT(0)}, {{0, 2}}, 1},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

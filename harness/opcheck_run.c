@@ -16,6 +16,7 @@
 #define GUARD 37
 #define GUARD_REAL(j) (1000.0f + 0.25f * (float)(j))
 #define GUARD_I32(j) (-7777 - (int32_t)(j))
+#define POISON_I32 (-987654321) /* what an integer output holds before the op writes it */
 
 /* ---- inputs ------------------------------------------------------------------------------- */
 
@@ -58,6 +59,8 @@ static void fill(const oc_tensor *t, double *x, uint64_t *seed)
             x[i] = (float)uniform(seed, t->lo, t->hi);
         else if (t->gen == OC_TARGETS && i % 4 == 2)
             x[i] = OC_IGNORE_INDEX;
+        else if (t->gen == OC_KEYMASK)
+            x[i] = i / (size_t)t->hi == 1 ? 0 : uniform(seed, 0, 1) >= 0.3;
         else
             x[i] = floor(uniform(seed, 0, t->hi));
     }
@@ -114,7 +117,9 @@ static int upload_one(device *d, const oc_tensor *t, const double *x, size_t gua
         if (!h)
             return 1;
         for (size_t j = 0; j < total; j++)
-            h[j] = j < guard || j >= guard + t->n ? GUARD_I32(j) : (int32_t)x[j - guard];
+            h[j] = j < guard || j >= guard + t->n ? GUARD_I32(j)
+                   : poison                       ? POISON_I32
+                                                  : (int32_t)x[j - guard];
         d->ops->upload_i32(d, all, h);
         free(h);
         return 0;

@@ -1,5 +1,6 @@
 /* tests/test_opencl_ops.c: the opencl backend beyond the op math `harness ops` checks: specs,
- * transfers, zero/copy on views, errors naming the op, bad ids, repeatable sums, timing. */
+ * transfers, zero/copy on views, errors naming the op, bad ids, repeatable sums, timing, and
+ * dropout masks equal to the cpu backend's bit for bit. */
 
 /* Every test is skipped when the build or the machine has no OpenCL device. */
 #include <math.h>
@@ -145,6 +146,90 @@ static void test_bad_token(void **state)
     device_close(d);
 }
 
+/* a token type outside wtt's rows is caught on the device, forward and backward */
+static void test_bad_token_type(void **state)
+{
+    int B = 1, T = 3, C = 4, V = 5;
+    int32_t ids[3] = {1, 4, 2}, types[3] = {0, 2, 1}; /* wtt has 2 rows */
+    for (int backward = 0; backward < 2; backward++) {
+        device *d = open_or_skip("opencl");
+        dten out = device_alloc(d, (size_t)B * T * C, DT_REAL);
+        dten tok = device_alloc(d, 3, DT_I32), typ = device_alloc(d, 3, DT_I32);
+        dten wte = device_alloc(d, (size_t)V * C, DT_REAL);
+        dten wpe = device_alloc(d, (size_t)T * C, DT_REAL), wtt = device_alloc(d, 2 * C, DT_REAL);
+        d->ops->upload_i32(d, tok, ids);
+        d->ops->upload_i32(d, typ, types);
+        if (backward)
+            d->ops->embedding_tt_backward(d, wte, wpe, wtt, out, tok, typ, B, T, C);
+        else
+            d->ops->embedding_tt_forward(d, out, tok, typ, wte, wpe, wtt, B, T, C);
+        d->ops->synchronize(d);
+        expect_error(d, backward ? "embedding_tt_backward: a token type id is outside the rows "
+                                   "of dwtt"
+                                 : "embedding_tt_forward: a token type id is outside the rows "
+                                   "of wtt");
+        dten all[] = {out, tok, typ, wte, wpe, wtt};
+        for (int i = 0; i < 6; i++)
+            device_free(d, all[i]);
+        device_close(d);
+    }
+}
+
+/* dropout on opencl and cpu: the same mask and the same outputs bit for bit (views at odd
+ * offsets, n not a multiple of 4), forward and backward */
+static void dropout_on(const char *spec, double p, int n, const float *x, int32_t *mask,
+                       float *out, float *grad)
+{
+    char err[DEVICE_ERR];
+    device *d = strcmp(spec, "opencl") == 0 ? open_or_skip(spec)
+                                            : device_open(spec, err, sizeof err);
+    assert_non_null(d);
+    dten a = device_alloc(d, (size_t)n + 3, DT_REAL), m = device_alloc(d, (size_t)n + 1, DT_I32);
+    dten g = device_alloc(d, (size_t)n + 5, DT_REAL);
+    dten xv = dten_view(a, 3, (size_t)n), mv = dten_view(m, 1, (size_t)n);
+    dten gv = dten_view(g, 5, (size_t)n);
+    d->ops->upload(d, xv, x);
+    d->ops->upload(d, gv, x);
+    d->ops->dropout_forward(d, xv, mv, xv, n, p, 0xfeedbeefcafeULL, 12345, 11, 3); /* in place */
+    d->ops->dropout_backward(d, gv, xv, n, p, 0xfeedbeefcafeULL, 12345, 11, 3);
+    d->ops->download(d, out, xv);
+    d->ops->download(d, grad, gv);
+    d->ops->download_i32(d, mask, mv);
+    assert_null(device_error(d));
+    device_free(d, a);
+    device_free(d, m);
+    device_free(d, g);
+    device_close(d);
+}
+
+static void test_dropout_matches_cpu(void **state)
+{
+    const int n = 100003;
+    float *x = malloc(n * sizeof *x), *o1 = malloc(n * sizeof *x), *o2 = malloc(n * sizeof *x);
+    float *g1 = malloc(n * sizeof *x), *g2 = malloc(n * sizeof *x);
+    int32_t *m1 = malloc(n * sizeof *m1), *m2 = malloc(n * sizeof *m2);
+    assert_true(x && o1 && o2 && g1 && g2 && m1 && m2);
+    uint64_t seed = 9;
+    for (int i = 0; i < n; i++)
+        x[i] = (float)tu_uniform(&seed, -2, 2);
+    const double ps[] = {0.1, 0.37, 0};
+    for (int k = 0; k < 3; k++) {
+        dropout_on("opencl", ps[k], n, x, m1, o1, g1);
+        dropout_on("cpu", ps[k], n, x, m2, o2, g2);
+        assert_memory_equal(m1, m2, n * sizeof *m1);
+        assert_memory_equal(o1, o2, n * sizeof *o1);
+        assert_memory_equal(g1, g2, n * sizeof *g1);
+        long kept = 0;
+        for (int i = 0; i < n; i++)
+            kept += m1[i];
+        double sd = sqrt(n * ps[k] * (1 - ps[k]));
+        assert_true(fabs(kept - n * (1 - ps[k])) <= 5 * sd);
+        if (ps[k] == 0)
+            assert_memory_equal(o1, x, n * sizeof *x);
+    }
+    free(x), free(o1), free(o2), free(g1), free(g2), free(m1), free(m2);
+}
+
 /* an allocation larger than the device allows fails with the CL limit named */
 static void test_huge_alloc(void **state)
 {
@@ -213,6 +298,8 @@ int main(void)
         cmocka_unit_test(test_transfers),
         cmocka_unit_test(test_argument_errors),
         cmocka_unit_test(test_bad_token),
+        cmocka_unit_test(test_bad_token_type),
+        cmocka_unit_test(test_dropout_matches_cpu),
         cmocka_unit_test(test_huge_alloc),
         cmocka_unit_test(test_reductions_repeat),
         cmocka_unit_test(test_timing),

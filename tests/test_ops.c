@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "philox.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -520,6 +521,8 @@ typedef struct {
     att_shape s;
     size_t nq, no, na; /* elements of qkv, out, att */
     double qkv[AQ_MAX], R[AO_MAX];
+    int masked;           /* km is a key mask [B,T] (attention_masked_*) */
+    int32_t km[AO_MAX];
 } att_case;
 
 static void att_init(att_case *a, att_shape s, uint64_t seed)
@@ -531,26 +534,33 @@ static void att_init(att_case *a, att_shape s, uint64_t seed)
     assert_true(a->nq <= AQ_MAX && a->no <= AO_MAX && a->na <= AA_MAX);
     rnd(a->qkv, a->nq, seed, -1.5, 1.5);
     rnd(a->R, a->no, seed + 1, -1, 1);
+    a->masked = 0;
+}
+
+/* key s of sequence b is seen by query t (causal edge, key mask) */
+static int att_visible(const att_case *a, int b, int t, int s)
+{
+    return (!a->s.causal || s <= t) && (!a->masked || a->km[b * a->s.T + s] != 0);
 }
 
 /* one query row of one head: softmax probabilities into ar, ar . v into o[hs] */
 static void att_ref_row(const att_case *a, int b, int h, int t, double *ar, double *o)
 {
-    int T = a->s.T, C = a->s.C, hs = C / a->s.NH, send = a->s.causal ? t + 1 : T;
+    int T = a->s.T, C = a->s.C, hs = C / a->s.NH;
     const double *q = a->qkv + (size_t)(b * T + t) * 3 * C + h * hs;
     double mx = -INFINITY, sum = 0;
     for (int s = 0; s < T; s++) {
         const double *k = a->qkv + (size_t)(b * T + s) * 3 * C + C + h * hs;
-        ar[s] = s < send ? dotp(q, k, hs) / sqrt(hs) : 0;
-        mx = s < send && ar[s] > mx ? ar[s] : mx;
+        ar[s] = att_visible(a, b, t, s) ? dotp(q, k, hs) / sqrt(hs) : 0;
+        mx = att_visible(a, b, t, s) && ar[s] > mx ? ar[s] : mx;
     }
-    for (int s = 0; s < send; s++)
-        sum += (ar[s] = exp(ar[s] - mx));
-    for (int s = 0; s < send; s++)
-        ar[s] /= sum;
+    for (int s = 0; s < T; s++)
+        sum += (ar[s] = att_visible(a, b, t, s) ? exp(ar[s] - mx) : 0);
+    for (int s = 0; s < T; s++) /* no visible key: the op's documented all-zero row */
+        ar[s] = sum > 0 ? ar[s] / sum : 0;
     for (int j = 0; j < hs; j++) {
         o[j] = 0;
-        for (int s = 0; s < send; s++)
+        for (int s = 0; s < T; s++)
             o[j] += ar[s] * a->qkv[(size_t)(b * T + s) * 3 * C + 2 * C + h * hs + j];
     }
 }
@@ -632,6 +642,217 @@ static void test_attention_backward(void **state)
     }
 }
 
+/* ---- attention with a key mask ------------------------------------------------------------ */
+
+/* key masks: about a third padding, sequence 1 all padding, so every kind of row occurs */
+static void att_mask_init(att_case *a, uint64_t seed)
+{
+    uint64_t st = seed;
+    a->masked = 1;
+    for (int b = 0; b < a->s.B; b++)
+        for (int t = 0; t < a->s.T; t++)
+            a->km[b * a->s.T + t] = b == 1 ? 0 : tu_uniform(&st, 0, 1) >= 0.35;
+    a->km[0] = 0; /* query 0 of a causal sequence 0 sees no key at all */
+}
+
+static const att_shape MSHAPES[] = {{3, 5, 12, 3, 0}, {3, 5, 12, 3, 1}, {2, 9, 16, 2, 0}};
+
+static void test_attention_masked_forward(void **state)
+{
+    static att_case a;
+    static double want[AO_MAX], wa[AA_MAX], got[AO_MAX], ga[AA_MAX], junk[AA_MAX];
+    rnd(junk, AA_MAX, 532, -5, 5);
+    for (size_t i = 0; i < sizeof MSHAPES / sizeof MSHAPES[0]; i++) {
+        att_shape s = MSHAPES[i];
+        att_init(&a, s, 530 + 10 * i);
+        att_mask_init(&a, 531 + 10 * i);
+        att_ref(&a, want, wa);
+        for (int k = 0; k < 2; k++) {
+            tdev t;
+            tdev_open(&t, DEVS[k].spec);
+            dten out = put(&t, junk, a.no), att = put(&t, junk, a.na);
+            t.d->ops->attention_masked_forward(t.d, out, att, put(&t, a.qkv, a.nq),
+                                               put_i32(&t, a.km, a.no / s.C), s.B, s.T, s.C,
+                                               s.NH, s.causal);
+            get(&t, out, got);
+            get(&t, att, ga);
+            char what[128];
+            snprintf(what, sizeof what, "masked attention T=%d causal=%d", s.T, s.causal);
+            assert_close(got, want, a.no, DEVS[k].tol, DEVS[k].spec, what);
+            assert_close(ga, wa, a.na, DEVS[k].tol, DEVS[k].spec, what);
+            for (size_t j = 0; j < a.no; j++) /* all-padding rows: zeros, never NaN */
+                if (!isfinite(got[j]))
+                    fail_msg("%s: out[%zu] is %g", DEVS[k].spec, j, got[j]);
+            tdev_close(&t);
+        }
+    }
+}
+
+/* without a mask the masked ops give attention_forward/backward's results bit for bit */
+static void test_attention_masked_unmasked(void **state)
+{
+    static att_case a;
+    static double o1[AO_MAX], o2[AO_MAX], g1[AQ_MAX], g2[AQ_MAX], junk[AQ_MAX];
+    rnd(junk, AQ_MAX, 542, -5, 5);
+    att_init(&a, ASHAPES[0], 540);
+    for (int k = 0; k < 2; k++)
+        for (int masked = 0; masked < 2; masked++) {
+            att_shape s = a.s;
+            tdev t;
+            tdev_open(&t, DEVS[k].spec);
+            dten out = put(&t, junk, a.no), att = put(&t, junk, a.na);
+            dten qkv = put(&t, a.qkv, a.nq), dqkv = put(&t, junk, a.nq);
+            dten sc = put(&t, junk, a.na), dout = put(&t, a.R, a.no);
+            if (masked) {
+                t.d->ops->attention_masked_forward(t.d, out, att, qkv, (dten){0}, s.B, s.T, s.C,
+                                                   s.NH, s.causal);
+                t.d->ops->attention_masked_backward(t.d, dqkv, sc, dout, qkv, att, (dten){0},
+                                                    s.B, s.T, s.C, s.NH, s.causal);
+            } else {
+                t.d->ops->attention_forward(t.d, out, att, qkv, s.B, s.T, s.C, s.NH, s.causal);
+                t.d->ops->attention_backward(t.d, dqkv, sc, dout, qkv, att, s.B, s.T, s.C, s.NH,
+                                             s.causal);
+            }
+            get(&t, out, masked ? o2 : o1);
+            get(&t, dqkv, masked ? g2 : g1);
+            tdev_close(&t);
+        }
+    assert_memory_equal(o1, o2, a.no * sizeof o1[0]);
+    assert_memory_equal(g1, g2, a.nq * sizeof g1[0]);
+}
+
+static void att_masked_bwd_run(const char *spec, const att_case *a, const double *pre,
+                               const double *junk, double *got)
+{
+    att_shape s = a->s;
+    tdev t;
+    tdev_open(&t, spec);
+    dten out = put(&t, junk, a->no), att = put(&t, junk, a->na), qkv = put(&t, a->qkv, a->nq);
+    dten km = put_i32(&t, a->km, a->no / s.C);
+    t.d->ops->attention_masked_forward(t.d, out, att, qkv, km, s.B, s.T, s.C, s.NH, s.causal);
+    dten dqkv = put(&t, pre, a->nq);
+    t.d->ops->attention_masked_backward(t.d, dqkv, put(&t, junk, a->na), put(&t, a->R, a->no),
+                                        qkv, att, km, s.B, s.T, s.C, s.NH, s.causal);
+    get(&t, dqkv, got);
+    tdev_close(&t);
+}
+
+static void test_attention_masked_backward(void **state)
+{
+    static att_case a;
+    static double pre[AQ_MAX], fd[AQ_MAX], g64[AQ_MAX], g32[AQ_MAX], junk[AQ_MAX];
+    rnd(pre, AQ_MAX, 551, -1, 1);
+    rnd(junk, AQ_MAX, 552, -5, 5);
+    for (size_t i = 0; i < sizeof MSHAPES / sizeof MSHAPES[0]; i++) {
+        att_init(&a, MSHAPES[i], 560 + 10 * i);
+        att_mask_init(&a, 561 + 10 * i);
+        fd_grad(att_loss, &a, a.qkv, a.nq, fd);
+        att_masked_bwd_run("cpu64", &a, pre, junk, g64);
+        assert_added(g64, pre, fd, a.nq, FD_TOL, "cpu64", "masked dqkv vs finite differences");
+        att_masked_bwd_run("cpu", &a, pre, junk, g32);
+        assert_close(g32, g64, a.nq, 2e-5, "cpu", "masked dqkv vs cpu64");
+    }
+}
+
+/* ---- embedding with token types ----------------------------------------------------------- */
+
+enum { ENTT = 3 };
+typedef struct {
+    emb_case e;
+    int32_t typ[EB * ET];
+    double wtt[ENTT * EC];
+} emb_tt_case;
+
+static void emb_tt_init(emb_tt_case *c, uint64_t seed)
+{
+    emb_init(&c->e, seed);
+    uint64_t s = seed + 7;
+    for (int i = 0; i < EB * ET; i++)
+        c->typ[i] = (int32_t)tu_uniform(&s, 0, ENTT);
+    c->typ[0] = ENTT - 1;
+    rnd(c->wtt, ENTT * EC, seed + 8, -1, 1);
+}
+
+static void emb_tt_ref(const emb_tt_case *c, double *out)
+{
+    emb_ref(&c->e, out);
+    for (int r = 0; r < EB * ET; r++)
+        for (int k = 0; k < EC; k++)
+            out[r * EC + k] += c->wtt[c->typ[r] * EC + k];
+}
+
+static double emb_tt_loss(void *ctx)
+{
+    emb_tt_case *c = ctx;
+    double out[EBTC];
+    emb_tt_ref(c, out);
+    return dotp(out, c->e.R, EBTC);
+}
+
+static void test_embedding_tt_forward(void **state)
+{
+    emb_tt_case c;
+    emb_tt_init(&c, 121);
+    double want[EBTC], got[EBTC], junk[EBTC];
+    emb_tt_ref(&c, want);
+    rnd(junk, EBTC, 122, -5, 5);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, EBTC);
+        t.d->ops->embedding_tt_forward(t.d, out, put_i32(&t, c.e.tok, EB * ET),
+                                       put_i32(&t, c.typ, EB * ET), put(&t, c.e.wte, EV * EC),
+                                       put(&t, c.e.wpe, ETMAX * EC), put(&t, c.wtt, ENTT * EC),
+                                       EB, ET, EC);
+        get(&t, out, got);
+        assert_close(got, want, EBTC, DEVS[k].tol, DEVS[k].spec, "embedding_tt out");
+        tdev_close(&t);
+    }
+}
+
+/* backward into pre-filled dwte, dwpe, dwtt (g[0..2]) */
+static void emb_tt_bwd_run(const char *spec, const emb_tt_case *c, double *const pre[3],
+                           double *const g[3])
+{
+    const size_t n[3] = {EV * EC, ETMAX * EC, ENTT * EC};
+    tdev t;
+    tdev_open(&t, spec);
+    dten v[3];
+    for (int i = 0; i < 3; i++)
+        v[i] = put(&t, pre[i], n[i]);
+    t.d->ops->embedding_tt_backward(t.d, v[0], v[1], v[2], put(&t, c->e.R, EBTC),
+                                    put_i32(&t, c->e.tok, EB * ET), put_i32(&t, c->typ, EB * ET),
+                                    EB, ET, EC);
+    for (int i = 0; i < 3; i++)
+        get(&t, v[i], g[i]);
+    tdev_close(&t);
+}
+
+static void test_embedding_tt_backward(void **state)
+{
+    static emb_tt_case c;
+    static double pw[EV * EC], pp[ETMAX * EC], pt[ENTT * EC], fw[EV * EC], fp[ETMAX * EC],
+        ft[ENTT * EC], w64[EV * EC], p64[ETMAX * EC], t64[ENTT * EC], w32[EV * EC],
+        p32[ETMAX * EC], t32[ENTT * EC];
+    emb_tt_init(&c, 131);
+    rnd(pw, EV * EC, 132, -1, 1);
+    rnd(pp, ETMAX * EC, 133, -1, 1);
+    rnd(pt, ENTT * EC, 134, -1, 1);
+    fd_grad(emb_tt_loss, &c, c.e.wte, EV * EC, fw);
+    fd_grad(emb_tt_loss, &c, c.e.wpe, ETMAX * EC, fp);
+    fd_grad(emb_tt_loss, &c, c.wtt, ENTT * EC, ft);
+    double *const pre[3] = {pw, pp, pt}, *const g64[3] = {w64, p64, t64},
+                  *const g32[3] = {w32, p32, t32};
+    emb_tt_bwd_run("cpu64", &c, pre, g64);
+    assert_added(w64, pw, fw, EV * EC, FD_TOL, "cpu64", "dwte vs finite differences");
+    assert_added(p64, pp, fp, ETMAX * EC, FD_TOL, "cpu64", "dwpe vs finite differences");
+    assert_added(t64, pt, ft, ENTT * EC, FD_TOL, "cpu64", "dwtt vs finite differences");
+    emb_tt_bwd_run("cpu", &c, pre, g32);
+    assert_close(w32, w64, EV * EC, 1e-5, "cpu", "dwte vs cpu64");
+    assert_close(p32, p64, ETMAX * EC, 1e-5, "cpu", "dwpe vs cpu64");
+    assert_close(t32, t64, ENTT * EC, 1e-5, "cpu", "dwtt vs cpu64");
+}
+
 /* ---- elementwise -------------------------------------------------------------------------- */
 
 enum { EN = 37 };
@@ -694,6 +915,149 @@ static void test_gelu_backward(void **state)
     assert_added(g64, pre, fd, EN, FD_TOL, "cpu64", "gelu dinp vs finite differences");
     gelu_bwd_run("cpu", &c, pre, g32);
     assert_close(g32, g64, EN, 1e-5, "cpu", "gelu dinp vs cpu64");
+}
+
+static double gelu_erf_ref(double x)
+{
+    return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+}
+
+static double gelu_erf_loss(void *ctx)
+{
+    gelu_case *c = ctx;
+    double L = 0;
+    for (int i = 0; i < EN; i++)
+        L += gelu_erf_ref(c->x[i]) * c->R[i];
+    return L;
+}
+
+static void test_gelu_erf_forward(void **state)
+{
+    double x[EN], want[EN], got[EN], junk[EN];
+    rnd(x, EN, 621, -5, 5);
+    rnd(junk, EN, 622, -5, 5);
+    for (int i = 0; i < EN; i++)
+        want[i] = gelu_erf_ref(x[i]);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, EN);
+        t.d->ops->gelu_erf_forward(t.d, out, put(&t, x, EN), EN);
+        get(&t, out, got);
+        assert_close(got, want, EN, DEVS[k].tol, DEVS[k].spec, "gelu_erf out");
+        tdev_close(&t);
+    }
+}
+
+static void gelu_erf_bwd_run(const char *spec, const gelu_case *c, const double *pre,
+                             double *got)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten dx = put(&t, pre, EN);
+    t.d->ops->gelu_erf_backward(t.d, dx, put(&t, c->x, EN), put(&t, c->R, EN), EN);
+    get(&t, dx, got);
+    tdev_close(&t);
+}
+
+static void test_gelu_erf_backward(void **state)
+{
+    gelu_case c;
+    double pre[EN], fd[EN], g64[EN], g32[EN];
+    rnd(c.x, EN, 631, -5, 5);
+    rnd(c.R, EN, 632, -1, 1);
+    rnd(pre, EN, 633, -1, 1);
+    fd_grad(gelu_erf_loss, &c, c.x, EN, fd);
+    gelu_erf_bwd_run("cpu64", &c, pre, g64);
+    assert_added(g64, pre, fd, EN, FD_TOL, "cpu64", "gelu_erf dinp vs finite differences");
+    gelu_erf_bwd_run("cpu", &c, pre, g32);
+    assert_close(g32, g64, EN, 1e-5, "cpu", "gelu_erf dinp vs cpu64");
+}
+
+/* ---- dropout ------------------------------------------------------------------------------ */
+
+enum { DRN = 1001 };
+#define D_SEED 0x0123456789abcdefULL
+
+/* forward against philox.h's decisions times 1/(1-p); backward adds dout the same way; the mask
+ * output is the decisions; p = 0 is the identity and p = 1 gives zeros */
+static void dropout_case(double p, uint32_t step, uint32_t layer, uint32_t site)
+{
+    static double x[DRN], g[DRN], pre[DRN], want[DRN], wantg[DRN], got[DRN], junk[DRN];
+    static int32_t keep[DRN], mask[DRN], back[DRN];
+    rnd(x, DRN, 701 + step, -2, 2);
+    rnd(g, DRN, 702 + step, -2, 2);
+    rnd(pre, DRN, 703 + step, -1, 1);
+    rnd(junk, DRN, 704, -5, 5);
+    uint64_t thr = philox_dropout_threshold(p);
+    for (int i = 0; i < DRN; i++) {
+        keep[i] = philox_dropout_keep(D_SEED, step, layer, site, (uint64_t)i, thr);
+        want[i] = keep[i] ? x[i] / (1 - p) : 0;
+        wantg[i] = keep[i] ? g[i] / (1 - p) : 0;
+        mask[i] = -5;
+    }
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, DRN), m = put_i32(&t, mask, DRN), in = put(&t, x, DRN);
+        dten dx = put(&t, pre, DRN);
+        t.d->ops->dropout_forward(t.d, out, m, in, DRN, p, D_SEED, step, layer, site);
+        t.d->ops->dropout_backward(t.d, dx, put(&t, g, DRN), DRN, p, D_SEED, step, layer, site);
+        get(&t, out, got);
+        assert_close(got, want, DRN, DEVS[k].tol, DEVS[k].spec, "dropout out");
+        if (p == 0)
+            assert_memory_equal(got, x, sizeof x);
+        t.d->ops->download_i32(t.d, back, m);
+        assert_memory_equal(back, keep, sizeof keep);
+        get(&t, dx, got);
+        assert_added(got, pre, wantg, DRN, DEVS[k].tol, DEVS[k].spec, "dropout dinp");
+        tdev_close(&t);
+    }
+}
+
+static void test_dropout(void **state)
+{
+    dropout_case(0.1, 5, 2, 1);
+    dropout_case(0.5, 6, 0, 0);
+    dropout_case(0, 1, 1, 1);
+    dropout_case(1, 1, 1, 1);
+}
+
+/* over 2^20 elements the kept fraction is within 5 standard deviations of 1 - p; another step,
+ * layer or site draws another mask */
+static void test_dropout_statistics(void **state)
+{
+    const int n = 1 << 20;
+    const double p = 0.1;
+    tdev t;
+    tdev_open(&t, "cpu");
+    dten x = tdev_alloc(&t, (size_t)n, DT_REAL), y = tdev_alloc(&t, (size_t)n, DT_REAL);
+    dten m1 = tdev_alloc(&t, (size_t)n, DT_I32), m2 = tdev_alloc(&t, (size_t)n, DT_I32);
+    int32_t *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    assert_true(a && b);
+    const uint32_t other[3][3] = {{8, 3, 2}, {7, 4, 2}, {7, 3, 5}};
+    t.d->ops->dropout_forward(t.d, y, m1, x, n, p, D_SEED, 7, 3, 2);
+    t.d->ops->download_i32(t.d, a, dten_view(m1, 0, (size_t)n));
+    long kept = 0;
+    for (int i = 0; i < n; i++)
+        kept += a[i];
+    double sd = sqrt(n * p * (1 - p));
+    if (fabs(kept - n * (1 - p)) > 5 * sd)
+        fail_msg("kept %ld of %d, expected %.0f +- %.0f", kept, n, n * (1 - p), 5 * sd);
+    for (int o = 0; o < 3; o++) {
+        t.d->ops->dropout_forward(t.d, y, m2, x, n, p, D_SEED, other[o][0], other[o][1],
+                                  other[o][2]);
+        t.d->ops->download_i32(t.d, b, dten_view(m2, 0, (size_t)n));
+        long same = 0;
+        for (int i = 0; i < n; i++)
+            same += a[i] == b[i];
+        /* independent masks agree on p^2 + (1-p)^2 = 82 % of elements, not all */
+        assert_true(same < n - 1000);
+    }
+    no_error(&t);
+    free(a);
+    free(b);
+    tdev_close(&t);
 }
 
 /* add, accumulate and scale, each on a view inside a larger buffer */
@@ -1217,6 +1581,15 @@ int main(void)
         cmocka_unit_test(test_attention_backward),
         cmocka_unit_test(test_gelu_forward),
         cmocka_unit_test(test_gelu_backward),
+        cmocka_unit_test(test_attention_masked_forward),
+        cmocka_unit_test(test_attention_masked_unmasked),
+        cmocka_unit_test(test_attention_masked_backward),
+        cmocka_unit_test(test_embedding_tt_forward),
+        cmocka_unit_test(test_embedding_tt_backward),
+        cmocka_unit_test(test_gelu_erf_forward),
+        cmocka_unit_test(test_gelu_erf_backward),
+        cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),
         cmocka_unit_test(test_softmax_xent_forward),
         cmocka_unit_test(test_softmax_xent_backward),

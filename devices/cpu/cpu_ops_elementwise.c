@@ -1,5 +1,5 @@
-/* devices/cpu/cpu_ops_elementwise.c: the cpu backend's elementwise ops: GELU (tanh form) forward
- * and backward, residual add, accumulate and scale. Each is one static-schedule parallel loop. */
+/* devices/cpu/cpu_ops_elementwise.c: the cpu backend's elementwise ops: GELU (tanh and erf forms)
+ * forward and backward, residual add, accumulate and scale. Each is one parallel loop. */
 
 /* GELU's tanh form is evaluated through 0.5(1 + tanh(u)) = sigmoid(2u): the same function,
  * one exp instead of a (slower) tanh, and no cancellation in 1 + tanh(u) for negative x. */
@@ -9,6 +9,8 @@
 
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 #define GELU_C 0.044715
+#define GELU_SQRT1_2 0.7071067811865476      /* 1/sqrt(2) */
+#define GELU_INV_SQRT_2PI 0.3989422804014327 /* 1/sqrt(2 pi) */
 
 /* n >= 0 and every view holds n reals */
 static void cpu_gelu_forward(device *d, dten out, dten inp, int n)
@@ -40,6 +42,37 @@ static void cpu_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
         real sig = 1 / (1 + R_EXP(-2 * k * (xi + c * xi * xi * xi)));
         real grad = sig + 2 * xi * sig * (1 - sig) * k * (1 + 3 * c * xi * xi);
         dx[i] += grad * dy[i];
+    }
+}
+
+/* exact GELU as PyTorch's cpu kernel writes it: x * 0.5 * (1 + erf(x / sqrt(2))) */
+static void cpu_gelu_erf_forward(device *d, dten out, dten inp, int n)
+{
+    if (!op_elementwise_ok(d, "gelu_erf_forward", n, out, inp, (dten){0}))
+        return;
+    real *o = RP(out);
+    const real *x = RP(inp);
+    const real a = (real)GELU_SQRT1_2;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++)
+        o[i] = x[i] * (real)0.5 * (1 + R_ERF(x[i] * a));
+}
+
+/* d/dx of x Phi(x): Phi(x) + x phi(x), with Phi = 0.5(1 + erf(x/sqrt(2))) and
+ * phi = exp(-x^2/2)/sqrt(2pi), PyTorch's gelu backward */
+static void cpu_gelu_erf_backward(device *d, dten dinp, dten inp, dten dout, int n)
+{
+    if (!op_elementwise_ok(d, "gelu_erf_backward", n, dinp, inp, dout))
+        return;
+    real *dx = RP(dinp);
+    const real *x = RP(inp), *dy = RP(dout);
+    const real a = (real)GELU_SQRT1_2, b = (real)GELU_INV_SQRT_2PI;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; i++) {
+        real xi = x[i];
+        real cdf = (real)0.5 * (1 + R_ERF(xi * a));
+        real pdf = R_EXP((real)-0.5 * xi * xi) * b;
+        dx[i] += dy[i] * (cdf + xi * pdf);
     }
 }
 
@@ -80,6 +113,8 @@ void cpu_fill_elementwise(device_i *ops)
 {
     ops->gelu_forward = cpu_gelu_forward;
     ops->gelu_backward = cpu_gelu_backward;
+    ops->gelu_erf_forward = cpu_gelu_erf_forward;
+    ops->gelu_erf_backward = cpu_gelu_erf_backward;
     ops->add = cpu_add;
     ops->accumulate = cpu_accumulate;
     ops->scale = cpu_scale;

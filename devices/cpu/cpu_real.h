@@ -31,10 +31,12 @@ struct dbuf {
 /* math and BLAS in the element type */
 #ifdef CPU_REAL_DOUBLE
 #define R_EXP exp
+#define R_ERF erf
 #define R_SQRT sqrt
 #define cblas_real_gemm cblas_dgemm
 #else
 #define R_EXP expf
+#define R_ERF erff
 #define R_SQRT sqrtf
 #define cblas_real_gemm cblas_sgemm
 #endif
@@ -51,13 +53,15 @@ void cpu_fill_ops(device_i *ops); /* cpu_ops*.c: the op entries of the table */
 #define cpu_fill_attention CPU_SYM(fill_attention)
 #define cpu_fill_loss CPU_SYM(fill_loss)
 #define cpu_fill_optim CPU_SYM(fill_optim)
-void cpu_fill_elementwise(device_i *ops); /* gelu, add, accumulate, scale */
+#define cpu_fill_dropout CPU_SYM(fill_dropout)
+void cpu_fill_elementwise(device_i *ops); /* gelu (both forms), add, accumulate, scale */
 void cpu_fill_embedding(device_i *ops);
 void cpu_fill_layernorm(device_i *ops);
 void cpu_fill_gemm(device_i *ops); /* gemm, bias_add, bias_backward */
 void cpu_fill_attention(device_i *ops);
 void cpu_fill_loss(device_i *ops); /* softmax cross-entropy */
 void cpu_fill_optim(device_i *ops); /* adamw, sumsq, sum */
+void cpu_fill_dropout(device_i *ops);
 
 /* channels per block in column reductions (bias and layernorm weight gradients, embedding
  * scatter): a block's sums run over rows in order, so results do not depend on threads */

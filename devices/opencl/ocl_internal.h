@@ -40,6 +40,10 @@ typedef enum {
     K_SOFTMAX_XENT_BACKWARD,
     K_ADAMW,
     K_REDUCE,
+    K_GELU_ERF_FORWARD,
+    K_GELU_ERF_BACKWARD,
+    K_EMBEDDING_TT_FORWARD,
+    K_DROPOUT_APPLY,
     K_COUNT
 } ocl_kernel_id;
 
@@ -48,7 +52,8 @@ typedef enum {
 
 /* error codes kernels raise in the flag buffer (ERR_* in kernels/common.cl) */
 enum { OCL_ERR_TOKEN_FWD = 1, OCL_ERR_TOKEN_BWD = 2, OCL_ERR_TARGET_FWD = 3,
-       OCL_ERR_TARGET_BWD = 4 };
+       OCL_ERR_TARGET_BWD = 4, OCL_ERR_TT_TOKEN_FWD = 5, OCL_ERR_TT_TYPE_FWD = 6,
+       OCL_ERR_TT_TOKEN_BWD = 7, OCL_ERR_TT_TYPE_BWD = 8 };
 
 typedef struct {
     cl_platform_id platform;
@@ -108,7 +113,7 @@ void ocl_op_begin(device *d);
 void ocl_op_marker(device *d, const char *op);
 
 /* ---- program (ocl_program.c) ---- */
-/* builds the embedded kernels for c->dev and creates every kernel; 0, or 1 with err written */
+/* builds the embedded kernels (common.cl and devices/philox.h first) for c->dev and creates every kernel; 0, or 1 with err written */
 int ocl_build_program(ocl_ctx *c, char *err, size_t errlen);
 void ocl_release_program(ocl_ctx *c);
 
@@ -125,6 +130,7 @@ void ocl_fill_gemm(device_i *ops);
 void ocl_fill_attention(device_i *ops);
 void ocl_fill_loss(device_i *ops);
 void ocl_fill_optim(device_i *ops);
+void ocl_fill_dropout(device_i *ops);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

@@ -1,11 +1,10 @@
-/* devices/opencl/ocl_ops_elementwise.c: the opencl backend's elementwise ops (GELU forward and
- * backward, residual add, accumulate, scale): checks, then one kernel over n elements. */
+/* devices/opencl/ocl_ops_elementwise.c: the opencl backend's elementwise ops (GELU, tanh and erf
+ * forms, forward and backward; residual add, accumulate, scale): checks, then one kernel. */
 #include "ocl_internal.h"
 
-/* n >= 0 and every given view holds n reals (c may be absent) */
-static void ocl_gelu_forward(device *d, dten out, dten inp, int n)
+/* out = f(inp) over n elements with kernel k (n >= 0, both views n reals) */
+static void unary_forward(device *d, const char *op, ocl_kernel_id k, dten out, dten inp, int n)
 {
-    const char *op = "gelu_forward";
     if (!op_elementwise_ok(d, op, n, out, inp, (dten){0}))
         return;
     ocl_op_begin(d);
@@ -13,13 +12,14 @@ static void ocl_gelu_forward(device *d, dten out, dten inp, int n)
     oa_ten(&a, out);
     oa_ten(&a, inp);
     oa_int(&a, n);
-    if (ocl_launch(d, op, K_GELU_FORWARD, &a, (size_t)n))
+    if (ocl_launch(d, op, k, &a, (size_t)n))
         ocl_fault(d, op, out, (size_t)n);
 }
 
-static void ocl_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
+/* dinp += f'(inp) dout over n elements with kernel k */
+static void unary_backward(device *d, const char *op, ocl_kernel_id k, dten dinp, dten inp,
+                           dten dout, int n)
 {
-    const char *op = "gelu_backward";
     if (!op_elementwise_ok(d, op, n, dinp, inp, dout))
         return;
     ocl_op_begin(d);
@@ -28,8 +28,28 @@ static void ocl_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
     oa_ten(&a, inp);
     oa_ten(&a, dout);
     oa_int(&a, n);
-    if (ocl_launch(d, op, K_GELU_BACKWARD, &a, (size_t)n))
+    if (ocl_launch(d, op, k, &a, (size_t)n))
         ocl_fault(d, op, dinp, (size_t)n);
+}
+
+static void ocl_gelu_forward(device *d, dten out, dten inp, int n)
+{
+    unary_forward(d, "gelu_forward", K_GELU_FORWARD, out, inp, n);
+}
+
+static void ocl_gelu_backward(device *d, dten dinp, dten inp, dten dout, int n)
+{
+    unary_backward(d, "gelu_backward", K_GELU_BACKWARD, dinp, inp, dout, n);
+}
+
+static void ocl_gelu_erf_forward(device *d, dten out, dten inp, int n)
+{
+    unary_forward(d, "gelu_erf_forward", K_GELU_ERF_FORWARD, out, inp, n);
+}
+
+static void ocl_gelu_erf_backward(device *d, dten dinp, dten inp, dten dout, int n)
+{
+    unary_backward(d, "gelu_erf_backward", K_GELU_ERF_BACKWARD, dinp, inp, dout, n);
 }
 
 static void ocl_add(device *d, dten out, dten x, dten y, int n)
@@ -79,6 +99,8 @@ void ocl_fill_elementwise(device_i *ops)
 {
     ops->gelu_forward = ocl_gelu_forward;
     ops->gelu_backward = ocl_gelu_backward;
+    ops->gelu_erf_forward = ocl_gelu_erf_forward;
+    ops->gelu_erf_backward = ocl_gelu_erf_backward;
     ops->add = ocl_add;
     ops->accumulate = ocl_accumulate;
     ops->scale = ocl_scale;

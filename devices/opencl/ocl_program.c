@@ -1,5 +1,5 @@
-/* devices/opencl/ocl_program.c: builds the OpenCL C kernels embedded at build time (common.cl
- * first, then every other kernels/<name>.cl) into one program and creates each kernel by name. */
+/* devices/opencl/ocl_program.c: builds the OpenCL C kernels embedded at build time (common.cl and
+ * devices/philox.h first, then every other kernels/<name>.cl) into one program; creates kernels. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +33,27 @@ static const char *const kernel_names[K_COUNT] = {
     [K_SOFTMAX_XENT_BACKWARD] = "softmax_xent_backward",
     [K_ADAMW] = "adamw",
     [K_REDUCE] = "reduce_partial",
+    [K_GELU_ERF_FORWARD] = "gelu_erf_forward",
+    [K_GELU_ERF_BACKWARD] = "gelu_erf_backward",
+    [K_EMBEDDING_TT_FORWARD] = "embedding_tt_forward",
+    [K_DROPOUT_APPLY] = "dropout_apply",
 };
 
-/* the sources in build order: common.cl (types and helpers the others use) first */
+/* a file the kernels build on: common.cl, or a header shared with the C side (philox.h) */
+static int is_base_source(const char *name)
+{
+    size_t n = strlen(name);
+    return strcmp(name, "common.cl") == 0 || (n > 2 && strcmp(name + n - 2, ".h") == 0);
+}
+
+/* the sources in build order: common.cl and the shared headers (types and helpers the others
+ * use, in name order) first */
 static int source_order(const char **src, size_t *len)
 {
     int n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < opencl_kernel_file_count; i++) {
-            int common = strcmp(opencl_kernel_files[i].name, "common.cl") == 0;
+            int common = is_base_source(opencl_kernel_files[i].name);
             if (common == (pass == 0)) {
                 src[n] = opencl_kernel_files[i].text;
                 len[n++] = opencl_kernel_files[i].len;

@@ -102,6 +102,14 @@ static const char *flag_message(int code)
         return "softmax_xent_forward: a target is outside [0, V) and not the ignore index";
     case OCL_ERR_TARGET_BWD:
         return "softmax_xent_backward: a target is outside [0, V) and not the ignore index";
+    case OCL_ERR_TT_TOKEN_FWD:
+        return "embedding_tt_forward: a token id is outside the rows of wte";
+    case OCL_ERR_TT_TYPE_FWD:
+        return "embedding_tt_forward: a token type id is outside the rows of wtt";
+    case OCL_ERR_TT_TOKEN_BWD:
+        return "embedding_tt_backward: a token id is outside the rows of dwte";
+    case OCL_ERR_TT_TYPE_BWD:
+        return "embedding_tt_backward: a token type id is outside the rows of dwtt";
     default:
         return "a kernel raised an unknown error code";
     }

@@ -1,18 +1,23 @@
 /* devices/opencl/kernels/attention.cl: multi-head self-attention on qkv[B,T,3C] ([q | k | v],
- * head h on channels [h*hs, (h+1)*hs)), forward and backward, without atomics. */
+ * head h on channels [h*hs, (h+1)*hs)), causal or not, with an optional key mask, forward and
+ * backward, without atomics. */
 
 /* Forward: one item per query row (b,h,t) for the softmax row of att, then one per output
  * element for att . v. Backward: one item per query row for the softmax backward (into
  * scratch), per element of dq, and per element of dk/dv (walking the query rows in order).
  * Causal rows end at s = t. */
 
+/* Key mask: kernels that need it take (km, km_off, has_mask); key s of sequence b is visible
+ * unless has_mask and km[b*T + s] == 0. A row with no visible key gets att 0 (no NaN). */
+#define VISIBLE(b, s) (!has_mask || km[km_off + (size_t)(b) * T + (s)] != 0)
+
 /* the offset of (b, t) in qkv, without the view offset */
 #define QKV_ROW(b, t) (((size_t)(b) * T + (t)) * 3 * (size_t)C)
 
-/* att[b,h,t,:] = softmax_s(q_t . k_s * scale) for s < send, 0 after */
+/* att[b,h,t,:] = softmax_s(q_t . k_s * scale) over the visible s < send, 0 at the others */
 __kernel void attention_softmax(__global float *att, ulong att_off, __global const float *qkv,
                                 ulong qkv_off, int B, int T, int C, int NH, int causal,
-                                float scale)
+                                float scale, __global const int *km, ulong km_off, int has_mask)
 {
     size_t r = get_global_id(0);
     if (r >= (size_t)B * NH * T)
@@ -24,6 +29,8 @@ __kernel void attention_softmax(__global float *att, ulong att_off, __global con
     int send = causal ? t + 1 : T;
     float mx = -INFINITY;
     for (int s = 0; s < send; s++) {
+        if (!VISIBLE(b, s))
+            continue;
         __global const float *k = qkv + qkv_off + QKV_ROW(b, s) + C + h * hs;
         float dot = 0;
         for (int j = 0; j < hs; j++)
@@ -33,10 +40,10 @@ __kernel void attention_softmax(__global float *att, ulong att_off, __global con
     }
     acc_t sum = 0;
     for (int s = 0; s < send; s++) {
-        a[s] = exp(a[s] - mx);
+        a[s] = VISIBLE(b, s) ? exp(a[s] - mx) : 0.0f;
         sum += a[s];
     }
-    float inv = (float)((acc_t)1 / sum);
+    float inv = sum > 0 ? (float)((acc_t)1 / sum) : 0.0f;
     for (int s = 0; s < send; s++)
         a[s] *= inv;
     for (int s = send; s < T; s++)
@@ -63,12 +70,13 @@ __kernel void attention_value(__global float *out, ulong out_off, __global const
 }
 
 /* per query row: datt[s] = dout_t . v_s; dpre[s] = att[s] (datt[s] - sum_s' att datt) * scale
- * into scratch (0 past send) */
+ * into scratch over the visible s (0 past send and at masked keys) */
 __kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
                                       __global const float *dout, ulong dout_off,
                                       __global const float *qkv, ulong qkv_off,
                                       __global const float *att, ulong att_off, int B, int T,
-                                      int C, int NH, int causal, float scale)
+                                      int C, int NH, int causal, float scale,
+                                      __global const int *km, ulong km_off, int has_mask)
 {
     size_t r = get_global_id(0);
     if (r >= (size_t)B * NH * T)
@@ -81,6 +89,8 @@ __kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
     int send = causal ? t + 1 : T;
     acc_t dsum = 0;
     for (int s = 0; s < send; s++) {
+        if (!VISIBLE(b, s))
+            continue;
         __global const float *v = qkv + qkv_off + QKV_ROW(b, s) + 2 * C + h * hs;
         float dot = 0;
         for (int j = 0; j < hs; j++)
@@ -89,7 +99,7 @@ __kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
         dsum += (acc_t)a[s] * dot;
     }
     for (int s = 0; s < send; s++)
-        w[s] = (float)(a[s] * (w[s] - dsum)) * scale;
+        w[s] = VISIBLE(b, s) ? (float)(a[s] * (w[s] - dsum)) * scale : 0.0f;
     for (int s = send; s < T; s++)
         w[s] = 0;
 }
@@ -115,13 +125,14 @@ __kernel void attention_backward_dq(__global float *dqkv, ulong dqkv_off,
 }
 
 /* dk_s[j] += sum_t dpre[t][s] q_t[j]; dv_s[j] += sum_t att[t][s] dout_t[j], over the query rows
- * t that see key s (t >= s when causal): one item per element of dk (and of dv) */
+ * t that see key s (t >= s when causal; none when s is masked): one item per element of dk/dv */
 __kernel void attention_backward_dkv(__global float *dqkv, ulong dqkv_off,
                                      __global const float *scratch, ulong sc_off,
                                      __global const float *dout, ulong dout_off,
                                      __global const float *qkv, ulong qkv_off,
                                      __global const float *att, ulong att_off, int B, int T,
-                                     int C, int NH, int causal)
+                                     int C, int NH, int causal, __global const int *km,
+                                     ulong km_off, int has_mask)
 {
     size_t i = get_global_id(0);
     if (i >= (size_t)B * T * C)
@@ -133,7 +144,7 @@ __kernel void attention_backward_dkv(__global float *dqkv, ulong dqkv_off,
     __global const float *q = qkv + qkv_off + QKV_ROW(b, 0) + c;
     __global const float *go = dout + dout_off + b * T * (size_t)C + c;
     float dk = 0, dv = 0;
-    for (int t = causal ? s : 0; t < T; t++) {
+    for (int t = causal ? s : 0; VISIBLE(b, s) && t < T; t++) {
         size_t ts = head + (size_t)t * T + s;
         dk += scratch[sc_off + ts] * q[(size_t)t * 3 * C];
         dv += att[att_off + ts] * go[(size_t)t * C];

@@ -18,6 +18,10 @@ typedef float acc_t;
 #define ERR_TOKEN_BWD 2
 #define ERR_TARGET_FWD 3
 #define ERR_TARGET_BWD 4
+#define ERR_TT_TOKEN_FWD 5
+#define ERR_TT_TYPE_FWD 6
+#define ERR_TT_TOKEN_BWD 7
+#define ERR_TT_TYPE_BWD 8
 
 /* keeps the first code raised since the flag was last cleared */
 void raise_error(__global int *flag, int code)

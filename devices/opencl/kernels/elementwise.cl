@@ -1,5 +1,5 @@
-/* devices/opencl/kernels/elementwise.cl: one work-item per element: GELU (tanh form) forward
- * and backward, residual add, accumulate, scale, bias add, and the fault-injection add.
+/* devices/opencl/kernels/elementwise.cl: one work-item per element: GELU (tanh and erf forms)
+ * forward and backward, residual add, accumulate, scale, bias add, the fault-injection add.
  * GELU uses 0.5(1 + tanh(u)) = sigmoid(2u), as the cpu reference: no cancellation for x < 0. */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_C 0.044715f
@@ -26,6 +26,33 @@ __kernel void gelu_backward(__global float *dinp, ulong dinp_off, __global const
     float sig = 1.0f / (1.0f + exp(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
     float grad = sig + 2.0f * x * sig * (1.0f - sig) * GELU_K * (1.0f + 3.0f * GELU_C * x * x);
     dinp[dinp_off + i] += grad * dout[dout_off + i];
+}
+
+#define GELU_SQRT1_2 0.70710678118654752f      /* 1/sqrt(2) */
+#define GELU_INV_SQRT_2PI 0.39894228040143268f /* 1/sqrt(2 pi) */
+
+/* exact GELU, the cpu reference's expression: x * 0.5 * (1 + erf(x / sqrt(2))) */
+__kernel void gelu_erf_forward(__global float *out, ulong out_off, __global const float *inp,
+                               ulong inp_off, int n)
+{
+    size_t i = get_global_id(0);
+    if (i >= (size_t)n)
+        return;
+    float x = inp[inp_off + i];
+    out[out_off + i] = x * 0.5f * (1.0f + erf(x * GELU_SQRT1_2));
+}
+
+/* d/dx of x Phi(x): Phi(x) + x phi(x) */
+__kernel void gelu_erf_backward(__global float *dinp, ulong dinp_off, __global const float *inp,
+                                ulong inp_off, __global const float *dout, ulong dout_off, int n)
+{
+    size_t i = get_global_id(0);
+    if (i >= (size_t)n)
+        return;
+    float x = inp[inp_off + i];
+    float cdf = 0.5f * (1.0f + erf(x * GELU_SQRT1_2));
+    float pdf = exp(-0.5f * x * x) * GELU_INV_SQRT_2PI;
+    dinp[dinp_off + i] += dout[dout_off + i] * (cdf + x * pdf);
 }
 
 __kernel void add(__global float *out, ulong out_off, __global const float *a, ulong a_off,

@@ -335,7 +335,10 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
         return rc;
     if ((rc = read_host(st, j->run_id, &j->run_at)) || (rc = read_host(st, j->base_id, &j->base_at)))
         return rc;
-    j->same_host = j->run_at.host[0] && strcmp(j->run_at.host, j->base_at.host) == 0;
+    /* an imported run was made on another machine, whatever its host name says ("vm",
+     * "localhost" are common to many machines) */
+    j->same_host = j->run_at.host[0] && strcmp(j->run_at.host, j->base_at.host) == 0 &&
+                   !j->run_at.imported && !j->base_at.imported;
     j->cfg.warmup = q->warmup;
     series run = {j->run.steps, j->run.n_steps, j->run.status};
     series base = {j->base.steps, j->base.n_steps, j->base.status};

@@ -24,6 +24,9 @@ typedef struct {
     int first_fail, steps;
     double max_abs, tokens_per_s, ratio;
     char status[16];
+    /* what the throughput ratio means: gated by the scenario or informational, and where the
+     * baseline ran (another host, other threads: then the ratio compares machines too) */
+    char ratio_note[224];
 } cell;
 
 typedef struct {
@@ -92,6 +95,18 @@ static int parse_devices(const char *list, char specs[][64], int max, int *n)
 
 /* ---- one cell ----------------------------------------------------------------------------- */
 
+static void note_ratio(const judgement *j, cell *c)
+{
+    char base[128];
+    run_host_text(&j->base_at, base, sizeof base);
+    if (judge_throughput_gated(j))
+        snprintf(c->ratio_note, sizeof c->ratio_note, "gated >= %gx; baseline: %s",
+                 j->cfg.min_throughput_ratio, base);
+    else
+        snprintf(c->ratio_note, sizeof c->ratio_note, "not gated%s; baseline: %s",
+                 j->same_host ? "" : ", another host", base);
+}
+
 static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
 {
     baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL};
@@ -110,6 +125,7 @@ static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
         c->max_abs = j.res.loss.compared ? j.res.loss.max_abs : NAN;
         c->tokens_per_s = j.res.run_tokens_per_s;
         c->ratio = j.res.throughput_ratio;
+        note_ratio(&j, c);
     }
     c->steps = j.run.n_steps;
     snprintf(c->status, sizeof c->status, "%s", j.run.status);
@@ -201,7 +217,8 @@ static void print_cell(const cell *c)
         printf("%10d ", c->first_fail);
     else
         printf("%10s ", "-");
-    printf("%12.3e %10.0f %7.3fx\n", c->max_abs, c->tokens_per_s, c->ratio);
+    printf("%12.3e %10.0f %7.3fx  %s\n", c->max_abs, c->tokens_per_s, c->ratio,
+           term_safe(c->ratio_note));
 }
 
 /* prints the table; returns the exit code: 2 on any input error, else the worst verdict's */
@@ -211,8 +228,9 @@ static int summary(const matrix *m, int n_scenarios, int n_dev)
     int errors = 0;
     printf("\n== summary: %d scenario%s x %d device%s\n", n_scenarios, n_scenarios > 1 ? "s" : "",
            n_dev, n_dev > 1 ? "s" : "");
-    printf("%-24s %-10s %5s %-9s %6s %-11s %10s %12s %10s %8s\n", "scenario", "device", "run",
-           "status", "steps", "verdict", "first fail", "max |dloss|", "tokens/s", "vs base");
+    printf("%-24s %-10s %5s %-9s %6s %-11s %10s %12s %10s %8s  %s\n", "scenario", "device",
+           "run", "status", "steps", "verdict", "first fail", "max |dloss|", "tokens/s", "vs base",
+           "(throughput ratio: gated or not, where the baseline ran)");
     for (int i = 0; i < m->n; i++) {
         const cell *c = &m->cells[i];
         print_cell(c);

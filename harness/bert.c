@@ -210,7 +210,7 @@ static void plan_sizes(const bert_config *c, int B, int T, plan *p)
     p->inter = size_mul(BT, (uint64_t)c->intermediate_size);
     p->params = bert_config_param_count(c);
     /* as layout_activations and layout_scratch carve them */
-    uint64_t layer = size_add(size_add(size_mul(12, BTC), size_mul(2, p->inter)),
+    uint64_t layer = size_add(size_add(size_mul(10, BTC), size_mul(2, p->inter)),
                               size_add(size_mul(4, BT), p->att));
     p->acts = size_add(size_add(size_mul(L, layer), size_mul(5, BTC)),
                        size_add(size_mul(5, BT), size_mul(2, p->logits)));

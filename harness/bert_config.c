@@ -135,6 +135,10 @@ static int set_field(bert_config *c, const field *f, json_t *v, const char *wher
             *(int *)at = -1;
             return 0;
         }
+        if (json_is_integer(v) && json_integer_value(v) < 0) /* torch counts from the end */
+            return cfg_error(where, f->key, "%lld: a negative padding index is not "
+                             "implemented (use an id >= 0, or null)",
+                             (long long)json_integer_value(v));
         return set_int((int *)at, v, where, f->key);
     case F_REAL:
         if (!json_is_number(v))

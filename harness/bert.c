@@ -140,8 +140,9 @@ static dten P(const bert *m, int l, int k) { return bert_param_view(m, layer_ind
 static dten G(const bert *m, int l, int k) { return bert_grad_view(m, layer_index(l, k)); }
 static dten PE(const bert *m, int k) { return bert_param_view(m, k); }
 static dten GE(const bert *m, int k) { return bert_grad_view(m, k); }
-static dten PH(const bert *m, int k) { return bert_param_view(m, layer_index(m->c.num_hidden_layers, k)); }
-static dten GH(const bert *m, int k) { return bert_grad_view(m, layer_index(m->c.num_hidden_layers, k)); }
+static int head_index(const bert *m, int k) { return layer_index(m->c.num_hidden_layers, k); }
+static dten PH(const bert *m, int k) { return bert_param_view(m, head_index(m, k)); }
+static dten GH(const bert *m, int k) { return bert_grad_view(m, head_index(m, k)); }
 /* the [3C, C] query|key|value weight and its [3C] bias, as one tensor */
 static dten qkv_view(dten all, const bert *m, int l, int first)
 {
@@ -187,7 +188,8 @@ int bert_param_index(const bert *m, const char *name, int *alias)
 
 int bert_name_unused(const char *name)
 {
-    return strncmp(name, "bert.pooler.", 12) == 0 || strncmp(name, "cls.seq_relationship.", 21) == 0 ||
+    return strncmp(name, "bert.pooler.", 12) == 0 ||
+           strncmp(name, "cls.seq_relationship.", 21) == 0 ||
            strcmp(name, "bert.embeddings.position_ids") == 0 ||
            strcmp(name, "bert.embeddings.token_type_ids") == 0;
 }

@@ -186,8 +186,8 @@ uint64_t bert_config_param_count(const bert_config *c)
                                       (uint64_t)c->max_position_embeddings),
                              (uint64_t)c->type_vocab_size);
     uint64_t embeddings = size_add(size_mul(rows, C), size_mul(2, C));
-    uint64_t per_layer = size_add(size_add(size_mul(4, size_mul(C, C)), size_mul(2, size_mul(C, I))),
-                                  size_add(size_mul(9, C), I));
+    uint64_t matrices = size_add(size_mul(4, size_mul(C, C)), size_mul(2, size_mul(C, I)));
+    uint64_t per_layer = size_add(matrices, size_add(size_mul(9, C), I));
     uint64_t head = size_add(size_add(size_mul(C, C), size_mul(3, C)), (uint64_t)c->vocab_size);
     return size_add(size_add(embeddings, size_mul((uint64_t)c->num_hidden_layers, per_layer)),
                     head);

@@ -1,5 +1,5 @@
-/* tests/test_bert_parity.c: BertForMaskedLM trains like transformers: the step-0 loss and
- * gradients and 25 AdamW steps' losses against tests/fixtures/bert-a (tools/reference/bert_reference.py), and opencl against cpu. */
+/* tests/test_bert_parity.c: BertForMaskedLM trains like transformers: step-0 loss and gradients
+ * and 25 AdamW steps' losses against tests/fixtures/bert-a, and opencl against cpu. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -288,8 +288,9 @@ static void test_step0_cpu64(void **state)
     double *r64 = read_ref(f.m, "grads0_fp64.safetensors");
     worst w = compare_all(f.m, g, r64, r64);
     print_message("bert-a step 0 on cpu64: loss %.15f, transformers fp64 %.15f (rel %.2e); "
-                  "gradients: worst 1 - cosine %.2e (%s), worst max rel err %.3e above 1e-6 (%s); %d tensors 0 on both sides\n",
-                  loss, ref, fabs(loss - ref) / ref, 1 - w.cosine, w.cos_at, w.rel, w.rel_at, w.zero);
+                  "gradients: worst 1 - cosine %.2e (%s), worst max rel err %.3e above 1e-6 "
+                  "(%s); %d tensors 0 on both sides\n", loss, ref, fabs(loss - ref) / ref,
+                  1 - w.cosine, w.cos_at, w.rel, w.rel_at, w.zero);
     assert_true(w.zero <= f.c.num_hidden_layers); /* the key biases, no more */
     assert_true(fabs(loss - ref) / ref <= MAX_LOSS64_REL);
     assert_true(w.cosine >= MIN_COSINE);
@@ -305,10 +306,12 @@ static void test_step0_cpu(void **state)
     fixture f;
     fixture_open(&f, "cpu");
     double loss, *g = step0_grads(&f, &loss), ref = ref_number(&f, "step0_loss_fp32");
-    double *r32 = read_ref(f.m, "grads0.safetensors"), *r64 = read_ref(f.m, "grads0_fp64.safetensors");
+    double *r32 = read_ref(f.m, "grads0.safetensors");
+    double *r64 = read_ref(f.m, "grads0_fp64.safetensors");
     worst w = compare_all(f.m, g, r32, r64);
     print_message("bert-a step 0 on cpu: loss %.9f, transformers fp32 %.9f (rel %.2e); "
-                  "gradients vs fp32: worst 1 - cosine %.2e (%s), max rel err %.3e above 1e-6 (%s), "
+                  "gradients vs fp32: worst 1 - cosine %.2e (%s), max rel err %.3e above 1e-6 "
+                  "(%s), "
                   "%.3e above the noise floor (%s); error vs fp64 at most %.2fx transformers' "
                   "own (%s); %d tensors 0 on both sides\n", loss, ref, fabs(loss - ref) / ref,
                   1 - w.cosine, w.cos_at, w.rel, w.rel_at, w.rel_floor, w.floor_at, w.ratio,

@@ -184,10 +184,95 @@ static void test_bad_ids(void **state)
     device_close(d);
 }
 
+/* checkpoint names: the table's, the tied aliases, gamma/beta, the unused ones */
+static void test_names(void **state)
+{
+    char err[256];
+    device *d = device_open("cpu64", err, sizeof err);
+    assert_non_null(d);
+    uint64_t seed = 1;
+    double *params;
+    bert *m = make_model(d, &params, &seed);
+    int alias, word = bert_param_index(m, "bert.embeddings.word_embeddings.weight", &alias);
+    assert_int_equal(word, 0);
+    assert_int_equal(alias, 0);
+    assert_int_equal(bert_param_index(m, "cls.predictions.decoder.weight", &alias), word);
+    assert_int_equal(alias, 1);
+    int bias = bert_param_index(m, "cls.predictions.bias", NULL);
+    assert_true(bias > 0);
+    assert_int_equal(bert_param_index(m, "cls.predictions.decoder.bias", NULL), bias);
+    int ln = bert_param_index(m, "bert.encoder.layer.1.output.LayerNorm.weight", NULL);
+    assert_true(ln > 0);
+    assert_int_equal(bert_param_index(m, "bert.encoder.layer.1.output.LayerNorm.gamma", &alias),
+                     ln);
+    assert_int_equal(alias, 1);
+    assert_int_equal(bert_param_index(m, "bert.encoder.layer.1.output.LayerNorm.beta", NULL),
+                     ln + 1);
+    assert_int_equal(bert_param_index(m, "bert.encoder.layer.2.output.LayerNorm.beta", NULL), -1);
+    assert_int_equal(bert_param_index(m, "bert.pooler.dense.weight", NULL), -1);
+    assert_true(bert_name_unused("bert.pooler.dense.weight"));
+    assert_true(bert_name_unused("cls.seq_relationship.bias"));
+    assert_false(bert_name_unused("cls.predictions.bias"));
+    /* the shapes transformers gives */
+    const param_info *q =
+        bert_param(m, bert_param_index(m, "bert.encoder.layer.0.intermediate.dense.weight", NULL));
+    assert_int_equal(q->shape[0], 20);
+    assert_int_equal(q->shape[1], 12);
+    free(params);
+    bert_free(m);
+    device_close(d);
+}
+
+/* _init_weights: weights normal(0, initializer_range), the pad row 0, biases 0, LayerNorm 1;
+ * the same seed gives the same weights */
+static void test_init(void **state)
+{
+    char err[256];
+    device *d = device_open("cpu", err, sizeof err);
+    assert_non_null(d);
+    bert_config c;
+    make_config(&c);
+    c.initializer_range = 0.02;
+    bert *m = bert_create(d, &c, B, T);
+    assert_non_null(m);
+    size_t np = bert_param_count(m);
+    float *w = malloc(np * sizeof *w), *again = malloc(np * sizeof *again);
+    assert_true(w && again);
+    assert_int_equal(bert_init_weights(m, 42), 0);
+    assert_int_equal(bert_get_weights(m, w, 0), 0);
+    assert_int_equal(bert_init_weights(m, 42), 0);
+    assert_int_equal(bert_get_weights(m, again, 0), 0);
+    assert_memory_equal(w, again, np * sizeof *w);
+    double sum2 = 0;
+    size_t n_normal = 0;
+    for (int i = 0; i < bert_n_params(m); i++) {
+        const param_info *p = bert_param(m, i);
+        for (size_t k = 0; k < p->n; k++) {
+            float v = w[p->offset + k];
+            int pad_row = i == 0 && k / (size_t)c.hidden_size == (size_t)PAD;
+            if (p->role == PARAM_NORM)
+                assert_true(v == 1.0f);
+            else if (p->role == PARAM_BIAS || pad_row)
+                assert_true(v == 0.0f);
+            else
+                sum2 += (double)v * v, n_normal++;
+        }
+    }
+    double std = sqrt(sum2 / (double)n_normal);
+    printf("# %zu normal draws, std %.5f (initializer_range 0.02)\n", n_normal, std);
+    assert_true(fabs(std - 0.02) < 0.002);
+    free(w);
+    free(again);
+    bert_free(m);
+    device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_gradients),
                                        cmocka_unit_test(test_default_inputs),
-                                       cmocka_unit_test(test_bad_ids)};
+                                       cmocka_unit_test(test_bad_ids),
+                                       cmocka_unit_test(test_names),
+                                       cmocka_unit_test(test_init)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # tools/reference/bert_reference.py: a small BertForMaskedLM trained with PyTorch + transformers on
-# the CPU, written as the BERT parity fixture (tests/fixtures/bert-a) that tests/test_bert_parity.c reads.
+# the CPU, written as the BERT parity fixture that tests/test_bert_parity.c reads.
 """Usage:
   python tools/reference/bert_reference.py OUT_DIR [--steps 25] [--seed 1234]
 

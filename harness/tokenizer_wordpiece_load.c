@@ -73,8 +73,10 @@ static int set_token(wordpiece *w, const char *s, size_t len, int32_t id, const 
     bpe *b = &w->v;
     if (len == 0 || len > MAX_TOKEN_BYTES)
         return bad(where, "%s: a token must have 1 to %d bytes", what, MAX_TOKEN_BYTES);
-    if (strmap_get(&b->vocab, s, len) >= 0)
-        return bad(where, "%s: the token \"%.64s\" appears twice", what, s);
+    int32_t before = strmap_get(&b->vocab, s, len);
+    if (before >= 0)
+        return bad(where, "%s: the token \"%.*s\" appears twice (its first id is %d)", what,
+                   (int)(len > 64 ? 64 : len), s, before);
     if (id >= b->tok_cap) {
         int n = id + 1 > 2 * b->tok_cap ? id + 1 : 2 * b->tok_cap;
         char **tok = realloc(b->tok, (size_t)n * sizeof *tok);
@@ -89,7 +91,8 @@ static int set_token(wordpiece *w, const char *s, size_t len, int32_t id, const 
         b->tok_cap = n;
     }
     if (b->tok[id])
-        return bad(where, "%s: id %d is given to \"%.64s\" and \"%.64s\"", what, id, b->tok[id], s);
+        return bad(where, "%s: id %d is given to \"%.64s\" and \"%.*s\"", what, id, b->tok[id],
+                   (int)(len > 64 ? 64 : len), s);
     if (!(b->tok[id] = malloc(len + 1)) || strmap_put(&b->vocab, s, len, id))
         return bad(where, "out of memory reading the vocabulary");
     memcpy(b->tok[id], s, len);

@@ -186,6 +186,101 @@ static void probe(const char *tok_rel, const char *key)
 static void test_probe_uncased(void **s) { (void)s; probe(WP "/tokenizer.json", "tokenizer_json_sha256"); }
 static void test_probe_keep_accents(void **s) { (void)s; probe(WP "/keep_accents.json", "keep_accents_json_sha256"); }
 
+/* a malformed vocab.txt or tokenizer.json is refused with exit code 2 */
+static void expect_bad(const char *suffix, const char *content, size_t len)
+{
+    const char *path = tu_temp_path(suffix);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(content, 1, len, f), len);
+    fclose(f);
+    tokenizer *t = NULL;
+    assert_int_equal(tokenizer_open("wordpiece", path, &t), 2);
+    assert_null(t);
+    remove(path);
+}
+
+#define BAD_TXT(s) expect_bad("vocab.txt", s, sizeof s - 1)
+#define BAD_JSON(s) expect_bad(".json", s, sizeof s - 1)
+#define NORM "\"normalizer\": {\"type\": \"BertNormalizer\"}"
+#define PRE "\"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"}"
+#define MODEL "\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", \"vocab\": {\"[UNK]\": 0, \"a\": 1}}"
+
+static void test_bad_vocab_txt(void **state)
+{
+    (void)state;
+    BAD_TXT("");                                          /* empty */
+    BAD_TXT("[UNK]\n[CLS]\n[SEP]\na\na\n");              /* duplicate token */
+    BAD_TXT("[CLS]\n[SEP]\na\n");                         /* no [UNK] */
+    BAD_TXT("[UNK]\na\n");                                 /* no [CLS] / [SEP] */
+    BAD_TXT("[UNK]\n[CLS]\n[SEP]\n\nb\n");               /* an empty line */
+    BAD_TXT("[UNK]\n[CLS]\n[SEP]\na\0b\n");               /* binary */
+    BAD_TXT("[UNK]\n[CLS]\n[SEP]\n\xff\xfe\n");           /* not UTF-8 */
+    tokenizer *t = NULL;
+    assert_int_equal(tokenizer_open("wordpiece", "/nonexistent/vocab.txt", &t), 2);
+    assert_int_equal(tokenizer_open("wordpiece", "", &t), 2);
+    assert_int_equal(tokenizer_open("wordpiece", tu_source_path("tests/data"), &t), 2);
+}
+
+static void test_bad_tokenizer_json(void **state)
+{
+    (void)state;
+    BAD_JSON("{" NORM ", " PRE ", " MODEL); /* truncated */
+    BAD_JSON("{" NORM ", " PRE ", \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+             "\"vocab\": {\"a\": 0}}}"); /* unk_token not in the vocabulary */
+    BAD_JSON("{" NORM ", " PRE ", \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+             "\"vocab\": {\"[UNK]\": 0, \"a\": 0}}}"); /* two tokens, one id */
+    BAD_JSON("{" NORM ", " PRE ", \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+             "\"vocab\": {\"[UNK]\": 0, \"[UNK]\": 1}}}"); /* duplicate key */
+    BAD_JSON("{\"normalizer\": {\"type\": \"NFKC\"}, " PRE ", " MODEL "}");
+    BAD_JSON("{" NORM ", \"pre_tokenizer\": {\"type\": \"Whitespace\"}, " MODEL "}");
+    BAD_JSON("{" NORM ", " PRE ", \"post_processor\": {\"type\": \"RobertaProcessing\"}, " MODEL "}");
+    BAD_JSON("{" NORM ", " PRE ", \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": "
+             "[{\"SpecialToken\": {\"id\": \"[CLS]\", \"type_id\": 0}}]}, " MODEL "}");
+    BAD_JSON("{" NORM ", " PRE ", \"added_tokens\": [{\"id\": 0, \"content\": \"[UNK]\", "
+             "\"lstrip\": true}], " MODEL "}");
+    BAD_JSON("{" NORM ", " PRE ", \"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", "
+             "\"vocab\": {\"[UNK]\": 0}, \"max_input_chars_per_word\": 0}}");
+    BAD_JSON("\x00\x01\x02binary");
+    const char ok[] = "{" NORM ", " PRE ", " MODEL "}";
+    const char *path = tu_temp_path(".json");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(ok, f);
+    fclose(f);
+    tokenizer *t = NULL;
+    assert_int_equal(tokenizer_open("wordpiece", path, &t), 0); /* the base of the cases above */
+    id_list ids = {0};
+    assert_int_equal(tokenizer_encode(t, "a A b", 5, "x", &ids), 0);
+    assert_int_equal(ids.n, 3); /* no template: a, a (lowercased), [UNK] */
+    assert_int_equal(ids.ids[0], 1);
+    assert_int_equal(ids.ids[1], 1);
+    assert_int_equal(ids.ids[2], 0);
+    id_list_free(&ids);
+    tokenizer_free(t);
+    remove(path);
+}
+
+/* a word of a million combining marks (alternating classes, the worst case of the canonical
+ * ordering) is stripped in linear time and leaves one word */
+static void test_hostile_combining_run(void **state)
+{
+    (void)state;
+    size_t n = 1000000;
+    char *text = malloc(2 * n + 2);
+    assert_non_null(text);
+    text[0] = 'x';
+    for (size_t i = 0; i < n; i++)
+        memcpy(text + 1 + 2 * i, i % 2 ? "\xcc\x81" : "\xcc\xa3", 2); /* U+0301, U+0323 */
+    tokenizer *t = open_wp(WP "/tokenizer.json");
+    id_list ids = {0};
+    assert_int_equal(tokenizer_encode(t, text, 1 + 2 * n, "hostile", &ids), 0);
+    assert_int_equal(ids.n, 3); /* [CLS] x [SEP] */
+    id_list_free(&ids);
+    tokenizer_free(t);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +292,9 @@ int main(void)
         cmocka_unit_test(test_corpus_chunks),
         cmocka_unit_test(test_probe_uncased),
         cmocka_unit_test(test_probe_keep_accents),
+        cmocka_unit_test(test_bad_vocab_txt),
+        cmocka_unit_test(test_bad_tokenizer_json),
+        cmocka_unit_test(test_hostile_combining_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

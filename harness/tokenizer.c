@@ -1,5 +1,6 @@
-/* harness/tokenizer.c: opening a tokenizer by kind and path ("byte", or byte-level BPE from a
- * tokenizer.json, vocab.json + merges.txt, or a directory), encoding, UTF-8 validation. */
+/* harness/tokenizer.c: opening a tokenizer by kind and path ("byte", byte-level BPE from a
+ * tokenizer.json, vocab.json + merges.txt, WordPiece from a tokenizer.json or vocab.txt, or a
+ * directory), encoding, UTF-8 validation. */
 #define _POSIX_C_SOURCE 200809L
 #include "tokenizer.h"
 
@@ -9,11 +10,13 @@
 #include <sys/stat.h>
 
 #include "tokenizer_bpe.h"
+#include "tokenizer_wordpiece.h"
 #include "util.h"
 
 struct tokenizer {
-    int is_bpe;
+    int is_bpe, is_wp;
     bpe b;
+    wordpiece w;
     char name[4300];
 };
 
@@ -31,10 +34,46 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* a tokenizer.json is read by its model type, whichever kind was named */
 static int load_json_file(tokenizer *t, const char *path)
 {
+    char type[64];
+    int rc = tokenizer_json_model_type(path, type, sizeof type);
+    if (rc)
+        return rc;
+    if (strcmp(type, "WordPiece") == 0) {
+        t->is_bpe = 0;
+        t->is_wp = 1;
+        snprintf(t->name, sizeof t->name, "wordpiece:%s", path);
+        return wp_load_json(&t->w, path);
+    }
     snprintf(t->name, sizeof t->name, "bpe:%s", path);
     return bpe_load_json(&t->b, path);
+}
+
+/* a path to a tokenizer.json or a vocab.txt (tokenizer_config.json beside it), or a directory
+ * holding either (tokenizer.json preferred) */
+static int open_wordpiece(tokenizer *t, const char *path)
+{
+    char a[4200];
+    if (exists(path, 1)) {
+        snprintf(a, sizeof a, "%s/tokenizer.json", path);
+        if (exists(a, 0))
+            return load_json_file(t, a);
+        snprintf(a, sizeof a, "%s/vocab.txt", path);
+        if (!exists(a, 0)) {
+            log_error("%s: the directory holds neither tokenizer.json nor vocab.txt", path);
+            return EXIT_USAGE;
+        }
+        path = a;
+    } else if (!exists(path, 0)) {
+        log_error("%s: no such tokenizer file or directory", path);
+        return EXIT_USAGE;
+    } else if (!ends_with(path, ".txt")) {
+        return load_json_file(t, path);
+    }
+    snprintf(t->name, sizeof t->name, "wordpiece:%s", path);
+    return wp_load_vocab_txt(&t->w, path);
 }
 
 static int load_vocab_merges(tokenizer *t, const char *vocab, const char *merges)
@@ -95,8 +134,16 @@ int tokenizer_open(const char *kind, const char *path, tokenizer **out)
         } else {
             rc = open_bpe(t, path);
         }
+    } else if (strcmp(kind, "wordpiece") == 0) {
+        t->is_wp = 1;
+        if (!path || !path[0]) {
+            log_error("the wordpiece tokenizer needs a path (tokenizer.json, vocab.txt or a folder)");
+            rc = EXIT_USAGE;
+        } else {
+            rc = open_wordpiece(t, path);
+        }
     } else {
-        log_error("unknown tokenizer '%s' (known: byte, bpe)", kind);
+        log_error("unknown tokenizer '%s' (known: byte, bpe, wordpiece)", kind);
         rc = EXIT_USAGE;
     }
     if (rc) {
@@ -113,12 +160,30 @@ void tokenizer_free(tokenizer *t)
         return;
     if (t->is_bpe)
         bpe_free(&t->b);
+    if (t->is_wp)
+        wp_free(&t->w);
     free(t);
 }
 
 int tokenizer_vocab_size(const tokenizer *t)
 {
-    return t->is_bpe ? t->b.n_tok : 256;
+    return t->is_bpe ? t->b.n_tok : t->is_wp ? t->w.v.n_tok : 256;
+}
+
+int32_t tokenizer_special_id(const tokenizer *t, const char *role)
+{
+    if (!t->is_wp)
+        return -1;
+    const wordpiece *w = &t->w;
+    return !strcmp(role, "cls") ? w->cls_id : !strcmp(role, "sep") ? w->sep_id
+         : !strcmp(role, "pad") ? w->pad_id : !strcmp(role, "mask") ? w->mask_id
+         : !strcmp(role, "unk") ? w->unk_id : -1;
+}
+
+void tokenizer_template_size(const tokenizer *t, int *before, int *after)
+{
+    *before = t->is_wp ? t->w.n_before : 0;
+    *after = t->is_wp ? t->w.n_after : 0;
 }
 
 const char *tokenizer_name(const tokenizer *t)
@@ -168,7 +233,7 @@ static int push_bytes(const char *text, size_t len, id_list *out)
 
 int tokenizer_encode(tokenizer *t, const char *text, size_t len, const char *where, id_list *out)
 {
-    if (!t->is_bpe) {
+    if (!t->is_bpe && !t->is_wp) {
         if (push_bytes(text, len, out) == 0)
             return 0;
         log_error("%s: out of memory tokenizing %zu bytes", where, len);
@@ -176,9 +241,15 @@ int tokenizer_encode(tokenizer *t, const char *text, size_t len, const char *whe
     }
     size_t bad = utf8_invalid_at((const unsigned char *)text, len);
     if (bad < len) {
-        log_error("%s: not valid UTF-8 at byte %zu (the BPE tokenizer reads UTF-8 text)", where,
-                  bad);
+        log_error("%s: not valid UTF-8 at byte %zu (the %s tokenizer reads UTF-8 text)", where,
+                  bad, t->is_wp ? "WordPiece" : "BPE");
         return EXIT_USAGE;
+    }
+    if (t->is_wp) {
+        if (wp_encode(&t->w, text, len, out) == 0)
+            return 0;
+        log_error("%s: out of memory tokenizing %zu bytes", where, len);
+        return EXIT_FAIL;
     }
     size_t at = 0;
     int rc = bpe_encode(&t->b, text, len, out, &at);
@@ -219,6 +290,13 @@ static uint32_t next_cp(const unsigned char *s, size_t *i)
 
 int tokenizer_token_bytes(const tokenizer *t, int32_t id, unsigned char *out, size_t cap)
 {
+    if (t->is_wp) {
+        if (id < 0 || id >= t->w.v.n_tok || !t->w.v.tok[id])
+            return -1;
+        size_t n = t->w.v.tok_len[id] < cap ? t->w.v.tok_len[id] : cap;
+        memcpy(out, t->w.v.tok[id], n);
+        return (int)n;
+    }
     if (!t->is_bpe) {
         if (id < 0 || id > 255 || cap < 1)
             return -1;

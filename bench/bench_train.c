@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "device.h"
-#include "gpt2.h"
-#include "util.h"
+#include "models/gpt2.h"
+#include "util/util.h"
 
 typedef struct {
     const char *device;

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "device.h"
-#include "gpt2.h"
+#include "models/gpt2.h"
 #include "testutil.h"
 
 enum { B = 2, T = 5, V = 13 };

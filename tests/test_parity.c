@@ -13,15 +13,15 @@
 #include <jansson.h>
 #include <omp.h>
 
-#include "data.h"
+#include "formats/data.h"
 #include "device.h"
-#include "gpt2.h"
-#include "safetensors.h"
-#include "scenario.h"
+#include "models/gpt2.h"
+#include "formats/safetensors.h"
+#include "train/scenario.h"
 #include "testutil.h"
-#include "tokenizer.h"
-#include "train.h"
-#include "util.h"
+#include "formats/tokenizer.h"
+#include "train/train.h"
+#include "util/util.h"
 
 /* the bounds of the issue: do not loosen without measured figures */
 #define MIN_COSINE 0.99999

@@ -14,12 +14,12 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "checkpoint.h"
+#include "models/checkpoint.h"
 #include "device.h"
-#include "gpt2.h"
-#include "safetensors.h"
+#include "models/gpt2.h"
+#include "formats/safetensors.h"
 #include "testutil.h"
-#include "util.h"
+#include "util/util.h"
 
 /* ---- crafted images ------------------------------------------------------------------------ */
 

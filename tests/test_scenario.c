@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json_locate.h"
-#include "model_config.h"
-#include "scenario.h"
+#include "util/json_locate.h"
+#include "models/model_config.h"
+#include "train/scenario.h"
 #include "testutil.h"
-#include "util.h"
+#include "util/util.h"
 
 /* ---- stderr capture ------------------------------------------------------------------------- */
 

@@ -102,8 +102,9 @@ static int parse_init_args(int argc, char **argv, const char **scn, const char *
 
 static int write_initial(const scenario *s, device *d, const char *out)
 {
-    int T = s->model.n_positions < 2 ? s->model.n_positions : 2;
-    gpt2 *m = gpt2_create(d, &s->model, 1, T);
+    int P = s->fam->config_sizes(&s->model).max_positions;
+    int T = P < 2 ? P : 2;
+    model *m = model_create(s->fam, d, &s->model, 1, T);
     if (!m)
         return EXIT_FAIL;
     int rc = train_initial_weights(m, s);
@@ -114,8 +115,8 @@ static int write_initial(const scenario *s, device *d, const char *out)
     if (!rc)
         printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, %s weights)\n"
                "scenario_hash: %s\n",
-               term_safe(out), term_safe(out), gpt2_param_count(m), s->weights, s->hash);
-    gpt2_free(m);
+               term_safe(out), term_safe(out), model_param_count(m), s->weights, s->hash);
+    model_free(m);
     return rc;
 }
 

@@ -1,5 +1,5 @@
-/* harness/models/checkpoint.c: GPT-2 weights in Hugging Face model directories: config.json and
- * model.safetensors as save_pretrained writes them, and loading by name with shape checks. */
+/* harness/models/checkpoint.c: any family's weights in Hugging Face model directories: config.json
+ * and model.safetensors as save_pretrained writes them, and loading by name with shape checks. */
 #define _POSIX_C_SOURCE 200809L
 #include "checkpoint.h"
 
@@ -13,8 +13,6 @@
 
 #include "formats/formats.h"
 #include "util/util.h"
-
-#define PREFIX "transformer."
 
 /* ---- writing ------------------------------------------------------------------------------- */
 
@@ -32,39 +30,17 @@ static int mkdir_p(const char *dir)
     return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-json_t *checkpoint_config_json(const gpt2_config *c, json_t *src_config)
+json_t *checkpoint_config_json(const model_family *f, const model_config_u *c, json_t *src_config)
 {
-    json_t *j = src_config ? json_deep_copy(src_config) : json_object();
-    json_object_set_new(j, "model_type", json_string("gpt2"));
-    json_object_set_new(j, "architectures", json_pack("[s]", "GPT2LMHeadModel"));
-    json_object_set_new(j, "vocab_size", json_integer(c->vocab_size));
-    json_object_set_new(j, "n_positions", json_integer(c->n_positions));
-    json_object_set_new(j, "n_embd", json_integer(c->n_embd));
-    json_object_set_new(j, "n_layer", json_integer(c->n_layer));
-    json_object_set_new(j, "n_head", json_integer(c->n_head));
-    json_object_set_new(j, "activation_function", json_string(c->activation_function));
-    json_object_set_new(j, "layer_norm_epsilon", json_real(c->layer_norm_epsilon));
-    json_object_set_new(j, "initializer_range", json_real(c->initializer_range));
-    json_object_set_new(j, "resid_pdrop", json_real(c->resid_pdrop));
-    json_object_set_new(j, "embd_pdrop", json_real(c->embd_pdrop));
-    json_object_set_new(j, "attn_pdrop", json_real(c->attn_pdrop));
-    json_object_set_new(j, "summary_first_dropout", json_real(c->summary_first_dropout));
-    json_object_set_new(j, "tie_word_embeddings", json_true());
-    /* the weights are written as F32, whatever the source said */
-    json_object_set_new(j, "torch_dtype", json_string("float32"));
-    json_object_del(j, "dtype");
-    if (!src_config && c->vocab_size <= 50256) { /* GPT2Config's 50256 would be out of range */
-        json_object_set_new(j, "bos_token_id", json_null());
-        json_object_set_new(j, "eos_token_id", json_null());
-    }
-    return j;
+    return f->config_json(c, src_config);
 }
 
-static int write_config(const gpt2_config *c, json_t *src_config, const char *dir)
+static int write_config(const model_family *f, const model_config_u *c, json_t *src_config,
+                        const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *j = checkpoint_config_json(c, src_config);
+    json_t *j = checkpoint_config_json(f, c, src_config);
     int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
     json_decref(j);
     if (rc) {
@@ -74,15 +50,15 @@ static int write_config(const gpt2_config *c, json_t *src_config, const char *di
     return 0;
 }
 
-static int write_weights(gpt2 *m, const float *host, const char *dir)
+static int write_weights(model *m, const float *host, const char *dir)
 {
-    int n = gpt2_n_params(m);
+    int n = model_n_params(m);
     st_entry *e = calloc((size_t)n, sizeof *e);
     char (*names)[80] = calloc((size_t)n, sizeof *names);
     int rc = e && names ? 0 : EXIT_FAIL;
     for (int i = 0; i < n && !rc; i++) {
-        const param_info *p = gpt2_param(m, i);
-        snprintf(names[i], sizeof names[i], PREFIX "%s", p->name);
+        const param_info *p = model_param(m, i);
+        model_hf_name(m, i, names[i], sizeof names[i]);
         e[i] = (st_entry){names[i], host + p->offset, NULL, p->ndim, {p->shape[0], p->shape[1]}};
     }
     char path[4200];
@@ -148,22 +124,22 @@ int checkpoint_check_target(const char *dir)
     return 0;
 }
 
-int checkpoint_save(gpt2 *m, const gpt2_config *c, json_t *src_config, const char *dir)
+int checkpoint_save(model *m, const model_config_u *c, json_t *src_config, const char *dir)
 {
     if (mkdir_p(dir) != 0) {
         log_error("%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
         return EXIT_FAIL;
     }
-    float *host = malloc(gpt2_param_count(m) * sizeof *host);
+    float *host = malloc(model_param_count(m) * sizeof *host);
     if (!host) {
-        log_error("%s: out of host memory for %zu weights", dir, gpt2_param_count(m));
+        log_error("%s: out of host memory for %zu weights", dir, model_param_count(m));
         return EXIT_FAIL;
     }
-    int rc = gpt2_get_weights(m, host, 0);
+    int rc = model_get_weights(m, host, 0);
     if (!rc)
         rc = write_weights(m, host, dir);
     if (!rc)
-        rc = write_config(c, src_config, dir);
+        rc = write_config(model_family_of(m), c, src_config, dir);
     free(host);
     return rc;
 }
@@ -177,25 +153,6 @@ int checkpoint_exists(const char *dir)
     snprintf(a, sizeof a, "%s/model.safetensors", dir);
     snprintf(b, sizeof b, "%s/model.safetensors.index.json", dir);
     return stat(a, &st) == 0 || stat(b, &st) == 0;
-}
-
-/* h.N.attn.bias and h.N.attn.masked_bias: causal-mask buffers, not parameters */
-static int is_mask_buffer(const char *name)
-{
-    if (strncmp(name, "h.", 2) != 0)
-        return 0;
-    const char *p = name + 2;
-    while (*p >= '0' && *p <= '9')
-        p++;
-    return p > name + 2 && (strcmp(p, ".attn.bias") == 0 || strcmp(p, ".attn.masked_bias") == 0);
-}
-
-static int find_param(gpt2 *m, const char *name)
-{
-    for (int i = 0; i < gpt2_n_params(m); i++)
-        if (strcmp(gpt2_param(m, i)->name, name) == 0)
-            return i;
-    return -1;
 }
 
 static void shape_str(const int64_t *shape, int ndim, char *out, size_t len)
@@ -223,7 +180,8 @@ static int check_shape(const param_info *p, const st_tensor *t, const char *wher
 }
 
 typedef struct {
-    gpt2 *m;
+    model *m;
+    const model_family *f;
     float *host;
     char *seen;         /* per parameter */
     const st_tensor *lm_head;
@@ -232,25 +190,26 @@ typedef struct {
 
 static int load_one(loader *L, const st_file *f, const st_tensor *t)
 {
-    const char *name = strncmp(t->name, PREFIX, strlen(PREFIX)) == 0 ? t->name + strlen(PREFIX)
-                                                                       : t->name;
-    if (strcmp(t->name, "lm_head.weight") == 0) {
+    const char *prefix = L->f->hf_prefix;
+    const char *name = strncmp(t->name, prefix, strlen(prefix)) == 0 ? t->name + strlen(prefix)
+                                                                     : t->name;
+    if (L->f->tied_head && strcmp(t->name, L->f->tied_head) == 0) {
         L->lm_head = t;
         L->lm_head_file = f;
-        return check_shape(gpt2_param(L->m, 0), t, f->path);
+        return check_shape(model_param(L->m, 0), t, f->path);
     }
-    if (is_mask_buffer(name))
+    if (L->f->ignored_tensor && L->f->ignored_tensor(name))
         return 0;
-    int i = find_param(L->m, name);
+    int i = model_find_param(L->m, name);
     if (i < 0) {
-        log_error("%s: unexpected tensor \"%.96s\": not a parameter of this GPT-2 config",
-                  f->path, t->name);
+        log_error("%s: unexpected tensor \"%.96s\": not a parameter of this %s config",
+                  f->path, t->name, L->f->name);
         return EXIT_USAGE;
     }
-    const param_info *p = gpt2_param(L->m, i);
+    const param_info *p = model_param(L->m, i);
     if (L->seen[i]) {
-        log_error("%s: tensor \"%s\" is given twice (with and without \"" PREFIX "\")", f->path,
-                  p->name);
+        log_error("%s: tensor \"%s\" is given twice (with and without \"%s\")", f->path,
+                  p->name, prefix);
         return EXIT_USAGE;
     }
     L->seen[i] = 1;
@@ -261,35 +220,37 @@ static int load_one(loader *L, const st_file *f, const st_tensor *t)
 static int check_missing(const loader *L, const char *dir)
 {
     int missing = 0, first = -1;
-    for (int i = 0; i < gpt2_n_params(L->m); i++)
+    for (int i = 0; i < model_n_params(L->m); i++)
         if (!L->seen[i] && missing++ == 0)
             first = i;
     if (!missing)
         return 0;
-    log_error("%s: the weights lack tensor \"" PREFIX "%s\"%s", dir, gpt2_param(L->m, first)->name,
-              missing > 1 ? " (and others)" : "");
+    char name[128];
+    model_hf_name(L->m, first, name, sizeof name);
+    log_error("%s: the weights lack tensor \"%s\"%s", dir, name, missing > 1 ? " (and others)" : "");
     return EXIT_USAGE;
 }
 
-/* lm_head.weight is tied to wte: transformers keeps wte's values; say so when they differ */
+/* the tied head (GPT-2 lm_head.weight) is tied to parameter 0 (wte): transformers keeps wte's
+ * values; say so when they differ */
 static int check_lm_head(const loader *L)
 {
     if (!L->lm_head)
         return 0;
-    const param_info *wte = gpt2_param(L->m, 0);
+    const param_info *wte = model_param(L->m, 0);
     float *head = malloc(wte->n * sizeof *head);
     if (!head || st_read_f32(L->lm_head_file, L->lm_head, head)) {
         free(head);
         return EXIT_USAGE;
     }
     if (memcmp(head, L->host + wte->offset, wte->n * sizeof *head) != 0)
-        log_warn("%s: lm_head.weight differs from wte.weight; GPT-2 ties them, so it is ignored "
-                 "(as from_pretrained ignores it)", L->lm_head_file->path);
+        log_warn("%s: %s differs from %s; %s ties them, so it is ignored (as from_pretrained "
+                 "ignores it)", L->lm_head_file->path, L->f->tied_head, wte->name, L->f->name);
     free(head);
     return 0;
 }
 
-int checkpoint_load(gpt2 *m, const char *dir)
+int checkpoint_load(model *m, const char *dir)
 {
     st_set s;
     int rc = st_set_open_dir(dir, &s);
@@ -300,10 +261,10 @@ int checkpoint_load(gpt2 *m, const char *dir)
     }
     if (rc)
         return rc;
-    loader L = {m, malloc(gpt2_param_count(m) * sizeof(float)),
-                calloc((size_t)gpt2_n_params(m), 1), NULL, NULL};
+    loader L = {m, model_family_of(m), malloc(model_param_count(m) * sizeof(float)),
+                calloc((size_t)model_n_params(m), 1), NULL, NULL};
     if (!L.host || !L.seen) {
-        log_error("%s: out of host memory for %zu weights", dir, gpt2_param_count(m));
+        log_error("%s: out of host memory for %zu weights", dir, model_param_count(m));
         rc = EXIT_FAIL;
     }
     for (int i = 0; i < s.n && !rc; i++)
@@ -312,7 +273,7 @@ int checkpoint_load(gpt2 *m, const char *dir)
         rc = check_missing(&L, dir);
     if (!rc)
         rc = check_lm_head(&L);
-    if (!rc && gpt2_set_weights(m, L.host))
+    if (!rc && model_set_weights(m, L.host))
         rc = EXIT_FAIL;
     free(L.host);
     free(L.seen);

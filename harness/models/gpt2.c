@@ -1,6 +1,6 @@
 /* harness/models/gpt2.c: the GPT-2 model over the device interface: the parameter table with Hugging
- * Face names, weight initialisation, forward, backward, gradient norm and AdamW. */
-#include "gpt2.h"
+ * Face names, weight initialisation, forward and backward (the rest is models/model.c). */
+#include "gpt2_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "rng.h"
 #include "util/util.h"
 
-#define IGNORE_INDEX (-100)
+#define IGNORE_INDEX MODEL_IGNORE_INDEX
 #define MAX_PARAMS_FIXED 4                   /* wte, wpe, ln_f.weight, ln_f.bias */
 #define PARAMS_PER_LAYER 12
 
@@ -86,18 +86,17 @@ static size_t build_param_table(gpt2 *m)
     return off;
 }
 
-int gpt2_n_params(const gpt2 *m) { return m->n_params; }
-const param_info *gpt2_param(const gpt2 *m, int i) { return &m->params[i]; }
-size_t gpt2_param_count(const gpt2 *m) { return m->param_mem.n; }
-dten gpt2_all_params(const gpt2 *m) { return m->param_mem; }
-dten gpt2_all_grads(const gpt2 *m) { return m->grad_mem; }
+void gpt2_state(const gpt2 *m, model_state *st)
+{
+    *st = (model_state){m->n_params, m->params, m->param_mem, m->grad_mem, m->m_mem, m->v_mem};
+}
 
-dten gpt2_param_view(const gpt2 *m, int i)
+static dten gpt2_param_view(const gpt2 *m, int i)
 {
     return dten_view(m->param_mem, m->params[i].offset, m->params[i].n);
 }
 
-dten gpt2_grad_view(const gpt2 *m, int i)
+static dten gpt2_grad_view(const gpt2 *m, int i)
 {
     return dten_view(m->grad_mem, m->params[i].offset, m->params[i].n);
 }
@@ -325,23 +324,12 @@ size_t gpt2_activation_bytes(const gpt2 *m)
     return m->act_mem.n * m->d->real_size;
 }
 
-size_t gpt2_state_bytes(const gpt2 *m)
-{
-    return 4 * m->param_mem.n * m->d->real_size;
-}
-
 static int check_device(gpt2 *m, const char *phase);
 
 /* ---- initialisation -------------------------------------------------------------------------- */
 
-int gpt2_init_weights(gpt2 *m, uint64_t seed)
+int gpt2_init_weights(const gpt2 *m, uint64_t seed, float *host)
 {
-    size_t np = m->param_mem.n;
-    float *host = malloc(np * sizeof *host);
-    if (!host) {
-        log_error("gpt2: out of host memory for %zu initial weights", np);
-        return 1;
-    }
     rng_state r;
     rng_seed(&r, seed);
     double std = m->c.initializer_range;
@@ -358,29 +346,7 @@ int gpt2_init_weights(gpt2 *m, uint64_t seed)
                 w[j] = p->role == PARAM_NORM ? 1.0f : 0.0f;
         }
     }
-    m->d->ops->upload(m->d, m->param_mem, host);
-    free(host);
-    m->d->ops->zero(m->d, m->m_mem);
-    m->d->ops->zero(m->d, m->v_mem);
-    if (device_error(m->d)) {
-        log_error("%s: uploading initial weights: %s", m->d->backend, device_error(m->d));
-        return 1;
-    }
     return 0;
-}
-
-int gpt2_set_weights(gpt2 *m, const float *host)
-{
-    m->d->ops->upload(m->d, m->param_mem, host);
-    m->d->ops->zero(m->d, m->m_mem);
-    m->d->ops->zero(m->d, m->v_mem);
-    return check_device(m, "uploading weights");
-}
-
-int gpt2_get_weights(gpt2 *m, float *host, int grads)
-{
-    m->d->ops->download(m->d, host, grads ? m->grad_mem : m->param_mem);
-    return check_device(m, grads ? "downloading gradients" : "downloading weights");
 }
 
 /* ---- forward --------------------------------------------------------------------------------- */
@@ -421,8 +387,13 @@ static int check_device(gpt2 *m, const char *phase)
     return 1;
 }
 
-int gpt2_forward(gpt2 *m, const int32_t *inputs, const int32_t *targets, double *loss)
+int gpt2_forward(gpt2 *m, const model_batch *b, double *loss)
 {
+    if (b->B != m->B || b->T != m->T) {
+        log_error("gpt2: a batch of %d x %d for a model made for %d x %d", b->B, b->T, m->B, m->T);
+        return 1;
+    }
+    const int32_t *inputs = b->input_ids, *targets = b->labels;
     device *d = m->d;
     const device_i *o = d->ops;
     int B = m->B, T = m->T, BT = B * T, C = m->c.n_embd, V = m->c.vocab_size;
@@ -520,35 +491,4 @@ int gpt2_backward(gpt2 *m)
     o->embedding_backward(d, gpt2_grad_view(m, WTE), gpt2_grad_view(m, WPE), m->dres, m->tokens,
                           m->B, m->T, C);
     return check_device(m, "backward");
-}
-
-double gpt2_grad_norm(gpt2 *m)
-{
-    return sqrt(m->d->ops->sumsq(m->d, m->grad_mem, (int)m->grad_mem.n));
-}
-
-void gpt2_scale_grads(gpt2 *m, double s)
-{
-    m->d->ops->scale(m->d, m->grad_mem, s, (int)m->grad_mem.n);
-}
-
-/* ---- optimizer ------------------------------------------------------------------------------- */
-
-int gpt2_adamw_step(gpt2 *m, const adamw_params *p, int t)
-{
-    device *d = m->d;
-    if (p->decay_all || p->weight_decay == 0.0) {
-        d->ops->adamw(d, m->param_mem, m->grad_mem, m->m_mem, m->v_mem, (int)m->param_mem.n,
-                      p->lr, p->beta1, p->beta2, p->eps, p->weight_decay, t);
-        return check_device(m, "adamw");
-    }
-    for (int i = 0; i < m->n_params; i++) {
-        const param_info *pi = &m->params[i];
-        int decays = pi->role == PARAM_MATRIX || pi->role == PARAM_EMBEDDING;
-        d->ops->adamw(d, gpt2_param_view(m, i), gpt2_grad_view(m, i),
-                      dten_view(m->m_mem, pi->offset, pi->n), dten_view(m->v_mem, pi->offset, pi->n),
-                      (int)pi->n, p->lr, p->beta1, p->beta2, p->eps,
-                      decays ? p->weight_decay : 0.0, t);
-    }
-    return check_device(m, "adamw");
 }

@@ -4,8 +4,8 @@
 #define MODELS_MODELS_H
 
 #include "model_config.h"
+#include "model.h"
 #include "model_dir.h"
-#include "gpt2.h"
 #include "checkpoint.h"
 #include "rng.h"
 

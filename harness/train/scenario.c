@@ -292,12 +292,12 @@ static int exactly_one(const src *mx, json_t *m, const char *a, const char *b, i
 }
 
 /* a config.json of another model type is not a gpt2 config */
-static int check_model_type(const part *cfg)
+static int check_model_type(const part *cfg, const char *family)
 {
     json_t *t = json_object_get(cfg->obj, "model_type");
-    if (json_is_string(t) && strcmp(json_string_value(t), "gpt2") != 0)
-        return fail(&cfg->at, "model_type", "\"%.64s\" is not a gpt2 config",
-                    json_string_value(t));
+    if (json_is_string(t) && strcmp(json_string_value(t), family) != 0)
+        return fail(&cfg->at, "model_type", "\"%.64s\" is not a %s config",
+                    json_string_value(t), family);
     return 0;
 }
 
@@ -348,7 +348,8 @@ static int load_weights_key(const src *mx, json_t *m, scenario *s)
     return 0;
 }
 
-static int load_gpt2(const src *mx, json_t *m, scenario *s)
+/* the family's config (its keys and defaults) from model.config/model.path, plus overrides */
+static int load_family_config(const src *mx, json_t *m, scenario *s)
 {
     part cfg, ovr;
     memset(&cfg, 0, sizeof cfg);
@@ -359,16 +360,17 @@ static int load_gpt2(const src *mx, json_t *m, scenario *s)
         rc = part_open(mx, m, "overrides", "model.overrides", 0, &ovr);
     if (!rc) {
         snprintf(s->config_path, sizeof s->config_path, "%s", cfg.path);
-        rc = check_model_type(&cfg);
+        rc = check_model_type(&cfg, s->family);
     }
-    if (!rc)
-        rc = gpt2_config_from_json(&s->model, cfg.obj, cfg.where);
+    const model_family *f = s->fam;
+    if (!rc) {
+        f->config_defaults(&s->model);
+        rc = f->config_from_json(&s->model, cfg.obj, cfg.where);
+    }
     if (!rc && ovr.obj)
-        rc = gpt2_config_apply_overrides(&s->model, cfg.obj, ovr.obj, ovr.where);
+        rc = f->config_apply_overrides(&s->model, cfg.obj, ovr.obj, ovr.where);
     if (!rc)
-        rc = gpt2_config_validate(&s->model, cfg.where);
-    if (!rc)
-        rc = model_dir_check_config(cfg.obj, &s->model, cfg.where);
+        rc = f->config_validate(&s->model, cfg.obj, cfg.where);
     if (!rc)
         rc = load_weights_key(mx, m, s);
     part_close(&cfg);
@@ -380,7 +382,9 @@ static int load_model(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"family",         "config", "config_path", "overrides",
                                        "overrides_path", "path",   "weights",     NULL};
-    static const char *const families[] = {"gpt2", NULL};
+    const char *families[16] = {NULL}; /* the registry's names, for one_of's message */
+    for (int i = 0; i < 15 && model_family_at(i); i++)
+        families[i] = model_family_at(i)->name;
     json_t *m;
     int rc = get_obj(x, root, "model", 1, &m);
     if (rc)
@@ -391,6 +395,8 @@ static int load_model(const src *x, json_t *root, scenario *s)
         rc = get_str(&mx, m, "family", 1, s->family, sizeof s->family);
     if (!rc)
         rc = one_of(&mx, "family", s->family, families);
+    if (!rc)
+        s->fam = model_family_find(s->family);
     if (!rc && json_object_get(m, "path") &&
         (json_object_get(m, "config") || json_object_get(m, "config_path")))
         rc = fail(&mx, "path", "give model.path (a model directory) or model.config / "
@@ -399,7 +405,7 @@ static int load_model(const src *x, json_t *root, scenario *s)
         rc = exactly_one(&mx, m, "config", "config_path", !json_object_get(m, "path"));
     if (!rc)
         rc = exactly_one(&mx, m, "overrides", "overrides_path", 0);
-    return rc ? rc : load_gpt2(&mx, m, s);
+    return rc ? rc : load_family_config(&mx, m, s);
 }
 
 /* ---- data, train, tolerances ---------------------------------------------------------------- */
@@ -448,14 +454,15 @@ static int load_data(const src *x, json_t *root, scenario *s)
         (rc = one_of(&dx, "tokenizer", s->tokenizer, tokenizers)) ||
         (rc = load_tokenizer_path(&dx, d, s)))
         return rc;
-    if (strcmp(s->tokenizer, "byte") == 0 && s->model.vocab_size < 256)
+    model_sizes z = s->fam->config_sizes(&s->model);
+    if (strcmp(s->tokenizer, "byte") == 0 && z.vocab_size < 256)
         return fail(&dx, "tokenizer", "the byte tokenizer needs vocab_size >= 256, the model has %d",
-                    s->model.vocab_size);
+                    z.vocab_size);
     if ((rc = get_int(&dx, d, "seq_len", 1, 2, &s->seq_len)))
         return rc;
-    if (s->seq_len > s->model.n_positions)
-        return fail(&dx, "seq_len", "%d is larger than the model's n_positions (%d)", s->seq_len,
-                    s->model.n_positions);
+    if (s->seq_len > z.max_positions)
+        return fail(&dx, "seq_len", "%d is larger than the model's %s (%d)", s->seq_len,
+                    z.positions_key, z.max_positions);
     return 0;
 }
 
@@ -543,7 +550,7 @@ static int load_tolerances(const src *x, json_t *root, scenario *s)
 
 static void set_defaults(scenario *s)
 {
-    gpt2_config_defaults(&s->model);
+    model_family_find("gpt2")->config_defaults(&s->model); /* until model.family says */
     snprintf(s->tokenizer, sizeof s->tokenizer, "byte");
     snprintf(s->schedule, sizeof s->schedule, "constant");
     s->decay_all = 1;

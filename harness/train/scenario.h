@@ -21,7 +21,8 @@ typedef struct {
     /* "model": {"family": "gpt2", "config": {...} | "config_path": "dir/config.json",
      *           "overrides": {...} | "overrides_path": "override_config.json"} */
     char family[32];
-    gpt2_config model;
+    const model_family *fam;    /* model_family_find(family) */
+    model_config_u model;       /* the family's config: model.gpt2 for "gpt2" */
     char config_path[PATH_MAX]; /* resolved, "" when inline */
     /* "model": {"family": "gpt2", "path": "DIR", "weights": "seeded" | "pretrained"}: a local
      * Hugging Face model directory (config.json, override_config.json, safetensors) */

@@ -29,7 +29,7 @@ double lr_multiplier(const char *schedule, int step, int warmup, int total)
 struct trainer {
     const scenario *s;
     device *d;
-    gpt2 *model;
+    model *model;
     dataset data;
     int32_t *inputs, *targets;
     int steps;
@@ -44,15 +44,16 @@ static int train_step(struct trainer *tr, int step, step_record *r)
     double t0 = now_ms();
     dataset_batch(&tr->data, step - 1, s->batch_size, 0, s->world_size, tr->inputs, tr->targets);
     double loss = 0;
-    if (gpt2_forward(tr->model, tr->inputs, tr->targets, &loss) || gpt2_backward(tr->model))
+    model_batch b = {s->batch_size, s->seq_len, tr->inputs, NULL, NULL, tr->targets};
+    if (model_forward(tr->model, &b, &loss) || model_backward(tr->model))
         return 1;
-    double norm = gpt2_grad_norm(tr->model);
+    double norm = model_grad_norm(tr->model);
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1 */
     if (s->clip > 0 && isfinite(norm) && s->clip / (norm + 1e-6) < 1.0)
-        gpt2_scale_grads(tr->model, s->clip / (norm + 1e-6));
+        model_scale_grads(tr->model, s->clip / (norm + 1e-6));
     adamw_params p = {s->lr * lr_multiplier(s->schedule, step - 1, s->warmup_steps, tr->steps),
                       s->beta1, s->beta2, s->eps, s->weight_decay, s->decay_all};
-    if (gpt2_adamw_step(tr->model, &p, step))
+    if (model_adamw_step(tr->model, &p, step))
         return 1;
     d->ops->synchronize(d);
     double ms = now_ms() - t0;
@@ -75,7 +76,7 @@ static int train_step(struct trainer *tr, int step, step_record *r)
 static int check_fit(const scenario *s, const device *d)
 {
     char why[512];
-    if (gpt2_check_fit(&s->model, s->batch_size, s->seq_len, d, why, sizeof why) == 0)
+    if (s->fam->check_fit(&s->model, s->batch_size, s->seq_len, d, why, sizeof why) == 0)
         return 0;
     log_error("%s: %s", s->path, why);
     return EXIT_USAGE;
@@ -92,9 +93,10 @@ static int load_data(struct trainer *tr, const scenario *s)
     tokenizer_free(tok);
     if (rc)
         return rc;
-    if (tr->data.vocab_size > s->model.vocab_size) {
+    int vocab = s->fam->config_sizes(&s->model).vocab_size;
+    if (tr->data.vocab_size > vocab) {
         log_error("%s: the %s tokenizer has %d ids but model vocab_size is %d", s->path,
-                  s->tokenizer, tr->data.vocab_size, s->model.vocab_size);
+                  s->tokenizer, tr->data.vocab_size, vocab);
         return EXIT_USAGE;
     }
     return 0;
@@ -124,7 +126,12 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         log_error("out of host memory for a batch of %zu tokens", bt);
         return EXIT_FAIL;
     }
-    tr->model = gpt2_create(d, &s->model, s->batch_size, s->seq_len);
+    if (s->fam->labels != LABELS_CAUSAL || s->fam->needs) {
+        log_error("%s: the %s family needs masked-LM labels, an attention mask or token types, "
+                  "which the datasets of this build do not give yet", s->path, s->fam->name);
+        return EXIT_USAGE;
+    }
+    tr->model = model_create(s->fam, d, &s->model, s->batch_size, s->seq_len);
     if (!tr->model)
         return EXIT_FAIL;
     return train_initial_weights(tr->model, s);
@@ -134,7 +141,7 @@ void train_free(trainer *tr)
 {
     if (!tr)
         return;
-    gpt2_free(tr->model);
+    model_free(tr->model);
     dataset_free(&tr->data);
     free(tr->inputs);
     free(tr->targets);
@@ -162,14 +169,14 @@ int train_prepare(const scenario *s, device *d, const train_options *o, trainer 
     return 0;
 }
 
-int train_initial_weights(gpt2 *m, const scenario *s)
+int train_initial_weights(model *m, const scenario *s)
 {
     if (strcmp(s->weights, "pretrained") == 0)
         return checkpoint_load(m, s->model_dir);
-    return gpt2_init_weights(m, s->seed) ? EXIT_FAIL : 0;
+    return model_init_weights(m, s->seed) ? EXIT_FAIL : 0;
 }
 
-int train_save(gpt2 *m, const scenario *s, const char *dir)
+int train_save(model *m, const scenario *s, const char *dir)
 {
     json_t *src = model_dir_raw_config(s->config_path);
     int rc = checkpoint_save(m, &s->model, src, dir);
@@ -189,8 +196,8 @@ int train_loop(trainer *tr, const train_options *o, train_result *res)
 {
     memset(res, 0, sizeof *res);
     device *d = tr->d;
-    res->activation_bytes = gpt2_activation_bytes(tr->model);
-    res->state_bytes = gpt2_state_bytes(tr->model);
+    res->activation_bytes = model_activation_bytes(tr->model);
+    res->state_bytes = model_state_bytes(tr->model);
     int rc = finish(res, TRAIN_OK, NULL, NULL);
     for (int step = 1; step <= tr->steps; step++) {
         step_record r;

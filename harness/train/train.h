@@ -39,7 +39,7 @@ typedef struct {
 typedef struct trainer trainer;
 
 /* Reads and checks everything a run of s on d needs, in this order: world_size, the sizes
- * against the harness's limits and d's memory (gpt2_check_fit), o->save_dir (that it could be
+ * against the harness's limits and d's memory (the family's check_fit), o->save_dir (that it could be
  * written; nothing is created), the tokenizer, the data file, then the model and its initial
  * weights (seeded, or the model directory's safetensors). Records nothing anywhere, so a caller
  * can open its store only after this succeeded. Returns 0 with *out ready for train_loop, 2 on
@@ -54,11 +54,10 @@ void train_free(trainer *tr);
  * TRAIN_FAILED, res->steps_done 0). */
 int train_run(const scenario *s, device *d, const train_options *o, train_result *res);
 
-struct gpt2;
-/* the scenario's initial weights into m: seeded (gpt2_init_weights with train.seed) or the
+/* the scenario's initial weights into m: seeded (the family's init with train.seed) or the
  * model directory's safetensors (model.weights "pretrained"). 0, 1 or 2. */
-int train_initial_weights(struct gpt2 *m, const scenario *s);
+int train_initial_weights(model *m, const scenario *s);
 /* m's weights and the scenario's config as a Hugging Face model directory. 0 or 1. */
-int train_save(struct gpt2 *m, const scenario *s, const char *dir);
+int train_save(model *m, const scenario *s, const char *dir);
 
 #endif

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
-#include "compare_db.h"
+#include "cli/commands.h"
+#include "judge/compare_db.h"
 #include "device.h"
-#include "scenario.h"
-#include "train.h"
-#include "util.h"
+#include "train/scenario.h"
+#include "train/train.h"
+#include "util/util.h"
 
 typedef struct {
     int runs, steps;

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "device.h"
-#include "gpt2.h"
-#include "util.h"
+#include "models/models.h"
+#include "util/util.h"
 
 typedef struct {
     const char *device;
@@ -78,19 +78,20 @@ static void random_batch(int32_t *in, int32_t *tg, int n, int T, int V, unsigned
         tg[i] = (i % T == T - 1) ? -100 : in[i + 1];
 }
 
-static double time_steps(gpt2 *m, device *d, const bench_cfg *c, int steps, int32_t *in, int32_t *tg)
+static double time_steps(model *m, device *d, const bench_cfg *c, int steps, int32_t *in, int32_t *tg)
 {
     adamw_params p = {1e-4, 0.9, 0.999, 1e-8, 0.1, 1};
     unsigned seed = 1;
     double t0 = now_ms(), loss;
     for (int s = 1; s <= steps; s++) {
         random_batch(in, tg, c->batch * c->seq, c->seq, c->vocab, &seed);
-        if (gpt2_forward(m, in, tg, &loss) || gpt2_backward(m))
+        if (model_forward(m, &(model_batch){c->batch, c->seq, in, NULL, NULL, tg}, &loss) ||
+            model_backward(m))
             return -1;
-        double norm = gpt2_grad_norm(m);
+        double norm = model_grad_norm(m);
         if (norm > 1.0)
-            gpt2_scale_grads(m, 1.0 / (norm + 1e-6));
-        if (gpt2_adamw_step(m, &p, s))
+            model_scale_grads(m, 1.0 / (norm + 1e-6));
+        if (model_adamw_step(m, &p, s))
             return -1;
         d->ops->synchronize(d);
     }
@@ -108,6 +109,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train: %s\n", err);
         return 2;
     }
+    model_config_u u;
     gpt2_config cfg;
     gpt2_config_defaults(&cfg);
     cfg.vocab_size = c.vocab;
@@ -115,8 +117,9 @@ int main(int argc, char **argv)
     cfg.n_embd = c.embd;
     cfg.n_layer = c.layers;
     cfg.n_head = c.heads;
-    gpt2 *m = gpt2_create(d, &cfg, c.batch, c.seq);
-    if (!m || gpt2_init_weights(m, 1))
+    u.gpt2 = cfg;
+    model *m = model_create(model_family_find("gpt2"), d, &u, c.batch, c.seq);
+    if (!m || model_init_weights(m, 1))
         return 1;
     int32_t *in = malloc(sizeof(int32_t) * c.batch * c.seq), *tg = malloc(sizeof(int32_t) * c.batch * c.seq);
     time_steps(m, d, &c, 2, in, tg); /* warm-up: first-touch pages, thread pools */
@@ -127,25 +130,25 @@ int main(int argc, char **argv)
     }
     double ceiling = sgemm_gflops(1024, 5);
     double tokens = (double)c.batch * c.seq;
-    double n_flop_params = (double)gpt2_param_count(m) - (double)c.seq * c.embd; /* wpe: no flops */
+    double n_flop_params = (double)model_param_count(m) - (double)c.seq * c.embd; /* wpe: no flops */
     double flops = tokens * (6.0 * n_flop_params + 12.0 * c.layers * c.embd * c.seq);
     double gflops = flops / (ms / 1e3) / 1e9;
     printf("bench_train: device %s (%s), GPT-2 n_layer %d n_embd %d n_head %d seq %d batch %d vocab %d, "
            "%zu params\n", d->backend, d->name, c.layers, c.embd, c.heads, c.seq, c.batch, c.vocab,
-           gpt2_param_count(m));
+           model_param_count(m));
     printf("  step time          %10.2f ms (mean of %d steps)\n", ms, c.steps);
     printf("  tokens/s           %10.0f\n", tokens / (ms / 1e3));
     printf("  training GFLOP/s   %10.2f (6*params*tokens + attention)\n", gflops);
     printf("  sgemm GFLOP/s      %10.2f (OpenBLAS, 1024^3, same run)\n", ceiling);
     printf("  ratio              %10.1f %% of the sgemm ceiling\n", 100.0 * gflops / ceiling);
-    double counted = (double)gpt2_state_bytes(m) + (double)gpt2_activation_bytes(m);
+    double counted = (double)model_state_bytes(m) + (double)model_activation_bytes(m);
     printf("  peak memory        %10.1f MiB (harness accounting)\n", d->mem_peak / 1048576.0);
     printf("  counted need       %10.1f MiB (params+grads+AdamW m,v %.1f + activations %.1f)\n",
-           counted / 1048576.0, gpt2_state_bytes(m) / 1048576.0, gpt2_activation_bytes(m) / 1048576.0);
+           counted / 1048576.0, model_state_bytes(m) / 1048576.0, model_activation_bytes(m) / 1048576.0);
     printf("  peak / counted     %10.3f\n", d->mem_peak / counted);
     free(in);
     free(tg);
-    gpt2_free(m);
+    model_free(m);
     device_close(d);
     return 0;
 }

@@ -8,13 +8,13 @@ command -v "$CC" >/dev/null || { echo "fuzz: $CC not found (apt-get install clan
 mkdir -p build-fuzz
 FLAGS=(-g -O1 -std=c11 -Wall -Wextra -Werror -Wno-unused-parameter
        -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iharness)
-LIBS=$(pkg-config --cflags --libs jansson libcrypto oniguruma)
-COMMON=(harness/util.c harness/escape.c harness/input_file.c)
-"$CC" "${FLAGS[@]}" fuzz/fuzz_safetensors.c harness/safetensors.c harness/safetensors_set.c \
+LIBS=$(pkg-config --cflags --libs jansson libcrypto oniguruma libutf8proc)
+COMMON=(harness/util/util.c harness/util/escape.c harness/util/input_file.c)
+"$CC" "${FLAGS[@]}" fuzz/fuzz_safetensors.c harness/formats/safetensors.c harness/formats/safetensors_set.c \
   "${COMMON[@]}" $LIBS -o build-fuzz/fuzz_safetensors
-"$CC" "${FLAGS[@]}" fuzz/fuzz_tokenizer.c harness/tokenizer.c harness/tokenizer_bpe.c \
-  harness/tokenizer_added.c harness/tokenizer_load.c "${COMMON[@]}" $LIBS \
+"$CC" "${FLAGS[@]}" fuzz/fuzz_tokenizer.c harness/formats/tokenizer*.c harness/formats/unicode_bert*.c \
+  "${COMMON[@]}" $LIBS \
   -o build-fuzz/fuzz_tokenizer
-"$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/logparse*.c "${COMMON[@]}" $LIBS \
+"$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/ingest/logparse*.c "${COMMON[@]}" $LIBS \
   -o build-fuzz/fuzz_logparse
 echo "fuzz: built build-fuzz/fuzz_safetensors, build-fuzz/fuzz_tokenizer and build-fuzz/fuzz_logparse"

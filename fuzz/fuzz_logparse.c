@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "logparse.h"
-#include "util.h"
+#include "ingest/logparse.h"
+#include "util/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

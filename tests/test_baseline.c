@@ -13,9 +13,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "baseline.h"
+#include "judge/baseline.h"
 #include "testutil.h"
-#include "util.h"
+#include "util/util.h"
 
 static const char SCN[] = "{\"name\": \"t\", \"train\": {\"lr\": 0.003, \"steps\": 3}}";
 

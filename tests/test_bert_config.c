@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bert_config.h"
+#include "models/bert_config.h"
 
 /* BertConfig's defaults (transformers 4.x and 5.x agree) */
 static void test_defaults(void **state)

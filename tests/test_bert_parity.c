@@ -13,9 +13,9 @@
 #include <jansson.h>
 #include <omp.h>
 
-#include "bert.h"
+#include "models/bert.h"
 #include "device.h"
-#include "safetensors.h"
+#include "formats/safetensors.h"
 #include "testutil.h"
 
 /* the bounds of the GPT-2 parity test (tests/test_parity.c): do not loosen without figures */

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "compare.h"
-#include "history.h"
-#include "json_util.h"
+#include "judge/compare.h"
+#include "judge/history.h"
+#include "util/json_util.h"
 
 static const tolerance T = {1e-4, 1e-6};
 

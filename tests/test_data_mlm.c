@@ -11,10 +11,10 @@
 
 #include <cmocka.h>
 
-#include "data_mlm.h"
+#include "formats/data_mlm.h"
 #include "philox.h"
 #include "testutil.h"
-#include "tokenizer.h"
+#include "formats/tokenizer.h"
 
 static tokenizer *open_wp(void)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bert.h"
+#include "models/bert.h"
 #include "device.h"
 #include "testutil.h"
 

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "device.h"
-#include "gpt2.h"
+#include "models/models.h"
 #include "testutil.h"
 
 enum { B = 2, T = 5, V = 13 };
@@ -35,13 +35,13 @@ static void make_batch(int32_t *in, int32_t *tg, uint64_t *seed)
     tg[2] = -100; /* an ignored target in the middle too */
 }
 
-static double loss_at(gpt2 *m, double *params, size_t idx, double value, const int32_t *in,
+static double loss_at(model *m, double *params, size_t idx, double value, const int32_t *in,
                       const int32_t *tg, device *d)
 {
     double saved = params[idx], loss = 0;
     params[idx] = value;
-    d->ops->upload_f64(d, gpt2_all_params(m), params);
-    assert_int_equal(gpt2_forward(m, in, tg, &loss), 0);
+    d->ops->upload_f64(d, model_all_params(m), params);
+    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg}, &loss), 0);
     params[idx] = saved;
     return loss;
 }
@@ -52,28 +52,29 @@ static void test_model_gradients(void **state)
     char err[256];
     device *d = device_open("cpu64", err, sizeof err);
     assert_non_null(d);
-    gpt2_config c;
-    make_config(&c);
-    gpt2 *m = gpt2_create(d, &c, B, T);
+    model_config_u u;
+    make_config(&u.gpt2);
+    const gpt2_config c = u.gpt2;
+    model *m = model_create(model_family_find("gpt2"), d, &u, B, T);
     assert_non_null(m);
-    assert_int_equal(gpt2_init_weights(m, 7), 0);
+    assert_int_equal(model_init_weights(m, 7), 0);
     uint64_t seed = 11;
     int32_t in[B * T], tg[B * T];
     make_batch(in, tg, &seed);
-    size_t np = gpt2_param_count(m);
+    size_t np = model_param_count(m);
     double *params = malloc(np * sizeof *params), *grads = malloc(np * sizeof *grads);
     /* make the LayerNorm weights and biases non-trivial too */
-    d->ops->download_f64(d, params, gpt2_all_params(m));
+    d->ops->download_f64(d, params, model_all_params(m));
     for (size_t i = 0; i < np; i++)
         params[i] += tu_uniform(&seed, -0.1, 0.1);
-    d->ops->upload_f64(d, gpt2_all_params(m), params);
+    d->ops->upload_f64(d, model_all_params(m), params);
     double loss;
-    assert_int_equal(gpt2_forward(m, in, tg, &loss), 0);
-    assert_int_equal(gpt2_backward(m), 0);
-    d->ops->download_f64(d, grads, gpt2_all_grads(m));
+    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg}, &loss), 0);
+    assert_int_equal(model_backward(m), 0);
+    d->ops->download_f64(d, grads, model_all_grads(m));
     double h = 1e-5, worst = 0;
-    for (int p = 0; p < gpt2_n_params(m); p++) {
-        const param_info *pi = gpt2_param(m, p);
+    for (int p = 0; p < model_n_params(m); p++) {
+        const param_info *pi = model_param(m, p);
         for (int k = 0; k < 3; k++) {
             size_t idx = pi->offset + (size_t)tu_uniform(&seed, 0, (double)pi->n);
             if (p == 1) /* wpe: only rows < T receive gradient */
@@ -89,10 +90,10 @@ static void test_model_gradients(void **state)
                          idx - pi->offset, grads[idx], fd);
         }
     }
-    printf("# worst relative error over %d tensors: %.3g\n", gpt2_n_params(m), worst);
+    printf("# worst relative error over %d tensors: %.3g\n", model_n_params(m), worst);
     free(params);
     free(grads);
-    gpt2_free(m);
+    model_free(m);
     device_close(d);
 }
 

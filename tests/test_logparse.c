@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "logparse.h"
+#include "ingest/logparse.h"
 
 /* one line through a fresh or given reader; 1 when it gave something */
 static int read1(lp_reader *r, const char *line, lp_event *ev)

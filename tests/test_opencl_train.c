@@ -9,9 +9,9 @@
 #include <cmocka.h>
 
 #include "device.h"
-#include "scenario.h"
+#include "train/scenario.h"
 #include "testutil.h"
-#include "train.h"
+#include "train/train.h"
 
 #define MAX_STEPS 64
 #define LOSS_RTOL 1e-4

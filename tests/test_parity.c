@@ -13,15 +13,15 @@
 #include <jansson.h>
 #include <omp.h>
 
-#include "data.h"
+#include "formats/data.h"
 #include "device.h"
-#include "gpt2.h"
-#include "safetensors.h"
-#include "scenario.h"
+#include "models/models.h"
+#include "formats/safetensors.h"
+#include "train/scenario.h"
 #include "testutil.h"
-#include "tokenizer.h"
-#include "train.h"
-#include "util.h"
+#include "formats/tokenizer.h"
+#include "train/train.h"
+#include "util/util.h"
 
 /* the bounds of the issue: do not loosen without measured figures */
 #define MIN_COSINE 0.99999
@@ -80,29 +80,29 @@ static void load_data(fixture *f, dataset *ds)
 }
 
 /* the harness's initial weights are the ones transformers started from */
-static void check_initial_weights(fixture *f, gpt2 *m)
+static void check_initial_weights(fixture *f, model *m)
 {
-    float *w = malloc(gpt2_param_count(m) * sizeof *w);
+    float *w = malloc(model_param_count(m) * sizeof *w);
     assert_non_null(w);
-    assert_int_equal(gpt2_get_weights(m, w, 0), 0);
+    assert_int_equal(model_get_weights(m, w, 0), 0);
     char sha[65];
-    sha256_hex(w, gpt2_param_count(m) * sizeof *w, sha);
+    sha256_hex(w, model_param_count(m) * sizeof *w, sha);
     assert_string_equal(sha, json_string_value(json_object_get(f->ref, "initial_weights_sha256")));
     free(w);
 }
 
 /* HARNESS_PARITY_DUMP=DIR writes the harness's step-0 gradients as
  * DIR/<fixture>.<device>.safetensors (F64), to study differences with the reference by hand */
-static void dump_grads(fixture *f, gpt2 *m, const double *g)
+static void dump_grads(fixture *f, model *m, const double *g)
 {
     const char *dir = getenv("HARNESS_PARITY_DUMP");
     if (!dir)
         return;
-    int n = gpt2_n_params(m);
+    int n = model_n_params(m);
     st_entry *e = calloc((size_t)n, sizeof *e);
     assert_non_null(e);
     for (int i = 0; i < n; i++) {
-        const param_info *p = gpt2_param(m, i);
+        const param_info *p = model_param(m, i);
         e[i] = (st_entry){p->name, NULL, g + p->offset, p->ndim, {p->shape[0], p->shape[1]}};
     }
     char path[1024];
@@ -112,17 +112,17 @@ static void dump_grads(fixture *f, gpt2 *m, const double *g)
 }
 
 /* the fixture's gradients file laid out like the model's gradient buffer, in double */
-static double *read_ref(const fixture *f, gpt2 *m, const char *file)
+static double *read_ref(const fixture *f, model *m, const char *file)
 {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", f->dir, file);
     st_file ref;
     assert_int_equal(st_open(path, &ref), 0);
-    assert_int_equal(ref.n, gpt2_n_params(m));
-    double *out = malloc(gpt2_param_count(m) * sizeof *out);
+    assert_int_equal(ref.n, model_n_params(m));
+    double *out = malloc(model_param_count(m) * sizeof *out);
     assert_non_null(out);
-    for (int i = 0; i < gpt2_n_params(m); i++) {
-        const param_info *p = gpt2_param(m, i);
+    for (int i = 0; i < model_n_params(m); i++) {
+        const param_info *p = model_param(m, i);
         const st_tensor *t = st_find(&ref, p->name);
         if (!t || t->n != p->n)
             fail_msg("%s: tensor %s missing or of another size", path, p->name);
@@ -133,16 +133,16 @@ static double *read_ref(const fixture *f, gpt2 *m, const char *file)
 }
 
 /* the harness's step-0 gradients (before clipping) on f's device, in double */
-static double *harness_grads(fixture *f, gpt2 *m, const dataset *ds)
+static double *harness_grads(fixture *f, model *m, const dataset *ds)
 {
     int B = f->s.batch_size, T = f->s.seq_len;
     int32_t *in = malloc((size_t)B * T * sizeof *in), *tg = malloc((size_t)B * T * sizeof *tg);
-    double *g = malloc(gpt2_param_count(m) * sizeof *g), loss;
+    double *g = malloc(model_param_count(m) * sizeof *g), loss;
     assert_true(in && tg && g);
     dataset_batch(ds, 0, B, 0, 1, in, tg);
-    assert_int_equal(gpt2_forward(m, in, tg, &loss), 0);
-    assert_int_equal(gpt2_backward(m), 0);
-    f->d->ops->download_f64(f->d, g, gpt2_all_grads(m));
+    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg}, &loss), 0);
+    assert_int_equal(model_backward(m), 0);
+    f->d->ops->download_f64(f->d, g, model_all_grads(m));
     assert_null(device_error(f->d));
     free(in);
     free(tg);
@@ -197,11 +197,11 @@ static void track(worst *w, const char *name, tensor_cmp raw, tensor_cmp floored
         w->ratio = ratio, w->ratio_at = name;
 }
 
-static worst compare_all(gpt2 *m, const double *g, const double *r32, const double *r64)
+static worst compare_all(model *m, const double *g, const double *r32, const double *r64)
 {
     worst w = {2.0, 0, 0, 0, "", "", "", ""};
-    for (int i = 0; i < gpt2_n_params(m); i++) {
-        const param_info *p = gpt2_param(m, i);
+    for (int i = 0; i < model_n_params(m); i++) {
+        const param_info *p = model_param(m, i);
         const double *a = g + p->offset, *b = r32 + p->offset, *c = r64 + p->offset;
         tensor_cmp raw = compare(a, b, p->n, REL_FLOOR);
         tensor_cmp fl = compare(a, b, p->n, fmax(REL_FLOOR, NOISE_FLOOR * max_abs(b, p->n)));
@@ -214,7 +214,7 @@ static worst compare_all(gpt2 *m, const double *g, const double *r32, const doub
 
 /* fp32 device: cosine and the relative error above the fp32 noise floor against transformers'
  * fp32 gradients, and its own error against the fp64 gradients within 3x transformers' */
-static void check_fp32(const char *name, gpt2 *m, const double *g, const double *r32,
+static void check_fp32(const char *name, model *m, const double *g, const double *r32,
                        const double *r64)
 {
     worst w = compare_all(m, g, r32, r64);
@@ -229,7 +229,7 @@ static void check_fp32(const char *name, gpt2 *m, const double *g, const double 
 }
 
 /* fp64 device against the fp64 gradients: the bounds of the issue, exactly */
-static void check_fp64(const char *name, gpt2 *m, const double *g, const double *r64)
+static void check_fp64(const char *name, model *m, const double *g, const double *r64)
 {
     worst w = compare_all(m, g, r64, r64);
     print_message("%s step-0 gradients, cpu64 vs transformers fp64: worst cosine %.12f (%s), "
@@ -245,7 +245,7 @@ static void test_step0(const char *name, const char *dev)
     fixture_open(&f, name, dev);
     dataset ds;
     load_data(&f, &ds);
-    gpt2 *m = gpt2_create(f.d, &f.s.model, f.s.batch_size, f.s.seq_len);
+    model *m = model_create(f.s.fam, f.d, &f.s.model, f.s.batch_size, f.s.seq_len);
     assert_non_null(m);
     assert_int_equal(train_initial_weights(m, &f.s), 0);
     check_initial_weights(&f, m);
@@ -261,7 +261,7 @@ static void test_step0(const char *name, const char *dev)
     dump_grads(&f, m, g);
     free(g);
     free(r64);
-    gpt2_free(m);
+    model_free(m);
     dataset_free(&ds);
     fixture_close(&f);
 }

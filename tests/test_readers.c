@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "escape.h"
-#include "input_file.h"
+#include "util/escape.h"
+#include "util/input_file.h"
 #include "testutil.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "formats/tokenizer.h"
+#include "util/util.h"
 
 /* ---- stderr capture ----------------------------------------------------------------------- */
 

@@ -14,10 +14,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "escape.h"
-#include "report.h"
+#include "util/escape.h"
+#include "report/report.h"
 #include "testutil.h"
-#include "util.h"
+#include "util/util.h"
 
 static char pwned[24], evil[250];
 

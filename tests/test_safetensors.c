@@ -14,12 +14,12 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "checkpoint.h"
+#include "models/checkpoint.h"
 #include "device.h"
-#include "gpt2.h"
-#include "safetensors.h"
+#include "models/models.h"
+#include "formats/safetensors.h"
 #include "testutil.h"
-#include "util.h"
+#include "util/util.h"
 
 /* ---- crafted images ------------------------------------------------------------------------ */
 
@@ -275,8 +275,8 @@ static gpt2_config tiny_config(void)
 
 typedef struct {
     device *d;
-    gpt2_config c;
-    gpt2 *m;
+    model_config_u c;
+    model *m;
     char dir[256];
 } ckpt;
 
@@ -285,10 +285,10 @@ static void ckpt_open(ckpt *k)
     char err[256];
     k->d = device_open("cpu", err, sizeof err);
     assert_non_null(k->d);
-    k->c = tiny_config();
-    k->m = gpt2_create(k->d, &k->c, 1, 4);
+    k->c.gpt2 = tiny_config();
+    k->m = model_create(model_family_find("gpt2"), k->d, &k->c, 1, 4);
     assert_non_null(k->m);
-    assert_int_equal(gpt2_init_weights(k->m, 5), 0);
+    assert_int_equal(model_init_weights(k->m, 5), 0);
     snprintf(k->dir, sizeof k->dir, "%s", tu_temp_path(".ckpt"));
 }
 
@@ -297,15 +297,15 @@ static void ckpt_close(ckpt *k)
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", k->dir);
     assert_int_equal(system(cmd), 0);
-    gpt2_free(k->m);
+    model_free(k->m);
     device_close(k->d);
 }
 
-static float *weights(gpt2 *m)
+static float *weights(model *m)
 {
-    float *w = malloc(gpt2_param_count(m) * sizeof *w);
+    float *w = malloc(model_param_count(m) * sizeof *w);
     assert_non_null(w);
-    assert_int_equal(gpt2_get_weights(m, w, 0), 0);
+    assert_int_equal(model_get_weights(m, w, 0), 0);
     return w;
 }
 
@@ -316,11 +316,11 @@ static void test_checkpoint_round_trip(void **state)
     ckpt_open(&k);
     assert_int_equal(checkpoint_save(k.m, &k.c, NULL, k.dir), 0);
     float *before = weights(k.m);
-    gpt2 *m2 = gpt2_create(k.d, &k.c, 1, 4);
-    assert_int_equal(gpt2_init_weights(m2, 99), 0);
+    model *m2 = model_create(model_family_find("gpt2"), k.d, &k.c, 1, 4);
+    assert_int_equal(model_init_weights(m2, 99), 0);
     assert_int_equal(checkpoint_load(m2, k.dir), 0);
     float *after = weights(m2);
-    assert_memory_equal(before, after, gpt2_param_count(k.m) * sizeof *before);
+    assert_memory_equal(before, after, model_param_count(k.m) * sizeof *before);
     /* names as save_pretrained writes them; lm_head left out; format pt */
     char p[512];
     snprintf(p, sizeof p, "%s/model.safetensors", k.dir);
@@ -337,7 +337,7 @@ static void test_checkpoint_round_trip(void **state)
     json_decref(cfg);
     free(before);
     free(after);
-    gpt2_free(m2);
+    model_free(m2);
     ckpt_close(&k);
 }
 
@@ -347,11 +347,11 @@ typedef enum { NO_PREFIX, DROP_ONE, EXTRA, BAD_SHAPE, WITH_BUFFERS, LM_HEAD } va
 static int save_variant(ckpt *k, variant v)
 {
     float *w = weights(k->m);
-    int n = gpt2_n_params(k->m), j = 0;
+    int n = model_n_params(k->m), j = 0;
     st_entry *e = calloc((size_t)n + 4, sizeof *e);
     char (*names)[80] = calloc((size_t)n + 4, sizeof *names);
     for (int i = 0; i < n; i++) {
-        const param_info *p = gpt2_param(k->m, i);
+        const param_info *p = model_param(k->m, i);
         if (v == DROP_ONE && i == 3)
             continue;
         snprintf(names[j], sizeof names[j], "%s%s", v == NO_PREFIX ? "" : "transformer.", p->name);
@@ -361,7 +361,7 @@ static int save_variant(ckpt *k, variant v)
         j++;
     }
     if (v == EXTRA || v == WITH_BUFFERS || v == LM_HEAD) {
-        const param_info *wte = gpt2_param(k->m, 0);
+        const param_info *wte = model_param(k->m, 0);
         snprintf(names[j], sizeof names[j], "%s", v == EXTRA ? "transformer.h.2.ln_1.weight"
                                                   : v == LM_HEAD ? "lm_head.weight"
                                                                  : "transformer.h.0.attn.bias");
@@ -442,12 +442,12 @@ static void test_checkpoint_sharded(void **state)
     ckpt k;
     ckpt_open(&k);
     float *w = weights(k.m);
-    int n = gpt2_n_params(k.m);
+    int n = model_n_params(k.m);
     st_entry *e = calloc((size_t)n, sizeof *e);
     char (*names)[80] = calloc((size_t)n, sizeof *names);
     json_t *map = json_object();
     for (int i = 0; i < n; i++) {
-        const param_info *p = gpt2_param(k.m, i);
+        const param_info *p = model_param(k.m, i);
         snprintf(names[i], sizeof names[i], "transformer.%s", p->name);
         e[i] = (st_entry){names[i], w + p->offset, NULL, p->ndim, {p->shape[0], p->shape[1]}};
         json_object_set_new(map, names[i], json_string(i < n / 2 ? "model-00001-of-00002.safetensors"
@@ -463,13 +463,13 @@ static void test_checkpoint_sharded(void **state)
     json_t *idx = json_pack("{s:{s:i}, s:o}", "metadata", "total_size", 0, "weight_map", map);
     assert_int_equal(json_dump_file(idx, p, 0), 0);
     json_decref(idx);
-    gpt2 *m2 = gpt2_create(k.d, &k.c, 1, 4);
-    assert_int_equal(gpt2_init_weights(m2, 77), 0);
+    model *m2 = model_create(model_family_find("gpt2"), k.d, &k.c, 1, 4);
+    assert_int_equal(model_init_weights(m2, 77), 0);
     assert_int_equal(checkpoint_load(m2, k.dir), 0);
     float *w2 = weights(m2);
-    assert_memory_equal(w, w2, gpt2_param_count(k.m) * sizeof *w);
+    assert_memory_equal(w, w2, model_param_count(k.m) * sizeof *w);
     free(w2);
-    gpt2_free(m2);
+    model_free(m2);
     free(e);
     free(names);
     free(w);

@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json_locate.h"
-#include "model_config.h"
-#include "scenario.h"
+#include "util/json_locate.h"
+#include "models/model_config.h"
+#include "train/scenario.h"
 #include "testutil.h"
-#include "util.h"
+#include "util/util.h"
 
 /* ---- stderr capture ------------------------------------------------------------------------- */
 
@@ -80,14 +80,14 @@ static void test_good_values(void **state)
     assert_string_equal(s.name, "gpt2-tiny");
     assert_string_equal(s.description, "a tiny gpt2 for the scenario tests");
     assert_string_equal(s.family, "gpt2");
-    assert_int_equal(s.model.vocab_size, 256);
-    assert_int_equal(s.model.n_positions, 128);
-    assert_int_equal(s.model.n_embd, 32);
-    assert_int_equal(s.model.n_layer, 2);
-    assert_int_equal(s.model.n_head, 4);
-    assert_string_equal(s.model.activation_function, "gelu_new"); /* from gelu_pytorch_tanh */
-    assert_true(s.model.attn_pdrop == 0 && s.model.embd_pdrop == 0 && s.model.resid_pdrop == 0);
-    assert_true(s.model.summary_first_dropout == 0);
+    assert_int_equal(s.model.gpt2.vocab_size, 256);
+    assert_int_equal(s.model.gpt2.n_positions, 128);
+    assert_int_equal(s.model.gpt2.n_embd, 32);
+    assert_int_equal(s.model.gpt2.n_layer, 2);
+    assert_int_equal(s.model.gpt2.n_head, 4);
+    assert_string_equal(s.model.gpt2.activation_function, "gelu_new"); /* from gelu_pytorch_tanh */
+    assert_true(s.model.gpt2.attn_pdrop == 0 && s.model.gpt2.embd_pdrop == 0 && s.model.gpt2.resid_pdrop == 0);
+    assert_true(s.model.gpt2.summary_first_dropout == 0);
     assert_string_equal(s.config_path, "");
     assert_true(ends_with(s.data_path, "tests/data/scenarios/tiny.txt"));
     assert_string_equal(s.tokenizer, "byte");
@@ -129,10 +129,10 @@ static void test_minimal_defaults(void **state)
     assert_true(s.max_memory_ratio == -1);
     assert_string_equal(s.baseline, "");
     /* GPT2Config defaults for the keys the inline config leaves out */
-    assert_true(s.model.layer_norm_epsilon == 1e-5 && s.model.initializer_range == 0.02);
-    assert_string_equal(s.model.activation_function, "gelu_new");
-    assert_string_equal(s.model.torch_dtype, "float32");
-    assert_true(s.model.summary_first_dropout == 0.1);
+    assert_true(s.model.gpt2.layer_norm_epsilon == 1e-5 && s.model.gpt2.initializer_range == 0.02);
+    assert_string_equal(s.model.gpt2.activation_function, "gelu_new");
+    assert_string_equal(s.model.gpt2.torch_dtype, "float32");
+    assert_true(s.model.gpt2.summary_first_dropout == 0.1);
     scenario_free(&s);
 }
 
@@ -155,12 +155,12 @@ static void test_config_dir(void **state)
     scenario s;
     assert_int_equal(load_captured("config_dir.json", &s), 0);
     assert_true(ends_with(s.config_path, "scenarios/gpt2-tiny/config.json"));
-    assert_int_equal(s.model.vocab_size, 512);
-    assert_int_equal(s.model.n_embd, 64);
-    assert_int_equal(s.model.n_layer, 2);
-    assert_int_equal(s.model.n_positions, 128);
-    assert_true(s.model.attn_pdrop == 0 && s.model.summary_first_dropout == 0);
-    assert_string_equal(s.model.torch_dtype, "float32");
+    assert_int_equal(s.model.gpt2.vocab_size, 512);
+    assert_int_equal(s.model.gpt2.n_embd, 64);
+    assert_int_equal(s.model.gpt2.n_layer, 2);
+    assert_int_equal(s.model.gpt2.n_positions, 128);
+    assert_true(s.model.gpt2.attn_pdrop == 0 && s.model.gpt2.summary_first_dropout == 0);
+    assert_string_equal(s.model.gpt2.torch_dtype, "float32");
     scenario_free(&s);
 }
 
@@ -169,8 +169,8 @@ static void test_config_file_inline_overrides(void **state)
     scenario s;
     assert_int_equal(load_captured("config_file.json", &s), 0);
     assert_true(ends_with(s.config_path, "scenarios/gpt2-tiny/config.json"));
-    assert_int_equal(s.model.n_layer, 1);
-    assert_true(s.model.summary_first_dropout == 0.1); /* unused by the LM head: accepted */
+    assert_int_equal(s.model.gpt2.n_layer, 1);
+    assert_true(s.model.gpt2.summary_first_dropout == 0.1); /* unused by the LM head: accepted */
     scenario_free(&s);
 }
 
@@ -181,7 +181,7 @@ static void test_override_missing_key(void **state)
     assert_non_null(strstr(captured, "warning: "));
     assert_non_null(strstr(captured, "override_missing_key.json:8: "
                                      "model.overrides.num_hidden_layers: "));
-    assert_int_equal(s.model.n_layer, 2); /* the other override applied */
+    assert_int_equal(s.model.gpt2.n_layer, 2); /* the other override applied */
     scenario_free(&s);
 }
 
@@ -199,7 +199,7 @@ static void test_override_dtype(void **state)
 {
     scenario s;
     assert_int_equal(load_captured("override_dtype.json", &s), 0);
-    assert_string_equal(s.model.torch_dtype, "bfloat16");
+    assert_string_equal(s.model.gpt2.torch_dtype, "bfloat16");
     assert_string_equal(captured, "");
     scenario_free(&s);
 }

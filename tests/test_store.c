@@ -19,10 +19,10 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "commands.h"
-#include "store.h"
+#include "cli/commands.h"
+#include "store/store.h"
 #include "testutil.h"
-#include "util.h"
+#include "util/util.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 

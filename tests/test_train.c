@@ -9,11 +9,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "data.h"
+#include "formats/data.h"
 #include "device.h"
-#include "scenario.h"
+#include "train/scenario.h"
 #include "testutil.h"
-#include "train.h"
+#include "train/train.h"
 
 /* formulas of transformers.optimization: get_{constant,linear,cosine}_schedule_with_warmup */
 static void test_lr_schedules(void **state)

@@ -12,8 +12,8 @@
 #include <jansson.h>
 
 #include "testutil.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "formats/tokenizer.h"
+#include "util/util.h"
 
 #define WP "tests/data/hf/wordpiece"
 

@@ -6,7 +6,7 @@
       [--device auto|cuda|musa|npu|xpu|cpu] [--steps N] [--threads N]
   harness exec --scenario S --device LABEL -- python workloads/hf_causal_lm.py --scenario S ...
 
-What it does, as harness/train.c does it (docs/workloads.md):
+What it does, as harness/train/train.c does it (docs/workloads.md):
   - model: --init DIR (the weights `harness init SCENARIO DIR` writes: identical bits), else the
     scenario's local model directory ("path", pretrained weights) or its config (inline or
     config_path) built with transformers' own initialisation (not the harness's); then the

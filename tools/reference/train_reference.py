@@ -5,7 +5,7 @@
   python tools/reference/train_reference.py SCENARIO --harness build/harness \\
       [--fixture DIR] [--baseline FILE] [--steps N]
 
-What it does, step for step as harness/train.c and harness/data.c do it:
+What it does, step for step as harness/train/train.c and harness/formats/data.c do it:
   1. `harness init SCENARIO TMP` writes the scenario's initial weights and config as a Hugging
      Face model directory; GPT2LMHeadModel.from_pretrained(TMP) loads them (eager attention,
      fp32, dropout as the config says: the scenarios set it to 0);
@@ -139,7 +139,7 @@ def param_groups(model, sc):
 
 
 def harness_names(model):
-    """(harness name, parameter) in the harness's parameter order (harness/gpt2.c)."""
+    """(harness name, parameter) in the harness's parameter order (harness/models/gpt2.c)."""
     params = dict(model.named_parameters())
     out = [("wte.weight", params["transformer.wte.weight"]),
            ("wpe.weight", params["transformer.wpe.weight"])]

@@ -1,0 +1,260 @@
+/* harness/cli/cmd_baseline.c: `harness baseline record RUN --label NAME` (a stored run to a baseline
+ * file), `baseline import FILE` (a file into the store) and `baseline list`. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "judge/judge.h"
+#include "util/util.h"
+#include "commands.h"
+
+static void baseline_usage(void)
+{
+    printf("usage: harness baseline record RUN --label NAME [--dir DIR | --out FILE] [--db FILE]\n"
+           "       harness baseline import FILE [--label NAME] [--replace] [--db FILE]\n"
+           "       harness baseline list [--db FILE] [--json]\n\n"
+           "A baseline is a finished run of a scenario on a reference device, kept as a text\n"
+           "file that diffs well (docs/baselines.md) and labelled in the store per scenario.\n\n"
+           "  record   writes run RUN (status ok) to DIR/SCENARIO.NAME.baseline (DIR default\n"
+           "           baselines) or to --out FILE, and labels the run NAME in the store\n"
+           "  import   loads FILE into the store as a run and labels it (the file's label, or\n"
+           "           --label); a label that already names a different run needs --replace\n"
+           "  list     the labels in the store with their runs and metadata\n\n"
+           "  --db FILE  the store (default %s)\n\n"
+           "Exit codes: 0 done, 1 a write failed, 2 usage or input error (malformed file, no\n"
+           "such run, a run that did not finish ok).\n",
+           DEFAULT_DB);
+}
+
+typedef struct {
+    const char *label, *dir, *out, *db;
+    int replace, json;
+    const char *pos[2];
+    int n_pos;
+} bl_args;
+
+static int parse_bl_args(int argc, char **argv, bl_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->db = DEFAULT_DB;
+    const cmd_opt opts[] = {
+        {"--label", &a->label, NULL}, {"--dir", &a->dir, NULL},
+        {"--out", &a->out, NULL},     {"--db", &a->db, NULL},
+        {"--replace", NULL, &a->replace}, {"--json", NULL, &a->json},
+        {NULL, NULL, NULL},
+    };
+    int rc = cmd_parse(argc, argv, opts, a->pos, 2, &a->n_pos);
+    if (rc == 1)
+        baseline_usage();
+    return rc == 1 ? -1 : rc;
+}
+
+static int need_existing_db(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        return 0;
+    log_error("no database at %s (see --db)", path);
+    return EXIT_USAGE;
+}
+
+/* ---- record ------------------------------------------------------------------------------- */
+
+static int record_path(const bl_args *a, const baseline *b, char *out, size_t len)
+{
+    if (a->out) {
+        snprintf(out, len, "%s", a->out);
+        return 0;
+    }
+    const char *dir = a->dir ? a->dir : "baselines";
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        log_error("baseline record: cannot create the folder %s: %s", dir, strerror(errno));
+        return EXIT_FAIL;
+    }
+    baseline_file_name(dir, b->scenario, b->label, out, len);
+    return 0;
+}
+
+static int record(const bl_args *a)
+{
+    int64_t id;
+    if (a->n_pos != 2 || !a->label || !a->label[0])
+        return cmd_usage_error("baseline", "record needs a run id and --label NAME");
+    if (a->out && a->dir)
+        return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
+    int rc = cmd_run_id("baseline", "record RUN", a->pos[1], &id);
+    store *st = NULL;
+    if (rc || (rc = need_existing_db(a->db)) || (rc = store_open(a->db, &st)))
+        return rc;
+    baseline b;
+    char path[4200];
+    if ((rc = baseline_from_run(st, id, a->label, &b)) != 0 ||
+        (rc = baseline_add_host_facts(st, id, &b)) != 0) {
+        rc = EXIT_USAGE;
+    } else if (strcmp(b.status, "ok") != 0) {
+        log_error("baseline record: run %lld is %s: a baseline must be a finished run (ok)",
+                  (long long)id, b.status);
+        rc = EXIT_USAGE;
+    } else if ((rc = record_path(a, &b, path, sizeof path)) == 0 &&
+               (rc = baseline_save(path, &b)) == 0 &&
+               (rc = store_set_baseline(st, b.scenario, b.label, id)) == 0) {
+        printf("baseline '%s' of %s: run %lld (%s, %s, %d steps) -> %s\n", term_safe(b.label),
+               term_safe(b.scenario), (long long)id, term_safe(b.device),
+               term_safe(b.device_name), b.n_steps, term_safe(path));
+    }
+    baseline_free(&b);
+    store_close(st);
+    return rc;
+}
+
+/* ---- import ------------------------------------------------------------------------------- */
+
+/* 0: the label is free or names the same content (*same set); 2: it names another run */
+static int check_label(store *st, const baseline *b, int replace, int *same, int64_t *id)
+{
+    *same = 0;
+    int rc = store_find_baseline(st, b->scenario, b->label, id);
+    if (rc == 1)
+        return 0;
+    if (rc)
+        return EXIT_USAGE;
+    baseline stored;
+    if (baseline_from_run(st, *id, b->label, &stored))
+        return EXIT_USAGE;
+    *same = baseline_same(&stored, b);
+    baseline_free(&stored);
+    if (*same || replace)
+        return 0;
+    log_error("baseline import: label '%s' of scenario %s already names run %lld, whose content "
+              "differs; pass --replace to point it at the imported run", b->label, b->scenario,
+              (long long)*id);
+    return EXIT_USAGE;
+}
+
+static int import_file(const bl_args *a)
+{
+    if (a->n_pos != 2)
+        return cmd_usage_error("baseline", "import needs one baseline file");
+    baseline b;
+    int rc = baseline_read(a->pos[1], &b);
+    if (rc)
+        return rc;
+    if (a->label)
+        snprintf(b.label, sizeof b.label, "%s", a->label);
+    store *st = NULL;
+    int same = 0;
+    int64_t id = 0;
+    if (!b.label[0])
+        rc = cmd_usage_error("baseline", "%s has no label: give --label NAME", a->pos[1]);
+    else if ((rc = store_open(a->db, &st)) == 0 &&
+             (rc = check_label(st, &b, a->replace, &same, &id)) == 0) {
+        if (same)
+            printf("baseline '%s' of %s: already in the store as run %lld\n", term_safe(b.label),
+                   term_safe(b.scenario), (long long)id);
+        else if ((rc = baseline_import(st, &b, &id)) == 0 &&
+                 (rc = store_set_baseline(st, b.scenario, b.label, id)) == 0)
+            printf("baseline '%s' of %s: %s imported as run %lld (%d steps)\n",
+                   term_safe(b.label), term_safe(b.scenario), term_safe(a->pos[1]),
+                   (long long)id, b.n_steps);
+    }
+    store_close(st);
+    baseline_free(&b);
+    return rc;
+}
+
+/* ---- list --------------------------------------------------------------------------------- */
+
+typedef struct {
+    store *st;
+    int json;
+    json_t *array;
+    int count;
+} list_ctx;
+
+static int print_extra(const char *key, const char *value, void *arg)
+{
+    (void)arg;
+    printf("    %s: %s\n", term_safe(key), term_safe(value));
+    return 0;
+}
+
+static int add_extra(const char *key, const char *value, void *arg)
+{
+    json_object_set_new(arg, key, json_text(value));
+    return 0;
+}
+
+static json_t *list_json(const baseline_row *b, const run_row *r, store *st)
+{
+    json_t *o = json_object(), *extra = json_object();
+    json_object_set_new(o, "scenario", json_text(b->scenario));
+    json_object_set_new(o, "label", json_text(b->label));
+    json_object_set_new(o, "run", json_integer(b->run_id));
+    json_object_set_new(o, "device", json_text(r->device));
+    json_object_set_new(o, "device_name", json_text(r->device_name));
+    json_object_set_new(o, "dtype", json_text(r->dtype));
+    json_object_set_new(o, "steps", json_integer(r->n_steps));
+    json_object_set_new(o, "date", json_text(r->started_at));
+    json_object_set_new(o, "labelled_at", json_text(b->created_at));
+    store_each_run_extra(st, b->run_id, add_extra, extra);
+    json_object_set_new(o, "extra", extra);
+    return o;
+}
+
+static int list_one(const baseline_row *b, void *arg)
+{
+    list_ctx *c = arg;
+    run_row r;
+    if (store_get_run(c->st, b->run_id, &r))
+        return EXIT_USAGE;
+    c->count++;
+    if (c->json) {
+        json_array_append_new(c->array, list_json(b, &r, c->st));
+        return 0;
+    }
+    printf("%-24s %-12s %6lld  %-8s %-6s %6d  %-20s  %s\n", term_safe(b->scenario),
+           term_safe(b->label), (long long)b->run_id, term_safe(r.device), term_safe(r.dtype),
+           r.n_steps, term_safe(r.started_at), term_safe(r.device_name));
+    return store_each_run_extra(c->st, b->run_id, print_extra, NULL);
+}
+
+static int list(const bl_args *a)
+{
+    if (a->n_pos != 1)
+        return cmd_usage_error("baseline", "list takes no arguments");
+    store *st = NULL;
+    int rc = store_open_readonly(a->db, &st);
+    if (rc)
+        return rc;
+    list_ctx c = {st, a->json, a->json ? json_array() : NULL, 0};
+    if (!a->json)
+        printf("%-24s %-12s %6s  %-8s %-6s %6s  %-20s  %s\n", "scenario", "label", "run",
+               "device", "dtype", "steps", "date", "device name");
+    rc = store_each_baseline(st, list_one, &c);
+    store_close(st);
+    if (a->json)
+        return rc ? (json_decref(c.array), rc) : json_print(c.array, 0);
+    if (!rc && c.count == 0)
+        printf("(no baselines in %s)\n", term_safe(a->db));
+    return rc;
+}
+
+int cmd_baseline(int argc, char **argv)
+{
+    bl_args a;
+    int rc = parse_bl_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    if (a.n_pos == 0)
+        return cmd_usage_error("baseline", "give a subcommand: record, import or list");
+    if (strcmp(a.pos[0], "record") == 0)
+        return record(&a);
+    if (strcmp(a.pos[0], "import") == 0)
+        return import_file(&a);
+    if (strcmp(a.pos[0], "list") == 0)
+        return list(&a);
+    return cmd_usage_error("baseline", "unknown subcommand '%s' (record, import, list)", a.pos[0]);
+}

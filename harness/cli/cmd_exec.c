@@ -1,0 +1,193 @@
+/* harness/cli/cmd_exec.c: `harness exec [options] -- CMD ARGS...`: runs the user's training command,
+ * passes its output through unchanged and records every step it prints as a new run. */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/util.h"
+#include "commands.h"
+#include "ingest/ingest.h"
+
+typedef struct {
+    const char *scenario, *device, *db, *format, *keys, *baseline, *baselines;
+    int compare;
+    char **cmd;
+} exec_args;
+
+static void exec_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: harness exec [--scenario FILE] [--device LABEL] [--db FILE] [--format F]\n"
+        "                    [--keys FIELD=KEY,...] [--compare [--baseline B] [--baselines D]]\n"
+        "                    -- CMD ARGS...\n\n"
+        "Runs CMD (no shell), passes its stdout and stderr through unchanged, parses the\n"
+        "training steps it prints and records each at once in a new run, with the command,\n"
+        "working directory, device/rank/Slurm environment, exit code or signal, what the\n"
+        "workload reports about itself and the raw log (docs/workloads.md). SIGINT, SIGTERM\n"
+        "and SIGHUP go to CMD's process group. The harness's own lines go to stderr.\n\n"
+        "  --scenario FILE  the scenario the command trains (name, hash, tolerances, baseline)\n"
+        "  --device LABEL   the device label of the run (default pytorch), e.g. a100, musa\n"
+        "  --db FILE        SQLite store (default %s)\n"
+        "  --format F       the log format instead of detecting it: harness, trainer, seed,\n"
+        "                   mllog, deepspeed, jsonl\n"
+        "  --keys K         jsonl: FIELD=KEY,... (e.g. step=iter,loss=lm_loss)\n"
+        "  --compare        judge the run against its baseline as 'harness run --compare'\n"
+        "  --baseline B     with --compare: LABEL, RUN id or FILE instead of the scenario's\n"
+        "  --baselines D    with --compare: look for committed baseline files in D first\n\n"
+        "Exit codes: 0 the run ended ok (and with --compare passed), 1 it failed, diverged or\n"
+        "did not pass, 2 usage or input error (nothing is recorded then).\n", DEFAULT_DB);
+}
+
+static int parse_exec_args(int argc, char **argv, exec_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->device = "pytorch";
+    a->db = DEFAULT_DB;
+    int dash = 0;
+    while (dash < argc && strcmp(argv[dash], "--") != 0)
+        dash++;
+    for (int i = 1; i < dash; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            exec_usage(stdout);
+            return -1;
+        }
+    const cmd_opt opts[] = {{"--scenario", &a->scenario, NULL}, {"--device", &a->device, NULL},
+                            {"--db", &a->db, NULL}, {"--format", &a->format, NULL},
+                            {"--keys", &a->keys, NULL}, {"--baseline", &a->baseline, NULL},
+                            {"--baselines", &a->baselines, NULL}, {"--compare", NULL, &a->compare},
+                            {NULL, NULL, NULL}};
+    int n_pos = 0;
+    const char *pos[1];
+    int rc = cmd_parse(dash, argv, opts, pos, 0, &n_pos);
+    if (rc)
+        return rc == 1 ? -1 : rc;
+    if (dash + 1 >= argc)
+        return cmd_usage_error("exec", "no command given after '--'");
+    if (!a->compare && (a->baseline || a->baselines))
+        return cmd_usage_error("exec", "--baseline and --baselines go with --compare");
+    if (a->compare && !a->scenario && !a->baseline)
+        return cmd_usage_error("exec", "--compare needs --scenario (or --baseline)");
+    a->cmd = argv + dash + 1;
+    return 0;
+}
+
+/* the command line as one shell-quoted string */
+static void quote_command(char **cmd, char *out, size_t n)
+{
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; cmd[i] && o + 4 < n; i++) {
+        int plain = cmd[i][0] && strspn(cmd[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                "0123456789_-./=:,+@%") == strlen(cmd[i]);
+        if (i)
+            out[o++] = ' ';
+        if (!plain)
+            out[o++] = '\'';
+        for (const char *p = cmd[i]; *p && o + 6 < n; p++) {
+            if (*p == '\'' && !plain) {
+                memcpy(out + o, "'\\''", 4);
+                o += 4;
+            } else
+                out[o++] = *p;
+        }
+        if (!plain)
+            out[o++] = '\'';
+        out[o] = 0;
+    }
+}
+
+/* "exec:train.py": the first argument that names a script, else the program */
+static void run_name(char **cmd, char *out, size_t n)
+{
+    const char *pick = cmd[0];
+    for (int i = 1; cmd[i]; i++) {
+        size_t l = strlen(cmd[i]);
+        if (l > 3 && (!strcmp(cmd[i] + l - 3, ".py") || !strcmp(cmd[i] + l - 3, ".sh"))) {
+            pick = cmd[i];
+            break;
+        }
+    }
+    const char *base = strrchr(pick, '/');
+    snprintf(out, n, "exec:%s", base ? base + 1 : pick);
+}
+
+static void on_output(int stream, const char *data, size_t len, void *arg)
+{
+    recorder *r = arg;
+    rec_feed(r, stream - 1, data, len);
+}
+
+static void keep_invocation(recorder *r, char **cmd)
+{
+    char text[8192], cwd[PATH_MAX];
+    quote_command(cmd, text, sizeof text);
+    rec_extra(r, "command", text);
+    if (getcwd(cwd, sizeof cwd))
+        rec_extra(r, "cwd", cwd);
+    rec_extra(r, "recorded_by", "harness exec");
+    exec_keep_env(r);
+}
+
+/* the child is running: record it to its end */
+static int record_child(store *st, const scenario *s, const exec_args *a, child_proc *c,
+                        int64_t *run_id)
+{
+    char name[300], how[300];
+    run_name(a->cmd, name, sizeof name);
+    recorder r;
+    if (exec_begin_run(st, s, name, a->device, 0, run_id) ||
+        rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s)) ||
+        rec_source_add(&r, "stdout", -1) < 0 || rec_source_add(&r, "stderr", -1) < 0) {
+        log_error("exec: the run could not be recorded; the command runs on unrecorded");
+        child_pump(c, NULL, NULL);
+        return EXIT_FAIL;
+    }
+    keep_invocation(&r, a->cmd);
+    child_pump(c, on_output, &r);
+    child_describe(c, how, sizeof how);
+    rec_extra(&r, c->signaled ? "signal" : "exit_code", how);
+    int rc = rec_finish(&r, !c->signaled && c->exit_code == 0, how, stderr);
+    rec_free(&r);
+    return rc;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+    exec_args a;
+    int rc = parse_exec_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    lp_reader probe; /* --format and --keys are checked before anything runs */
+    char err[512];
+    if (lp_reader_init(&probe, a.format, a.keys, err, sizeof err))
+        return cmd_usage_error("exec", "%s", err);
+    if (child_findable(a.cmd[0], err, sizeof err)) {
+        log_error("exec: %s", err);
+        return EXIT_USAGE;
+    }
+    scenario s;
+    memset(&s, 0, sizeof s);
+    if (a.scenario && (rc = scenario_load(a.scenario, &s)) != 0) {
+        scenario_free(&s);
+        return rc;
+    }
+    store *st = NULL;
+    if ((rc = store_open(a.db, &st)) == 0) {
+        child_proc c;
+        int64_t run_id = 0;
+        if (child_start(a.cmd, &c, err, sizeof err)) {
+            log_error("exec: %s", err);
+            rc = EXIT_USAGE;
+        } else {
+            rc = record_child(st, a.scenario ? &s : NULL, &a, &c, &run_id);
+            if (a.compare && rc == 0)
+                rc = exec_compare(st, run_id, a.scenario, a.baseline, a.baselines);
+        }
+        store_close(st);
+    }
+    scenario_free(&s);
+    return rc;
+}

@@ -1,0 +1,135 @@
+/* harness/cli/cmd_ingest.c: `harness ingest LOG... --device LABEL`: the exec parsers over finished
+ * log files (an A100 cluster's, copied back): one run, rank 0's steps as its series. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+#include "commands.h"
+#include "ingest/ingest.h"
+
+#define MAX_LOGS REC_MAX_SOURCES
+
+typedef struct {
+    const char *scenario, *device, *db, *format, *keys, *baseline, *baselines;
+    int compare;
+    const char *logs[MAX_LOGS];
+    int n_logs;
+} ingest_args;
+
+static void ingest_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: harness ingest LOG... --device LABEL [--scenario FILE] [--db FILE] [--format F]\n"
+        "                     [--keys FIELD=KEY,...] [--compare [--baseline B] [--baselines D]]\n\n"
+        "Records one run from finished training logs with the parsers of 'harness exec'\n"
+        "(docs/workloads.md). Several logs are the ranks of one run: a line's rank tag\n"
+        "([rank1]:, [default1]:, [Rank 1], \"rank\" in HARNESS_STEP) says whose it is, else\n"
+        "log k (from 0, in the order given) is rank k. Rank 0's steps are the run's steps;\n"
+        "every rank's steps and memory are kept too. Each file is stored as the raw log.\n"
+        "Then 'harness baseline record' can make the run a baseline.\n\n"
+        "  --device LABEL   the device label of the run (required), e.g. a100\n"
+        "  --scenario FILE  the scenario the logs trained (name, hash, tolerances)\n"
+        "  --db FILE        SQLite store (default %s)\n"
+        "  --format F       harness, trainer, seed, mllog, deepspeed or jsonl (default: detect)\n"
+        "  --keys K         jsonl: FIELD=KEY,... (e.g. step=iter,loss=lm_loss)\n"
+        "  --compare, --baseline B, --baselines D   as in 'harness exec'\n\n"
+        "Exit codes: 0 the run was recorded ok (with --compare: it passed), 1 it has no step,\n"
+        "diverged or did not pass, 2 usage or input error (a log cannot be read: nothing is\n"
+        "recorded).\n", DEFAULT_DB);
+}
+
+static int parse_ingest_args(int argc, char **argv, ingest_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->db = DEFAULT_DB;
+    const cmd_opt opts[] = {{"--scenario", &a->scenario, NULL}, {"--device", &a->device, NULL},
+                            {"--db", &a->db, NULL}, {"--format", &a->format, NULL},
+                            {"--keys", &a->keys, NULL}, {"--baseline", &a->baseline, NULL},
+                            {"--baselines", &a->baselines, NULL}, {"--compare", NULL, &a->compare},
+                            {NULL, NULL, NULL}};
+    int rc = cmd_parse(argc, argv, opts, a->logs, MAX_LOGS, &a->n_logs);
+    if (rc == 1)
+        ingest_usage(stdout);
+    if (rc)
+        return rc == 1 ? -1 : rc;
+    if (!a->n_logs)
+        return cmd_usage_error("ingest", "no log file given");
+    if (!a->device || !a->device[0])
+        return cmd_usage_error("ingest", "--device LABEL is required (the device the logs ran on)");
+    if (!a->compare && (a->baseline || a->baselines))
+        return cmd_usage_error("ingest", "--baseline and --baselines go with --compare");
+    if (a->compare && !a->scenario && !a->baseline)
+        return cmd_usage_error("ingest", "--compare needs --scenario (or --baseline)");
+    return 0;
+}
+
+/* every log read whole before anything is recorded; 0 or 2 */
+static int read_logs(const ingest_args *a, char **text, size_t *len)
+{
+    for (int i = 0; i < a->n_logs; i++)
+        if (!(text[i] = read_file(a->logs[i], &len[i]))) {
+            log_error("ingest: %s: %s", a->logs[i], strerror(errno));
+            return EXIT_USAGE;
+        }
+    return 0;
+}
+
+static int record_logs(store *st, const scenario *s, const ingest_args *a, char **text,
+                       size_t *len, int64_t *run_id)
+{
+    recorder r;
+    const char *base = strrchr(a->logs[0], '/');
+    char name[300];
+    snprintf(name, sizeof name, "ingest:%s", base ? base + 1 : a->logs[0]);
+    if (exec_begin_run(st, s, name, a->device, 1, run_id) ||
+        rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s)))
+        return EXIT_FAIL;
+    rec_extra(&r, "recorded_by", "harness ingest");
+    int rc = 0;
+    for (int i = 0; i < a->n_logs && !rc; i++) {
+        int src = rec_source_add(&r, a->logs[i], a->n_logs > 1 ? i : -1);
+        if (src < 0)
+            rc = EXIT_FAIL;
+        else
+            rec_feed(&r, src, text[i], len[i]);
+        char key[32];
+        snprintf(key, sizeof key, "log.%d", i);
+        rec_extra(&r, key, a->logs[i]);
+    }
+    rc = rec_finish(&r, 1, "", stdout) || rc;
+    rec_free(&r);
+    return rc;
+}
+
+int cmd_ingest(int argc, char **argv)
+{
+    ingest_args a;
+    int rc = parse_ingest_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    lp_reader probe;
+    char err[512];
+    if (lp_reader_init(&probe, a.format, a.keys, err, sizeof err))
+        return cmd_usage_error("ingest", "%s", err);
+    char *text[MAX_LOGS] = {0};
+    size_t len[MAX_LOGS] = {0};
+    scenario s;
+    memset(&s, 0, sizeof s);
+    if ((rc = read_logs(&a, text, len)) == 0 && (!a.scenario || !(rc = scenario_load(a.scenario, &s)))) {
+        store *st = NULL;
+        if ((rc = store_open(a.db, &st)) == 0) {
+            int64_t run_id = 0;
+            rc = record_logs(st, a.scenario ? &s : NULL, &a, text, len, &run_id);
+            if (a.compare && rc == 0)
+                rc = exec_compare(st, run_id, a.scenario, a.baseline, a.baselines);
+            store_close(st);
+        }
+    }
+    scenario_free(&s);
+    for (int i = 0; i < a.n_logs; i++)
+        free(text[i]);
+    return rc;
+}

@@ -1,0 +1,456 @@
+/* harness/cli/cmd_ops.c: `harness ops`: op conformance of devices against the cpu reference (test),
+ * backward ops against finite differences (grad), per-op timings (perf); table, JSON or store. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "util/util.h"
+#include "commands.h"
+#include "device.h"
+#include "ops/ops.h"
+
+#define MAX_DEVICES 16
+#define MAX_FILTERS 32
+#define REFERENCE "cpu"
+
+static void ops_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: harness ops [--device SPEC]... [--op NAME]... [--mode test|grad|perf] [--json]\n"
+        "                   [--db FILE]\n\n"
+        "Checks every op of the device interface on devices of this build.\n\n"
+        "  --mode test   (default) run each op at several shapes on the device and on the cpu\n"
+        "                reference with the same random inputs; NMSE against a per-op threshold,\n"
+        "                guard regions around every buffer, outputs poisoned with NaN first\n"
+        "  --mode grad   each backward op against central differences of its forward op, on\n"
+        "                the device itself (relative L2 error)\n"
+        "  --mode perf   microseconds per call (OpenCL profiling events on opencl, wall clock\n"
+        "                after synchronize elsewhere), GFLOP/s and GB/s; devices side by side\n"
+        "  --device SPEC a device, repeatable or comma-separated (see 'harness devices').\n"
+        "                Default: test mode every device of this build but cpu itself (cpu is\n"
+        "                the reference; '--device cpu' compares it with itself: guards, poison\n"
+        "                and NaN checks only); grad and perf modes every device, cpu included\n"
+        "  --op NAME     only this op, repeatable or comma-separated (grad mode: the forward\n"
+        "                or backward op's name)\n"
+        "  --json        print a JSON array of results instead of tables\n"
+        "  --db FILE     also record the results in table op_results of this store\n\n"
+        "Exit codes: 0 every check passed, 1 a check failed, 2 usage error or a device that\n"
+        "cannot be opened. Thresholds and their reasons: docs/ops.md.\n");
+}
+
+typedef struct {
+    char devices[MAX_DEVICES][64];
+    int ndev;
+    const char *ops[MAX_FILTERS];
+    int nops;
+    const char *mode, *db;
+    int json;
+} ops_args;
+
+typedef struct {
+    op_row *rows;
+    int n, cap, failed;
+} op_rows;
+
+/* ---- arguments ------------------------------------------------------------------------------ */
+
+/* splits a comma list into the device specs */
+static int add_devices(ops_args *a, const char *list)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (a->ndev == MAX_DEVICES)
+            return cmd_usage_error("ops", "more than 16 devices: %s", list);
+        snprintf(a->devices[a->ndev++], sizeof a->devices[0], "%s", tok);
+    }
+    return 0;
+}
+
+/* an op filter: every name must be an op of the table */
+static int add_ops(ops_args *a, char *list)
+{
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!oc_find(tok)) {
+            fprintf(stderr, "harness: error: ops: no op named '%s'; the ops are:", tok);
+            for (int i = 0; i < oc_op_count(); i++)
+                fprintf(stderr, " %s", oc_op_at(i)->name);
+            fprintf(stderr, "\n");
+            return EXIT_USAGE;
+        }
+        if (a->nops == MAX_FILTERS)
+            return cmd_usage_error("ops", "more than 32 op filters at '%s'", tok);
+        a->ops[a->nops++] = tok;
+    }
+    return 0;
+}
+
+/* the value of option argv[*i] ("--opt VALUE" or "--opt=VALUE"), or NULL after a message */
+static char *option_value(int argc, char **argv, int *i)
+{
+    char *eq = strchr(argv[*i], '=');
+    if (eq)
+        return eq + 1;
+    if (*i + 1 < argc)
+        return argv[++*i];
+    cmd_usage_error("ops", "%s needs a value", argv[*i]);
+    return NULL;
+}
+
+static int is_opt(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
+}
+
+/* 0, -1 after printing help, or 2 after a message */
+static int parse_ops_args(int argc, char **argv, ops_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->mode = "test";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        char *v = NULL;
+        int rc = 0;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            ops_usage(stdout);
+            return -1;
+        } else if (strcmp(arg, "--json") == 0) {
+            a->json = 1;
+        } else if (is_opt(arg, "--device") || is_opt(arg, "--op") || is_opt(arg, "--mode") ||
+                   is_opt(arg, "--db")) {
+            if (!(v = option_value(argc, argv, &i)))
+                return EXIT_USAGE;
+            if (!*v)
+                return cmd_usage_error("ops", "%s needs a non-empty value", arg);
+            if (is_opt(arg, "--device"))
+                rc = add_devices(a, v);
+            else if (is_opt(arg, "--op"))
+                rc = add_ops(a, v);
+            else if (is_opt(arg, "--mode"))
+                a->mode = v;
+            else
+                a->db = v;
+        } else {
+            return cmd_usage_error("ops", "unknown argument '%s'", arg);
+        }
+        if (rc)
+            return rc;
+    }
+    if (strcmp(a->mode, "test") && strcmp(a->mode, "grad") && strcmp(a->mode, "perf"))
+        return cmd_usage_error("ops", "--mode must be test, grad or perf, not '%s'", a->mode);
+    return 0;
+}
+
+/* every device of the build; test mode leaves out the reference itself */
+static void default_devices(ops_args *a)
+{
+    device_info info[MAX_DEVICES];
+    int n = device_list(info, MAX_DEVICES);
+    for (int i = 0; i < n && a->ndev < MAX_DEVICES; i++)
+        if (strcmp(a->mode, "test") != 0 || strcmp(info[i].spec, REFERENCE) != 0)
+            snprintf(a->devices[a->ndev++], sizeof a->devices[0], "%.63s", info[i].spec);
+}
+
+static int selected(const ops_args *a, const char *name, const char *other)
+{
+    if (a->nops == 0)
+        return 1;
+    for (int i = 0; i < a->nops; i++)
+        if (strcmp(a->ops[i], name) == 0 || (other && strcmp(a->ops[i], other) == 0))
+            return 1;
+    return 0;
+}
+
+/* ---- results -------------------------------------------------------------------------------- */
+
+static op_row *new_row(op_rows *rs, const char *mode, const char *spec, const device *d,
+                       const char *op)
+{
+    if (rs->n == rs->cap) {
+        int cap = rs->cap ? 2 * rs->cap : 64;
+        op_row *grown = realloc(rs->rows, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        rs->rows = grown;
+        rs->cap = cap;
+    }
+    op_row *r = &rs->rows[rs->n++];
+    memset(r, 0, sizeof *r);
+    r->mode = mode;
+    snprintf(r->device, sizeof r->device, "%s", spec);
+    snprintf(r->device_name, sizeof r->device_name, "%s", d->name);
+    snprintf(r->dtype, sizeof r->dtype, "%s", d->dtype);
+    snprintf(r->op, sizeof r->op, "%s", op);
+    return r;
+}
+
+static void fmt_num(char *out, size_t len, double v)
+{
+    if (isnan(v))
+        snprintf(out, len, "-");
+    else if (v == 0)
+        snprintf(out, len, "0");
+    else
+        snprintf(out, len, "%.2e", v);
+}
+
+static void print_header(const char *metric)
+{
+    printf("%-22s %-28s %-10s %-10s %-10s %s\n", "op", "shape", metric, "threshold", "max abs",
+           "result");
+}
+
+static void print_row(const op_row *r)
+{
+    char m[32], t[32], x[32];
+    fmt_num(m, sizeof m, r->res.metric);
+    fmt_num(t, sizeof t, r->res.threshold);
+    fmt_num(x, sizeof x, r->res.max_abs);
+    printf("%-22s %-28s %-10s %-10s %-10s %s", r->op, r->shape, m, t, x,
+           r->res.pass ? "PASS" : "FAIL");
+    if (!r->res.pass && r->res.message[0])
+        printf("  %s", r->res.message);
+    else if (!r->res.pass)
+        printf("  %s above the threshold", r->res.worst);
+    printf("\n");
+    fflush(stdout);
+}
+
+/* ---- devices -------------------------------------------------------------------------------- */
+
+static device *open_device(const char *spec)
+{
+    char err[DEVICE_ERR];
+    device *d = device_open(spec, err, sizeof err);
+    if (!d)
+        log_error("ops: --device %s: %s", spec, err);
+    return d;
+}
+
+/* after a device error the device is a no-op: open it again for the next case */
+static int revive(device **d, const char *spec)
+{
+    if (!device_error(*d))
+        return 0;
+    device_close(*d);
+    *d = open_device(spec);
+    return *d ? 0 : EXIT_USAGE;
+}
+
+/* ---- the three modes ------------------------------------------------------------------------ */
+
+static int run_test(const ops_args *a, const char *spec, device **d, device **ref, op_rows *rs)
+{
+    const oc_case *cases;
+    int n = oc_test_cases(&cases);
+    if (!a->json) {
+        printf("test: %s (%s, %s) against %s\n", spec, (*d)->name, (*d)->dtype, REFERENCE);
+        print_header("NMSE");
+    }
+    for (int i = 0; i < n; i++) {
+        if (!selected(a, cases[i].op->name, NULL))
+            continue;
+        op_row *r = new_row(rs, "test", spec, *d, cases[i].op->name);
+        if (!r)
+            return EXIT_FAIL;
+        snprintf(r->reference, sizeof r->reference, REFERENCE);
+        cases[i].op->describe(&cases[i].s, r->shape, sizeof r->shape);
+        if (oc_test(*d, *ref, &cases[i], &r->res) < 0)
+            log_warn("ops: %s %s: the reference failed: %s", r->op, r->shape, r->res.message);
+        rs->failed += !r->res.pass;
+        if (!a->json)
+            print_row(r);
+        if (revive(d, spec) || revive(ref, REFERENCE))
+            return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int run_grad(const ops_args *a, const char *spec, device **d, op_rows *rs)
+{
+    const oc_grad_case *cases;
+    int n = oc_grad_cases(&cases);
+    if (!a->json) {
+        printf("grad: %s (%s, %s) against central differences\n", spec, (*d)->name, (*d)->dtype);
+        print_header("rel err");
+    }
+    for (int i = 0; i < n; i++) {
+        if (!selected(a, cases[i].bwd, cases[i].fwd))
+            continue;
+        op_row *r = new_row(rs, "grad", spec, *d, cases[i].bwd);
+        if (!r)
+            return EXIT_FAIL;
+        oc_find(cases[i].fwd)->describe(&cases[i].s, r->shape, sizeof r->shape);
+        oc_grad(*d, &cases[i], &r->res);
+        rs->failed += !r->res.pass;
+        if (!a->json)
+            print_row(r);
+        if (revive(d, spec))
+            return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int run_perf(const ops_args *a, const char *spec, device **d, op_rows *rs)
+{
+    const oc_case *cases;
+    int n = oc_perf_cases(&cases);
+    for (int i = 0; i < n; i++) {
+        if (!selected(a, cases[i].op->name, NULL))
+            continue;
+        op_row *r = new_row(rs, "perf", spec, *d, cases[i].op->name);
+        if (!r)
+            return EXIT_FAIL;
+        cases[i].op->describe(&cases[i].s, r->shape, sizeof r->shape);
+        oc_perf(*d, &cases[i], &r->res);
+        r->res.metric = r->res.threshold = r->res.max_abs = NAN;
+        rs->failed += !r->res.pass;
+        if (revive(d, spec))
+            return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* the perf table: one line per op and shape, the devices side by side */
+static void print_perf(const ops_args *a, const op_rows *rs)
+{
+    int per = rs->n / (a->ndev ? a->ndev : 1);
+    printf("%-22s %-28s", "op", "shape");
+    for (int k = 0; k < a->ndev; k++)
+        printf(" | %-29.29s", a->devices[k]);
+    printf("\n%-22s %-28s", "", "");
+    for (int k = 0; k < a->ndev; k++)
+        printf(" | %9s %9s %9s", "us/call", "GFLOP/s", "GB/s");
+    printf("\n");
+    for (int i = 0; i < per; i++) {
+        printf("%-22s %-28s", rs->rows[i].op, rs->rows[i].shape);
+        for (int k = 0; k < a->ndev && k * per + i < rs->n; k++) {
+            const oc_result *x = &rs->rows[k * per + i].res;
+            if (!x->pass)
+                printf(" | %-29s", "error");
+            else if (x->gflops > 0)
+                printf(" | %9.1f %9.2f %9.2f", x->us, x->gflops, x->gbps);
+            else
+                printf(" | %9.1f %9s %9.2f", x->us, "-", x->gbps);
+        }
+        printf("\n");
+    }
+    for (int i = 0; i < rs->n; i++)
+        if (!rs->rows[i].res.pass)
+            printf("%s %s %s: %s\n", rs->rows[i].device, rs->rows[i].op, rs->rows[i].shape,
+                   rs->rows[i].res.message);
+}
+
+/* ---- JSON ----------------------------------------------------------------------------------- */
+
+static json_t *jnum(double v)
+{
+    if (isfinite(v))
+        return json_real(v);
+    return json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+static json_t *row_json(const op_row *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "mode", json_string(r->mode));
+    json_object_set_new(o, "device", json_string(r->device));
+    json_object_set_new(o, "device_name", json_string(r->device_name));
+    json_object_set_new(o, "dtype", json_string(r->dtype));
+    json_object_set_new(o, "op", json_string(r->op));
+    json_object_set_new(o, "shape", json_string(r->shape));
+    json_object_set_new(o, "status", json_string(r->res.pass ? "pass" : "fail"));
+    if (r->mode[0] == 'p') {
+        json_object_set_new(o, "us_per_call", jnum(r->res.us));
+        json_object_set_new(o, "gflops", r->res.gflops > 0 ? jnum(r->res.gflops) : json_null());
+        json_object_set_new(o, "gbps", jnum(r->res.gbps));
+    } else {
+        json_object_set_new(o, r->mode[0] == 't' ? "nmse" : "rel_err", jnum(r->res.metric));
+        json_object_set_new(o, "threshold", jnum(r->res.threshold));
+        json_object_set_new(o, "max_abs", jnum(r->res.max_abs));
+        json_object_set_new(o, "worst", json_string(r->res.worst));
+        if (r->reference[0])
+            json_object_set_new(o, "reference", json_string(r->reference));
+    }
+    json_object_set_new(o, "message", json_string(r->res.message));
+    return o;
+}
+
+static int print_json(const op_rows *rs)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < rs->n; i++)
+        json_array_append_new(arr, row_json(&rs->rows[i]));
+    char *s = json_dumps(arr, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+    json_decref(arr);
+    if (!s) {
+        log_error("ops: out of memory writing JSON");
+        return EXIT_FAIL;
+    }
+    printf("%s\n", s);
+    free(s);
+    return 0;
+}
+
+/* ---- the command ---------------------------------------------------------------------------- */
+
+static int run_device(const ops_args *a, const char *spec, device **ref, op_rows *rs)
+{
+    device *d = open_device(spec);
+    if (!d)
+        return EXIT_USAGE;
+    int rc;
+    if (strcmp(a->mode, "test") == 0)
+        rc = run_test(a, spec, &d, ref, rs);
+    else if (strcmp(a->mode, "grad") == 0)
+        rc = run_grad(a, spec, &d, rs);
+    else
+        rc = run_perf(a, spec, &d, rs);
+    device_close(d);
+    if (!a->json && a->mode[0] != 'p')
+        printf("\n");
+    return rc;
+}
+
+static int report(const ops_args *a, op_rows *rs)
+{
+    if (a->json) {
+        if (print_json(rs))
+            return EXIT_FAIL;
+    } else if (a->mode[0] == 'p') {
+        print_perf(a, rs);
+    }
+    if (a->db && opdb_record(a->db, rs->rows, rs->n))
+        return EXIT_USAGE;
+    if (!a->json && a->mode[0] != 'p')
+        printf("%d passed, %d failed\n", rs->n - rs->failed, rs->failed);
+    return rs->failed ? EXIT_FAIL : EXIT_PASS;
+}
+
+int cmd_ops(int argc, char **argv)
+{
+    ops_args a;
+    int rc = parse_ops_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    if (a.db && opdb_check(a.db)) /* refuse a bad --db before the work, not after */
+        return EXIT_USAGE;
+    if (a.ndev == 0)
+        default_devices(&a);
+    device *ref = strcmp(a.mode, "test") == 0 ? open_device(REFERENCE) : NULL;
+    if (strcmp(a.mode, "test") == 0 && !ref)
+        return EXIT_USAGE;
+    op_rows rs = {0};
+    for (int k = 0; k < a.ndev && !rc; k++)
+        rc = run_device(&a, a.devices[k], &ref, &rs);
+    device_close(ref);
+    if (!rc)
+        rc = report(&a, &rs);
+    free(rs.rows);
+    return rc;
+}

@@ -1,0 +1,288 @@
+/* harness/cli/cmd_report.c: `harness report [RUN...] --out DIR`: the porting table of the runs (each
+ * judged against its baseline) as Markdown, HTML, CSV and JUnit XML, with gnuplot plots. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/util.h"
+#include "commands.h"
+#include "report/report.h"
+
+static void report_usage(void)
+{
+    printf("usage: harness report [RUN...] [--out DIR] [--baseline LABEL|RUN|FILE] [--force]\n"
+           "                      [--baselines DIR] [--no-plots] [--db FILE]\n\n"
+           "Writes the porting table of the runs (default: the newest run of every scenario on\n"
+           "every device in the store, imported baselines left out: they are runs of other\n"
+           "machines), each compared with its baseline as 'harness compare' does, into DIR:\n"
+           "report.md (fit for a pull-request comment), report.html (self-\n"
+           "contained, plots inlined), report.csv, junit.xml (one testcase per scenario and\n"
+           "device) and plots/ (PNG and SVG, made by gnuplot): loss of run and baseline,\n"
+           "|dloss| per step on a log axis with the tolerance band, throughput and memory bars.\n"
+           "See docs/report.md.\n\n"
+           "  --out DIR      where the report goes (created if missing). Default: reports/NAME\n"
+           "                 in the current directory, NAME the scenario's name when every run\n"
+           "                 is of one scenario, else report-YYYYMMDDTHHMMSSZ (UTC), with every\n"
+           "                 byte outside [A-Za-z0-9._-] replaced by '_'\n"
+           "  --baseline B   compare every run with B instead of its scenario's default label\n"
+           "  --force        compare even when run and baseline ran different scenarios\n"
+           "  --baselines D  look for committed baseline files in D first\n"
+           "  --no-plots     skip gnuplot (the HTML then has no plots)\n"
+           "  --db FILE      the store (default %s)\n\n"
+           "Exit codes: 0 written and every compared run passed, 1 written and some run did not\n"
+           "pass, 2 usage or input error, or the report could not be written.\n",
+           DEFAULT_DB);
+}
+
+typedef struct {
+    const char *out, *db, *baseline, *baselines;
+    int force, no_plots;
+    const char *pos[4096];
+    int n_pos;
+} report_args;
+
+static int parse_report_args(int argc, char **argv, report_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->db = DEFAULT_DB;
+    const cmd_opt opts[] = {
+        {"--out", &a->out, NULL},           {"--db", &a->db, NULL},
+        {"--baseline", &a->baseline, NULL}, {"--baselines", &a->baselines, NULL},
+        {"--force", NULL, &a->force},       {"--no-plots", NULL, &a->no_plots},
+        {NULL, NULL, NULL},
+    };
+    int rc = cmd_parse(argc, argv, opts, a->pos, 4096, &a->n_pos);
+    if (rc == 1)
+        report_usage();
+    if (rc)
+        return rc == 1 ? -1 : rc;
+    if (a->out && !a->out[0])
+        return cmd_usage_error("report", "--out needs a directory, not an empty string");
+    return 0;
+}
+
+/* ---- which runs --------------------------------------------------------------------------- */
+
+typedef struct {
+    run_row *rows;
+    int n, cap;
+} run_set;
+
+static int keep_newest(const run_row *r, void *arg)
+{
+    run_set *s = arg;
+    if (r->imported) /* a baseline from a file is never the run under test */
+        return 0;
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->rows[i].scenario, r->scenario) == 0 &&
+            strcmp(s->rows[i].device, r->device) == 0 &&
+            strcmp(s->rows[i].device_name, r->device_name) == 0)
+            return 0;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 16;
+        run_row *grown = realloc(s->rows, sizeof *grown * (size_t)s->cap);
+        if (!grown)
+            return EXIT_USAGE;
+        s->rows = grown;
+    }
+    s->rows[s->n++] = *r;
+    return 0;
+}
+
+static int by_scenario_device(const void *a, const void *b)
+{
+    const run_row *x = a, *y = b;
+    int c = strcmp(x->scenario, y->scenario);
+    if (!c)
+        c = strcmp(x->device, y->device);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+/* the run ids to report: the arguments, or the newest run of each scenario on each device */
+static int select_runs(store *st, const report_args *a, run_set *s)
+{
+    memset(s, 0, sizeof *s);
+    if (a->n_pos == 0) {
+        if (store_each_run(st, 0, keep_newest, s))
+            return EXIT_USAGE;
+        if (s->n > 1) /* qsort's base may not be NULL, and no row kept leaves it NULL */
+            qsort(s->rows, (size_t)s->n, sizeof *s->rows, by_scenario_device);
+    } else {
+        s->rows = calloc((size_t)a->n_pos, sizeof *s->rows);
+        if (!s->rows)
+            return EXIT_USAGE;
+        for (int i = 0; i < a->n_pos; i++, s->n++)
+            if (cmd_run_id("report", "RUN", a->pos[i], &s->rows[i].id) ||
+                store_get_run(st, s->rows[i].id, &s->rows[i]))
+                return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- building the rows -------------------------------------------------------------------- */
+
+/* judges one run into row (and its plots); a run without a usable baseline still gets a row */
+static int build_row(store *st, const report_args *a, int64_t id, report_row *row, plotter *p,
+                     int index, baseline_cache *cache)
+{
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, cache};
+    judgement j;
+    memset(row, 0, sizeof *row);
+    int rc = judge_run(st, id, &q, &j);
+    if (rc && j.run.n_steps == 0 && !j.run.scenario[0]) {
+        judge_free(&j);
+        return EXIT_USAGE; /* the run itself could not be read */
+    }
+    if (rc) {
+        j.base_id = 0;
+        snprintf(row->note, sizeof row->note, "no usable baseline%s%.200s%s (see the messages "
+                 "of 'harness compare %lld')", a->baseline ? " '" : "",
+                 a->baseline ? a->baseline : "", a->baseline ? "'" : "", (long long)id);
+    }
+    report_fill_row(row, &j);
+    run_row rr;
+    if (!row->run_at.host[0] && store_get_run(st, id, &rr) == 0) { /* judge_run stopped early */
+        snprintf(row->run_at.host, sizeof row->run_at.host, "%s", rr.host);
+        row->run_at.threads = rr.threads;
+        row->run_at.load_avg = rr.load_avg;
+        row->run_at.imported = rr.imported;
+    }
+    if (p)
+        rc = report_plot_row(p, row, index, &j) ? EXIT_USAGE : 0;
+    else
+        rc = 0;
+    judge_free(&j);
+    return rc;
+}
+
+static int build_rows(store *st, const report_args *a, const run_set *s, report *r, plotter *p)
+{
+    r->rows = calloc((size_t)(s->n ? s->n : 1), sizeof *r->rows);
+    if (!r->rows) {
+        log_error("report: out of memory for %d rows", s->n);
+        return EXIT_USAGE;
+    }
+    baseline_cache cache;
+    memset(&cache, 0, sizeof cache);
+    int rc = 0;
+    for (int i = 0; i < s->n && !rc; i++, r->n++)
+        rc = build_row(st, a, s->rows[i].id, &r->rows[i], p, i + 1, &cache);
+    baseline_cache_free(&cache);
+    return rc;
+}
+
+static int write_files(report *r)
+{
+    char path[4200];
+    const char *names[] = {"report.md", "report.csv", "junit.xml", "report.html"};
+    int (*writers[])(const report *, const char *) = {report_markdown, report_csv, report_junit,
+                                                      report_html};
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/%s", r->out_dir, names[k]);
+        if (writers[k](r, path))
+            return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- where it goes ------------------------------------------------------------------------ */
+
+static int make_dir(const char *dir)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        log_error("report: cannot create %s: %s", dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* the default output directory: reports/SCENARIO when every run is of one scenario, else
+ * reports/report-TIMESTAMP; the name sanitised to [A-Za-z0-9._-] */
+static int default_out(const run_set *s, const char *created, char *out, size_t len)
+{
+    char stamp[32], name[256];
+    int one = s->n > 0;
+    for (int i = 1; i < s->n && one; i++)
+        one = strcmp(s->rows[i].scenario, s->rows[0].scenario) == 0;
+    if (one) {
+        esc_filename(s->rows[0].scenario, name, sizeof name);
+    } else {
+        size_t k = 0;
+        for (const char *c = created; *c && k + 1 < sizeof stamp; c++)
+            if (*c != '-' && *c != ':')
+                stamp[k++] = *c;
+        stamp[k] = 0;
+        snprintf(name, sizeof name, "report-%s", stamp);
+    }
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        snprintf(name, sizeof name, "report");
+    snprintf(out, len, "reports/%s", name);
+    return make_dir("reports");
+}
+
+static int make_report(store *st, const report_args *a, report *r, char *out_dir, size_t len)
+{
+    run_set s;
+    int rc = select_runs(st, a, &s);
+    if (!rc && a->out)
+        snprintf(out_dir, len, "%s", a->out);
+    else if (!rc)
+        rc = default_out(&s, r->created, out_dir, len);
+    if (!rc)
+        rc = make_dir(out_dir);
+    r->out_dir = out_dir;
+    plotter *p = NULL;
+    if (!rc && !a->no_plots && report_plot_begin(out_dir, &p))
+        rc = EXIT_USAGE;
+    if (!rc)
+        rc = build_rows(st, a, &s, r, p);
+    if (p && report_plot_end(p, r))
+        rc = rc ? rc : EXIT_USAGE;
+    free(s.rows);
+    if (!rc)
+        rc = write_files(r);
+    return rc;
+}
+
+static void print_summary(const report *r)
+{
+    int pass = 0, none = 0;
+    for (int i = 0; i < r->n; i++) {
+        pass += r->rows[i].has_baseline && r->rows[i].res.v == VERDICT_PASS;
+        none += !r->rows[i].has_baseline;
+    }
+    printf("report: %d runs (%d pass, %d not passing, %d without baseline) -> %s/report.md, "
+           "report.html, report.csv, junit.xml%s\n",
+           r->n, pass, r->n - pass - none, none, term_safe(r->out_dir), r->plots ? ", plots/" : "");
+}
+
+int cmd_report(int argc, char **argv)
+{
+    report_args a;
+    int rc = parse_report_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    struct stat sb;
+    store *st = NULL;
+    if (stat(a.db, &sb) != 0) {
+        log_error("no database at %s (see --db)", a.db);
+        return EXIT_USAGE;
+    }
+    if ((rc = store_open(a.db, &st)) != 0)
+        return rc;
+    report r;
+    memset(&r, 0, sizeof r);
+    iso_time_now(r.created, sizeof r.created);
+    char out_dir[4096];
+    rc = make_report(st, &a, &r, out_dir, sizeof out_dir);
+    store_close(st);
+    if (!rc) {
+        print_summary(&r);
+        rc = verdict_exit_code(report_worst(&r));
+    }
+    free(r.rows);
+    return rc;
+}

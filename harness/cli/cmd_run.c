@@ -1,0 +1,130 @@
+/* harness/cli/cmd_run.c: `harness run SCENARIO...`: the options, then one run (runner_run_one)
+ * or the --compare matrix (run_matrix); harness/runner/ does the work. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+#include "commands.h"
+#include "runner/runner.h"
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
+            "                            [--quiet]\n"
+            "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
+            "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
+            "Trains the scenario on one device and records every step in the store. The\n"
+            "scenario, model, weights, tokenizer, data and device are read and checked\n"
+            "first: an input error records nothing (the store is opened only after).\n"
+            "With --compare: trains every scenario on every listed device, compares each run\n"
+            "with its baseline (the scenario's \"baseline\" label unless --baseline; see\n"
+            "'harness compare --help'), prints one summary table and exits with the worst\n"
+            "verdict. 'all' is every backend compiled in that has a device, except cpu64\n"
+            "(name it to include it).\n\n"
+            "  --device SPEC  device to train on (default cpu; see 'harness devices')\n"
+            "  --db FILE      SQLite store (default %s; created if missing)\n"
+            "  --steps N      train N steps instead of the scenario's train.steps\n"
+            "  --save DIR     write the final weights as a Hugging Face model directory\n"
+            "                 (config.json + model.safetensors) when the run ends ok; DIR (or\n"
+            "                 its nearest existing parent) must be a writable directory\n"
+            "  --quiet        print only the final line\n"
+            "  --compare      compare each run with its baseline (docs/compare.md)\n"
+            "  --baseline B   with --compare: the baseline of every run instead of the default\n"
+            "  --baselines D  with --compare: look for committed baseline files in D first\n\n"
+            "Exit codes: 0 the run finished ok (with --compare: every verdict is pass), 1 it\n"
+            "failed or diverged (NaN/Inf loss) or was interrupted (with --compare: a verdict\n"
+            "is not pass), 2 usage or input error.\n",
+            DEFAULT_DB);
+}
+
+/* every path, name and list given is non-empty: "" is a usage error, before any work */
+static int check_nonempty(const run_args *a)
+{
+    const struct {
+        const char *what, *value;
+    } given[] = {{"--db", a->db},           {"--device", a->device},
+                 {"--save", a->save},       {"--baseline", a->baseline},
+                 {"--baselines", a->baselines}};
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+        if (given[i].value && cmd_nonempty("run", given[i].what, given[i].value))
+            return EXIT_USAGE;
+    for (int i = 0; i < a->n_scenarios; i++)
+        if (cmd_nonempty("run", "SCENARIO", a->scenarios[i]))
+            return EXIT_USAGE;
+    return 0;
+}
+
+static int parse_run_args(int argc, char **argv, run_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->device = "cpu";
+    a->db = DEFAULT_DB;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int has_value = i + 1 < argc;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            run_usage(stdout);
+            return -1;
+        } else if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) {
+            a->quiet = 1;
+        } else if (strcmp(arg, "--compare") == 0) {
+            a->compare = 1;
+        } else if (strcmp(arg, "--baseline") == 0 && has_value) {
+            a->baseline = argv[++i];
+        } else if (strcmp(arg, "--baselines") == 0 && has_value) {
+            a->baselines = argv[++i];
+        } else if (strcmp(arg, "--device") == 0 && has_value) {
+            a->device = argv[++i];
+        } else if (strcmp(arg, "--db") == 0 && has_value) {
+            a->db = argv[++i];
+        } else if (strcmp(arg, "--save") == 0 && has_value) {
+            a->save = argv[++i];
+        } else if (strcmp(arg, "--steps") == 0 && has_value) {
+            if (parse_long(argv[++i], &a->steps) || a->steps < 1 || a->steps > 100000000) {
+                log_error("run: --steps: '%s' is not a number of steps >= 1", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (arg[0] == '-' && arg[1]) {
+            return cmd_usage_error("run", "unknown option or missing value: %s", arg);
+        } else if (a->n_scenarios < RUN_MAX_SCENARIOS) {
+            a->scenarios[a->n_scenarios++] = arg;
+            if (!a->scenario)
+                a->scenario = arg;
+        } else {
+            log_error("run: more than %d scenario files", RUN_MAX_SCENARIOS);
+            return EXIT_USAGE;
+        }
+    }
+    if (!a->scenario)
+        return cmd_usage_error("run", "no scenario file given");
+    if (check_nonempty(a))
+        return EXIT_USAGE;
+    if (a->n_scenarios > 1 && !a->compare) {
+        log_error("run: one scenario file expected, got another: %s (several need --compare)",
+                  a->scenarios[1]);
+        return EXIT_USAGE;
+    }
+    if (a->compare && a->save) {
+        log_error("run: --save goes with one run, not with --compare");
+        return EXIT_USAGE;
+    }
+    if (!a->compare && (a->baseline || a->baselines)) {
+        log_error("run: --baseline and --baselines go with --compare");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_args a;
+    int rc = parse_run_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    if (a.compare)
+        return run_matrix(&a);
+    return runner_run_one(&a);
+}

@@ -1,0 +1,10 @@
+/* harness/formats/formats.h: the public face of formats/: the file formats a run reads (safetensors
+ * files and sets, tokenizers, the text datasets). Outside formats/, include only this. */
+#ifndef FORMATS_FORMATS_H
+#define FORMATS_FORMATS_H
+
+#include "safetensors.h"
+#include "tokenizer.h"
+#include "data.h"
+
+#endif

@@ -1,0 +1,54 @@
+/* harness/formats/tokenizer.h: the tokenizers a scenario can name: "byte" (one id per byte), Hugging Face
+ * byte-level BPE (GPT-2's) and WordPiece (BERT's) from tokenizer.json, vocab.json or vocab.txt. */
+#ifndef TOKENIZER_H
+#define TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tokenizer tokenizer;
+
+/* kind "byte" (path ignored) or "bpe": path is a tokenizer.json file, a vocab.json file (its
+ * merges.txt beside it), or a directory holding tokenizer.json (preferred) or vocab.json and
+ * merges.txt; or "wordpiece": a tokenizer.json, a vocab.txt (tokenizer_config.json beside it
+ * read when present) or a directory holding either (tokenizer.json preferred). A tokenizer.json
+ * is read by its model type (BPE or WordPiece) whichever of the two kinds is named.
+ * Returns 0, or 2 after printing a message naming the file and what is wrong. */
+int tokenizer_open(const char *kind, const char *path, tokenizer **out);
+void tokenizer_free(tokenizer *t);
+
+/* one more than the largest id the tokenizer can produce */
+int tokenizer_vocab_size(const tokenizer *t);
+/* "byte", "bpe:<file it was read from>" or "wordpiece:<file>" */
+const char *tokenizer_name(const tokenizer *t);
+
+/* the id of a WordPiece tokenizer's special token by role ("cls", "sep", "pad", "mask", "unk"),
+ * -1 when it has none (and for byte and BPE tokenizers) */
+int32_t tokenizer_special_id(const tokenizer *t, const char *role);
+/* how many ids the post-processor's template puts before and after the text's ids (WordPiece:
+ * [CLS] and [SEP], 1 and 1; byte and BPE: 0 and 0) */
+void tokenizer_template_size(const tokenizer *t, int *before, int *after);
+
+/* a growing array of ids */
+typedef struct {
+    int32_t *ids;
+    size_t n, cap;
+} id_list;
+
+/* Appends the ids of text[len] to out, as the Hugging Face tokenizers library's
+ * Tokenizer.encode(text).ids does (added tokens split out first; BPE: the pre-tokenizer, then
+ * BPE merges; WordPiece: normalizer, pre-tokenizer, WordPiece, then the [CLS] ... [SEP]
+ * template). `where` names the text in messages. Returns 0, or 2 after printing a message
+ * (text that is not valid UTF-8, with the byte offset; out of memory). */
+int tokenizer_encode(tokenizer *t, const char *text, size_t len, const char *where, id_list *out);
+void id_list_free(id_list *l);
+
+/* the bytes token `id` stands for into out (at most cap); returns their count, or -1 for an id
+ * outside the vocabulary */
+int tokenizer_token_bytes(const tokenizer *t, int32_t id, unsigned char *out, size_t cap);
+
+/* Index of the first byte of text[len] that does not start or continue a valid UTF-8 sequence
+ * (overlong forms, surrogates and code points above U+10FFFF are invalid), or len. */
+size_t utf8_invalid_at(const unsigned char *text, size_t len);
+
+#endif

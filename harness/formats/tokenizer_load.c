@@ -1,0 +1,383 @@
+/* harness/formats/tokenizer_load.c: reads a byte-level BPE tokenizer: tokenizer.json (model BPE,
+ * ByteLevel pre-tokenizer, optionally after a regex Split; added tokens) or vocab.json +
+ * merges.txt. Anything that would change the ids and is not implemented is refused by name. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "util/util.h"
+#include "tokenizer_bpe_internal.h"
+
+#define MAX_TOKEN_ID (1 << 24)
+
+__attribute__((format(printf, 2, 3))) static int bad(const char *where, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '?';
+    log_error("%s: %s", where, msg);
+    return EXIT_USAGE;
+}
+
+static json_t *load_json(const char *path, int *rc)
+{
+    char why[INPUT_WHY_LEN];
+    size_t len = 0;
+    char *text = input_read(path, INPUT_TOKENIZER, &len, why, sizeof why);
+    if (!text) {
+        *rc = bad(path, "cannot read the tokenizer file: %s", why);
+        return NULL;
+    }
+    json_error_t e;
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    free(text);
+    *rc = 0;
+    if (!j) {
+        for (char *p = e.text; *p; p++)
+            if (*p < 0x20 || *p > 0x7e)
+                *p = '?';
+        *rc = bad(path, "line %d: %s", e.line, e.text);
+    }
+    return j;
+}
+
+/* id -> token string table, grown (doubling: ids often come one by one) to cover id */
+static int set_token(bpe *b, int32_t id, const char *s, size_t len)
+{
+    if (id >= b->tok_cap) {
+        int n = id + 1 > 2 * b->tok_cap ? id + 1 : 2 * b->tok_cap;
+        char **tok = realloc(b->tok, (size_t)n * sizeof *tok);
+        size_t *tl = tok ? realloc(b->tok_len, (size_t)n * sizeof *tl) : NULL;
+        if (tok)
+            b->tok = tok;
+        if (!tl)
+            return -1;
+        b->tok_len = tl;
+        for (int i = b->tok_cap; i < n; i++) {
+            b->tok[i] = NULL;
+            b->tok_len[i] = 0;
+        }
+        b->tok_cap = n;
+    }
+    if (id >= b->n_tok)
+        b->n_tok = id + 1;
+    free(b->tok[id]);
+    if (!(b->tok[id] = malloc(len + 1)))
+        return -1;
+    memcpy(b->tok[id], s, len + 1);
+    b->tok_len[id] = len;
+    return 0;
+}
+
+static int read_vocab(bpe *b, json_t *vocab, const char *where)
+{
+    if (!json_is_object(vocab))
+        return bad(where, "the vocabulary must be an object {token: id}");
+    const char *k;
+    json_t *v;
+    json_object_foreach(vocab, k, v)
+    {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            json_integer_value(v) >= MAX_TOKEN_ID)
+            return bad(where, "vocabulary: the id of \"%.64s\" must be an integer in [0, %d)", k,
+                       MAX_TOKEN_ID);
+        int32_t id = (int32_t)json_integer_value(v);
+        if (strmap_put(&b->vocab, k, strlen(k), id) || set_token(b, id, k, strlen(k)))
+            return bad(where, "out of memory reading the vocabulary");
+    }
+    return 0;
+}
+
+static int add_merge(bpe *b, const char *l, size_t ll, const char *r, size_t rl, uint32_t rank,
+                     const char *where)
+{
+    int32_t a = strmap_get(&b->vocab, l, ll), c = strmap_get(&b->vocab, r, rl);
+    char *both = malloc(ll + rl + 1);
+    if (!both)
+        return bad(where, "out of memory");
+    memcpy(both, l, ll);
+    memcpy(both + ll, r, rl);
+    both[ll + rl] = 0;
+    int32_t m = strmap_get(&b->vocab, both, ll + rl);
+    int rc = 0;
+    if (a < 0 || c < 0 || m < 0)
+        rc = bad(where, "merge %u \"%.*s %.*s\": \"%s\" is not in the vocabulary", rank + 1,
+                 (int)(ll > 64 ? 64 : ll), l, (int)(rl > 64 ? 64 : rl), r,
+                 a < 0 ? "left part" : c < 0 ? "right part" : "merged token");
+    else if (pairmap_put(&b->merges, a, c, rank, m))
+        rc = bad(where, "out of memory");
+    free(both);
+    return rc;
+}
+
+/* "a b" (exactly one space) as merges.txt and legacy tokenizer.json write them */
+static int add_merge_line(bpe *b, const char *line, size_t len, uint32_t rank, const char *where)
+{
+    const char *sp = memchr(line, ' ', len);
+    if (!sp || memchr(sp + 1, ' ', len - (size_t)(sp - line) - 1))
+        return bad(where, "merge %u must be two tokens separated by one space", rank + 1);
+    return add_merge(b, line, (size_t)(sp - line), sp + 1, len - (size_t)(sp - line) - 1, rank,
+                     where);
+}
+
+static int read_merges_json(bpe *b, json_t *merges, const char *where)
+{
+    if (!json_is_array(merges))
+        return bad(where, "model.merges must be an array");
+    size_t i;
+    json_t *m;
+    json_array_foreach(merges, i, m)
+    {
+        int rc;
+        if (json_is_string(m))
+            rc = add_merge_line(b, json_string_value(m), json_string_length(m), (uint32_t)i,
+                                where);
+        else if (json_is_array(m) && json_array_size(m) == 2 &&
+                 json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1)))
+            rc = add_merge(b, json_string_value(json_array_get(m, 0)),
+                           json_string_length(json_array_get(m, 0)),
+                           json_string_value(json_array_get(m, 1)),
+                           json_string_length(json_array_get(m, 1)), (uint32_t)i, where);
+        else
+            rc = bad(where, "model.merges[%zu] must be \"a b\" or [\"a\", \"b\"]", i);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- tokenizer.json sections ------------------------------------------------------------------ */
+
+static int is_off(json_t *v) { return !v || json_is_null(v) || json_is_false(v); }
+
+static int empty_or_null(json_t *v)
+{
+    return !v || json_is_null(v) || (json_is_string(v) && !json_string_length(v));
+}
+
+static int read_model(bpe *b, json_t *model, const char *where)
+{
+    json_t *type = json_object_get(model, "type");
+    if (!json_is_object(model) || (type && !(json_is_string(type) &&
+                                             !strcmp(json_string_value(type), "BPE"))))
+        return bad(where, "model: only a BPE model is supported (got %s)",
+                   json_is_string(type) ? json_string_value(type) : "something else");
+    json_t *dropout = json_object_get(model, "dropout");
+    if (!is_off(dropout) && !(json_is_number(dropout) && json_number_value(dropout) == 0))
+        return bad(where, "model.dropout must be null: BPE dropout makes ids random");
+    if (!empty_or_null(json_object_get(model, "continuing_subword_prefix")) ||
+        !empty_or_null(json_object_get(model, "end_of_word_suffix")))
+        return bad(where, "model: continuing_subword_prefix and end_of_word_suffix are not "
+                          "supported (byte-level BPE has neither)");
+    if (!is_off(json_object_get(model, "byte_fallback")))
+        return bad(where, "model.byte_fallback is not supported (byte-level BPE needs none)");
+    b->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
+    b->fuse_unk = json_is_true(json_object_get(model, "fuse_unk"));
+    int rc = read_vocab(b, json_object_get(model, "vocab"), where);
+    if (!rc)
+        rc = read_merges_json(b, json_object_get(model, "merges"), where);
+    json_t *unk = json_object_get(model, "unk_token");
+    if (!rc && json_is_string(unk) &&
+        (b->unk_id = strmap_get(&b->vocab, json_string_value(unk), json_string_length(unk))) < 0)
+        rc = bad(where, "model.unk_token \"%.64s\" is not in the vocabulary",
+                 json_string_value(unk));
+    return rc;
+}
+
+static int read_added(bpe *b, json_t *added, const char *where)
+{
+    if (!added || json_is_null(added))
+        return 0;
+    if (!json_is_array(added))
+        return bad(where, "added_tokens must be an array");
+    b->added = calloc(json_array_size(added) + 1, sizeof *b->added);
+    if (!b->added)
+        return bad(where, "out of memory");
+    size_t i;
+    json_t *a;
+    json_array_foreach(added, i, a)
+    {
+        json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
+        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) >= MAX_TOKEN_ID || !json_is_string(content) ||
+            !json_string_length(content))
+            return bad(where, "added_tokens[%zu] needs an id in [0, %d) and a non-empty content",
+                       i, MAX_TOKEN_ID);
+        if (!is_off(json_object_get(a, "single_word")) || !is_off(json_object_get(a, "lstrip")) ||
+            !is_off(json_object_get(a, "rstrip")))
+            return bad(where, "added_tokens[%zu]: single_word, lstrip and rstrip are not supported",
+                       i);
+        added_token *t = &b->added[b->n_added];
+        t->len = json_string_length(content);
+        t->id = (int32_t)json_integer_value(id);
+        if (!(t->content = malloc(t->len + 1)) ||
+            set_token(b, t->id, json_string_value(content), t->len))
+            return bad(where, "out of memory");
+        memcpy(t->content, json_string_value(content), t->len + 1);
+        b->n_added++;
+    }
+    return 0;
+}
+
+/* a Split item: pattern {"Regex": ...}, behavior Isolated, not inverted */
+static int read_split(json_t *p, const char **pattern, const char *where)
+{
+    json_t *re = json_object_get(json_object_get(p, "pattern"), "Regex");
+    json_t *beh = json_object_get(p, "behavior");
+    if (!json_is_string(re))
+        return bad(where, "pre_tokenizer Split: only a {\"Regex\": ...} pattern is supported");
+    if (!json_is_string(beh) || strcmp(json_string_value(beh), "Isolated") != 0 ||
+        !is_off(json_object_get(p, "invert")))
+        return bad(where, "pre_tokenizer Split: only behavior Isolated, not inverted, is supported");
+    *pattern = json_string_value(re);
+    return 0;
+}
+
+typedef struct {
+    const char *pattern;
+    int byte_level;
+    int n_patterns;
+} pre_spec;
+
+static int read_pre_item(bpe *b, json_t *p, pre_spec *ps, const char *where)
+{
+    json_t *type = json_object_get(p, "type");
+    const char *t = json_is_string(type) ? json_string_value(type) : "";
+    if (strcmp(t, "ByteLevel") == 0) {
+        ps->byte_level = 1;
+        b->add_prefix_space = json_is_true(json_object_get(p, "add_prefix_space"));
+        json_t *use = json_object_get(p, "use_regex");
+        if (!use || json_is_true(use)) {
+            ps->pattern = GPT2_SPLIT_PATTERN;
+            ps->n_patterns++;
+        }
+        return 0;
+    }
+    if (strcmp(t, "Split") == 0) {
+        ps->n_patterns++;
+        return read_split(p, &ps->pattern, where);
+    }
+    return bad(where, "pre_tokenizer \"%.32s\" is not supported (ByteLevel, or a Sequence of a "
+                      "regex Split and ByteLevel)", t);
+}
+
+static int read_pre(bpe *b, json_t *pre, const char *where)
+{
+    pre_spec ps = {0};
+    json_t *type = json_object_get(pre, "type");
+    int rc = 0;
+    if (json_is_string(type) && strcmp(json_string_value(type), "Sequence") == 0) {
+        json_t *items = json_object_get(pre, "pretokenizers");
+        size_t i;
+        json_t *p;
+        if (!json_is_array(items))
+            return bad(where, "pre_tokenizer Sequence: pretokenizers must be an array");
+        json_array_foreach(items, i, p) if (!rc) rc = read_pre_item(b, p, &ps, where);
+    } else if (json_is_object(pre)) {
+        rc = read_pre_item(b, pre, &ps, where);
+    }
+    if (rc)
+        return rc;
+    if (!ps.byte_level)
+        return bad(where, "pre_tokenizer: a byte-level BPE needs the ByteLevel pre-tokenizer");
+    if (ps.n_patterns > 1)
+        return bad(where, "pre_tokenizer: more than one regex split is not supported");
+    return ps.pattern ? bpe_compile_regex(b, ps.pattern, where) : 0;
+}
+
+static int read_rest(json_t *root, const char *where)
+{
+    json_t *norm = json_object_get(root, "normalizer"), *post = json_object_get(root, "post_processor");
+    if (norm && !json_is_null(norm))
+        return bad(where, "normalizer %.32s is not supported (byte-level BPE uses none)",
+                   json_is_string(json_object_get(norm, "type"))
+                       ? json_string_value(json_object_get(norm, "type")) : "");
+    json_t *pt = json_object_get(post, "type");
+    if (post && !json_is_null(post) &&
+        !(json_is_string(pt) && strcmp(json_string_value(pt), "ByteLevel") == 0))
+        return bad(where, "post_processor %.32s adds tokens; not supported (null or ByteLevel)",
+                   json_is_string(pt) ? json_string_value(pt) : "");
+    if (!is_off(json_object_get(root, "truncation")) || !is_off(json_object_get(root, "padding")))
+        return bad(where, "truncation and padding must be null (the harness tokenizes whole texts)");
+    return 0;
+}
+
+int bpe_load_json(bpe *b, const char *path)
+{
+    memset(b, 0, sizeof *b);
+    b->unk_id = -1;
+    int rc;
+    json_t *root = load_json(path, &rc);
+    if (rc)
+        return rc;
+    if (!json_is_object(root))
+        rc = bad(path, "must be a JSON object");
+    if (!rc)
+        rc = read_rest(root, path);
+    if (!rc)
+        rc = read_model(b, json_object_get(root, "model"), path);
+    if (!rc)
+        rc = read_added(b, json_object_get(root, "added_tokens"), path);
+    if (!rc)
+        rc = read_pre(b, json_object_get(root, "pre_tokenizer"), path);
+    if (!rc)
+        rc = bpe_finish(b, path);
+    json_decref(root);
+    if (rc)
+        bpe_free(b);
+    return rc;
+}
+
+/* ---- vocab.json + merges.txt ------------------------------------------------------------------- */
+
+static int read_merges_txt(bpe *b, const char *path)
+{
+    size_t len;
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(path, INPUT_TOKENIZER, &len, why, sizeof why);
+    if (!text)
+        return bad(path, "cannot read the merges file: %s", why);
+    int rc = 0;
+    uint32_t rank = 0;
+    for (size_t at = 0; at < len && !rc; rank++) {
+        char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - text) : len, ll = end - at;
+        if (ll && text[at + ll - 1] == '\r')
+            ll--;
+        if (!(ll >= 8 && memcmp(text + at, "#version", 8) == 0))
+            rc = add_merge_line(b, text + at, ll, rank, path);
+        at = end + 1;
+    }
+    free(text);
+    return rc;
+}
+
+int bpe_load_vocab_merges(bpe *b, const char *vocab_path, const char *merges_path)
+{
+    memset(b, 0, sizeof *b);
+    b->unk_id = -1;
+    int rc;
+    json_t *vocab = load_json(vocab_path, &rc);
+    if (!rc)
+        rc = read_vocab(b, vocab, vocab_path);
+    json_decref(vocab);
+    if (!rc)
+        rc = read_merges_txt(b, merges_path);
+    if (!rc)
+        rc = bpe_compile_regex(b, GPT2_SPLIT_PATTERN, vocab_path);
+    if (!rc)
+        rc = bpe_finish(b, vocab_path);
+    if (rc)
+        bpe_free(b);
+    return rc;
+}

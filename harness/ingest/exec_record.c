@@ -1,0 +1,303 @@
+/* harness/ingest/exec_record.c: the recorder of exec and ingest: splits output into lines, runs the
+ * log parsers, merges and stores each step at once, keeps the raw log and ends the run. */
+#define _POSIX_C_SOURCE 200809L
+#include "exec_record.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "util/util.h"
+
+#define LOG_CHUNK 65536
+
+int rec_init(recorder *r, store *st, int64_t run_id, const char *format, const char *keys,
+             int64_t tokens_per_step)
+{
+    memset(r, 0, sizeof *r);
+    r->st = st;
+    r->run_id = run_id;
+    r->tokens_per_step = tokens_per_step;
+    r->log_src = -1;
+    r->final_loss = NAN;
+    char err[512];
+    if (lp_reader_init(&r->reader, format, keys, err, sizeof err)) {
+        log_error("%s", err);
+        return 2;
+    }
+    return 0;
+}
+
+int rec_source_add(recorder *r, const char *name, int rank)
+{
+    if (r->n_src == REC_MAX_SOURCES)
+        return -1;
+    rec_source *s = &r->src[r->n_src];
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->rank = rank;
+    if (!(s->line = malloc(REC_LINE_MAX))) {
+        log_error("out of memory for a line buffer of %s", name);
+        return -1;
+    }
+    return r->n_src++;
+}
+
+static void store_log(recorder *r)
+{
+    if (r->log_len && r->log_src >= 0 && !r->failed &&
+        store_add_log(r->st, r->run_id, r->src[r->log_src].name, r->log, r->log_len))
+        r->failed = 1;
+    r->log_len = 0;
+}
+
+/* the raw bytes, kept in order; stored in chunks of one source */
+static void keep_log(recorder *r, int src, const char *data, size_t len)
+{
+    if (r->log_total >= REC_LOG_LIMIT)
+        return;
+    if (len > REC_LOG_LIMIT - r->log_total) {
+        len = REC_LOG_LIMIT - r->log_total;
+        rec_extra(r, "log_truncated", "the raw log passed 256 MiB; the rest was not kept");
+    }
+    r->log_total += len;
+    if (src != r->log_src || r->log_len + len > LOG_CHUNK)
+        store_log(r);
+    r->log_src = src;
+    if (len > LOG_CHUNK) {
+        if (!r->failed && store_add_log(r->st, r->run_id, r->src[src].name, data, len))
+            r->failed = 1;
+        return;
+    }
+    if (!r->log && !(r->log = malloc(LOG_CHUNK))) {
+        r->failed = 1;
+        log_error("out of memory for the raw log");
+        return;
+    }
+    memcpy(r->log + r->log_len, data, len);
+    r->log_len += len;
+}
+
+void rec_extra(recorder *r, const char *key, const char *value)
+{
+    for (int i = 0; i < r->n_keys; i++)
+        if (strcmp(r->keys[i], key) == 0)
+            return;
+    if (r->n_keys < REC_MAX_KEYS)
+        snprintf(r->keys[r->n_keys++], sizeof r->keys[0], "%s", key);
+    if (!r->failed && store_add_extra(r->st, r->run_id, key, value))
+        r->failed = 1;
+}
+
+/* a run_extra key for a key the workload chose: the characters a baseline file's keys may have
+ * ([A-Za-z0-9_.-], others become '_'), and "workload." before the names that baseline files and
+ * the runs table already use (host, device_name, world_size, ...), so `baseline record` of the
+ * run writes no key twice */
+static void extra_key(const char *key, char *out, size_t n)
+{
+    static const char *const taken[] = {
+        "format", "label", "scenario", "scenario_hash", "device", "device_name", "vendor",
+        "driver_version", "runtime_version", "dtype", "world_size", "mem_total_bytes", "host",
+        "date", "finished_at", "harness_version", "git_commit", "status", "scenario_json",
+        "steps"};
+    int clash = !key[0];
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
+        clash |= strcmp(key, taken[i]) == 0;
+    size_t o = (size_t)snprintf(out, n, "%s", clash ? "workload." : "");
+    for (const char *p = key; *p && o + 1 < n; p++)
+        out[o++] = (strchr("_.-", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+                    (*p >= 'A' && *p <= 'Z')) ? *p : '_';
+    out[o] = 0;
+}
+
+/* the workload's self-report: the runs columns it names, and every key in run_extra */
+static void take_meta(recorder *r, const lp_event *ev)
+{
+    for (int i = 0; i < ev->n_meta; i++) {
+        const lp_kv *kv = &ev->meta[i];
+        char key[LP_KEY + 16];
+        extra_key(kv->key, key, sizeof key);
+        int known = 0;
+        for (int k = 0; k < r->n_keys; k++)
+            known |= strcmp(r->keys[k], key) == 0;
+        if (known)
+            continue;
+        const char *name = strcmp(kv->key, "device_name") ? NULL : kv->value;
+        const char *driver = strcmp(kv->key, "driver") ? NULL : kv->value;
+        char runtime[LP_VALUE + 8] = "";
+        if (strcmp(kv->key, "torch") == 0)
+            snprintf(runtime, sizeof runtime, "torch %s", kv->value);
+        long ws = 0, mem = 0;
+        if (strcmp(kv->key, "world_size") == 0)
+            parse_long(kv->value, &ws);
+        if (strcmp(kv->key, "mem_total_bytes") == 0)
+            parse_long(kv->value, &mem);
+        if ((name || driver || runtime[0] || ws > 0 || mem > 0) && !r->failed &&
+            store_set_run_identity(r->st, r->run_id, name, driver, runtime,
+                                   ws > 0 && ws < 1000000 ? (int)ws : 0, mem))
+            r->failed = 1;
+        rec_extra(r, key, kv->value);
+    }
+}
+
+/* merges a parsed step into the rank's newest step (the same step completed by a later line) */
+static step_record *merge(recorder *r, int rank, const lp_step *s)
+{
+    step_record *m = &r->last[rank];
+    if (m->step != s->step || !r->last_has[rank]) {
+        memset(m, 0, sizeof *m);
+        m->step = s->step;
+        m->loss = m->grad_norm = m->lr = m->step_ms = m->tokens_per_s = NAN;
+        r->last_has[rank] = 1u << 31;
+    }
+    unsigned h = s->has;
+    if (h & LP_LOSS) m->loss = s->loss;
+    if (h & LP_GRAD_NORM) m->grad_norm = s->grad_norm;
+    if (h & LP_LR) m->lr = s->lr;
+    if (h & LP_TOKENS) m->tokens = s->tokens;
+    if (h & LP_STEP_MS) m->step_ms = s->step_ms;
+    if (h & LP_TOKENS_PER_S) m->tokens_per_s = s->tokens_per_s;
+    if (h & LP_MEM_PEAK) m->mem_peak_bytes = s->mem_peak_bytes;
+    if (h & LP_MEM_USED) m->mem_used_bytes = s->mem_used_bytes;
+    if (h & LP_MEM_TOTAL) m->mem_total_bytes = s->mem_total_bytes;
+    r->last_has[rank] |= h;
+    if (!(r->last_has[rank] & LP_TOKENS) && r->tokens_per_step > 0)
+        m->tokens = r->tokens_per_step;
+    if (!(r->last_has[rank] & LP_TOKENS_PER_S) && m->tokens > 0 && m->step_ms > 0)
+        m->tokens_per_s = (double)m->tokens / (m->step_ms / 1000.0);
+    return m;
+}
+
+static void take_step(recorder *r, const lp_step *s, int line_rank)
+{
+    int rank = s->rank >= 0 ? s->rank : line_rank >= 0 ? line_rank : 0;
+    if (rank >= LP_MAX_RANKS)
+        return;
+    step_record *m = merge(r, rank, s);
+    if (rank + 1 > r->ranks_seen)
+        r->ranks_seen = rank + 1;
+    store_log(r); /* the log up to this step is kept with it */
+    if (!r->failed && (s->rank >= 0 || line_rank >= 0) &&
+        store_put_rank_step(r->st, r->run_id, rank, m))
+        r->failed = 1;
+    if (rank != 0 || !(r->last_has[0] & LP_LOSS))
+        return;
+    if (!r->failed && store_put_step(r->st, r->run_id, m))
+        r->failed = 1;
+    if (!(s->has & LP_LOSS))
+        return;
+    r->steps_stored++;
+    r->final_loss = m->loss;
+    if (!isfinite(m->loss) && !r->diverged_step)
+        r->diverged_step = m->step;
+}
+
+static void remember_tail(recorder *r, const char *line, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    if (i == len)
+        return;
+    if (r->n_tail == REC_TAIL) {
+        memmove(r->tail[0], r->tail[1], sizeof r->tail[0] * (REC_TAIL - 1));
+        r->n_tail--;
+    }
+    char *t = r->tail[r->n_tail++];
+    size_t n = len - i < sizeof r->tail[0] - 1 ? len - i : sizeof r->tail[0] - 1;
+    for (size_t k = 0; k < n; k++) /* no control bytes in the error text */
+        t[k] = (unsigned char)line[i + k] < 0x20 ? ' ' : line[i + k];
+    t[n] = 0;
+}
+
+static void take_line(recorder *r, rec_source *s)
+{
+    lp_event ev;
+    remember_tail(r, s->line, s->len);
+    if (lp_read_line(&r->reader, s->line, s->len, &ev)) {
+        take_meta(r, &ev);
+        if (ev.has_step)
+            take_step(r, &ev.step, s->rank);
+    }
+    s->len = 0;
+}
+
+void rec_feed(recorder *r, int src, const char *data, size_t len)
+{
+    if (src < 0 || src >= r->n_src)
+        return;
+    keep_log(r, src, data, len);
+    rec_source *s = &r->src[src];
+    for (size_t i = 0; i < len; i++) {
+        char c = data[i];
+        if (c == '\n' || c == '\r') {
+            if (!s->overflow && s->len)
+                take_line(r, s);
+            s->len = 0;
+            s->overflow = 0;
+        } else if (s->len < REC_LINE_MAX) {
+            s->line[s->len++] = c;
+        } else if (!s->overflow) { /* a line this long is parsed as far as it went */
+            take_line(r, s);
+            s->overflow = 1;
+        }
+    }
+}
+
+void rec_flush(recorder *r)
+{
+    for (int i = 0; i < r->n_src; i++)
+        if (r->src[i].len && !r->src[i].overflow)
+            take_line(r, &r->src[i]);
+    store_log(r);
+}
+
+/* "failed: WHY; last output: ...", cut to fit */
+static void failure_text(const recorder *r, const char *why, char *out, size_t n)
+{
+    size_t o = (size_t)snprintf(out, n, "%s", why);
+    for (int i = 0; i < r->n_tail && o < n; i++)
+        o += (size_t)snprintf(out + o, n - o, "%s%s", i ? " | " : "; last output: ", r->tail[i]);
+}
+
+int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
+{
+    rec_flush(r);
+    char error[1024] = "", formats[256];
+    const char *status = "ok";
+    if (r->reader.locked)
+        rec_extra(r, "log_format", r->reader.locked->name);
+    if (r->ranks_seen > 1 && !r->failed &&
+        store_set_run_identity(r->st, r->run_id, NULL, NULL, NULL, r->ranks_seen, 0))
+        r->failed = 1;
+    if (r->diverged_step) {
+        status = "diverged";
+        snprintf(error, sizeof error, "NaN/Inf loss at step %d", r->diverged_step);
+    } else if (!r->steps_stored) {
+        status = "failed";
+        lp_format_names(formats, sizeof formats);
+        char what[512];
+        snprintf(what, sizeof what, "%s%sno training step recognised in %ld lines of output "
+                 "(formats tried: %s)", ended_ok ? "" : why, ended_ok ? "" : "; ",
+                 r->reader.lines, r->reader.forced ? r->reader.forced->name : formats);
+        failure_text(r, what, error, sizeof error);
+    } else if (!ended_ok) {
+        status = "failed";
+        failure_text(r, why, error, sizeof error);
+    }
+    int bad = store_finish_run(r->st, r->run_id, status, error[0] ? error : NULL) || r->failed;
+    fprintf(out, "run %lld: %s, %d steps, final loss %.6f (format %s)%s%s\n",
+            (long long)r->run_id, status, r->steps_stored, r->final_loss,
+            r->reader.locked ? r->reader.locked->name : "none", error[0] ? ": " : "", error);
+    return strcmp(status, "ok") == 0 && !bad ? 0 : 1;
+}
+
+void rec_free(recorder *r)
+{
+    for (int i = 0; i < r->n_src; i++)
+        free(r->src[i].line);
+    free(r->log);
+    r->log = NULL;
+    r->n_src = 0;
+}

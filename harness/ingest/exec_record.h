@@ -1,0 +1,68 @@
+/* harness/ingest/exec_record.h: the recorder shared by exec and ingest: output bytes in, lines split,
+ * parsed (harness/ingest/logparse.h), every step stored as it comes, the raw log kept, the status. */
+#ifndef EXEC_RECORD_H
+#define EXEC_RECORD_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdint.h>
+
+#include "logparse.h"
+#include "store/store.h"
+
+#define REC_MAX_SOURCES 64
+#define REC_LINE_MAX 65536
+#define REC_TAIL 6
+#define REC_MAX_KEYS 128
+#define REC_LOG_LIMIT ((size_t)256 << 20) /* raw log bytes kept per run */
+
+typedef struct {
+    char name[256];     /* "stdout", "stderr", a file path */
+    char *line;         /* the line being gathered */
+    size_t len;
+    int overflow;       /* the current line passed REC_LINE_MAX: rest skipped */
+    int rank;           /* rank of untagged lines (ingest: file k of several is rank k), or -1 */
+} rec_source;
+
+typedef struct {
+    store *st;
+    int64_t run_id;
+    lp_reader reader;
+    int64_t tokens_per_step; /* from the scenario when the lines do not say; 0 unknown */
+    rec_source src[REC_MAX_SOURCES];
+    int n_src;
+    /* the newest step of each rank, merged as lines complete it */
+    step_record last[LP_MAX_RANKS];
+    unsigned last_has[LP_MAX_RANKS];
+    int ranks_seen;          /* highest rank + 1 */
+    int steps_stored, diverged_step;
+    double final_loss;
+    char tail[REC_TAIL][160];
+    int n_tail;
+    char keys[REC_MAX_KEYS][LP_KEY + 16]; /* run_extra keys so far: the first value is kept */
+    int n_keys;
+    /* the raw log not yet stored */
+    char *log;
+    size_t log_len, log_cap, log_total;
+    int log_src;
+    int failed;              /* the store refused a write (message printed) */
+} recorder;
+
+/* starts on a begun run; 0 or 2 (bad --format/--keys, message printed) */
+int rec_init(recorder *r, store *st, int64_t run_id, const char *format, const char *keys,
+             int64_t tokens_per_step);
+/* registers a source of bytes; its index, or -1 when there are too many */
+int rec_source_add(recorder *r, const char *name, int rank);
+/* bytes from a source as they came (any bytes; lines split on \n and \r) */
+void rec_feed(recorder *r, int src, const char *data, size_t len);
+/* parses what is left of every source's last line and stores the log's rest */
+void rec_flush(recorder *r);
+/* a run_extra key unless it is already there */
+void rec_extra(recorder *r, const char *key, const char *value);
+/* Ends the run: ok when ended_ok and a step was stored, diverged on a NaN/Inf loss, else
+ * failed with why (e.g. "exit code 3") plus the last lines of output. Prints the final line
+ * on out. Returns 0 ok, 1 otherwise. */
+int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out);
+void rec_free(recorder *r);
+
+#endif

@@ -1,0 +1,27 @@
+/* harness/ingest/exec_run.h: what exec and ingest share: the new run's row (scenario or none, the
+ * device label), the environment kept with it, and the --compare judgement. */
+#ifndef EXEC_RUN_H
+#define EXEC_RUN_H
+
+#include <stdint.h>
+
+#include "exec_record.h"
+#include "train/train.h"
+#include "store/store.h"
+
+/* Inserts the run: the scenario's name, JSON and hash when s is not NULL, else name (e.g.
+ * "exec:train.py"); device label; world_size from WORLD_SIZE or the scenario; this host and its
+ * load, or (from_log: `ingest` of a log made elsewhere) no host and no load. 0 or 1. */
+int exec_begin_run(store *st, const scenario *s, const char *name, const char *device,
+                   int from_log, int64_t *run_id);
+/* tokens of one step from the scenario (batch x seq_len x world size), 0 without one */
+int64_t exec_tokens_per_step(const scenario *s);
+/* run_extra: env.NAME for the device, rank and Slurm variables that are set */
+void exec_keep_env(recorder *r);
+/* Judges run_id as `harness run --compare` does (baseline B or the scenario's label, committed
+ * files under D first) and prints the verdict on stderr. Returns the verdict's exit code, or 2
+ * when there is no usable baseline. */
+int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,
+                 const char *baselines);
+
+#endif

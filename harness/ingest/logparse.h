@@ -1,0 +1,113 @@
+/* harness/ingest/logparse.h: training-log parsers (one table of functions per format, like
+ * devices/device.h for backends) and the reader that detects the format and runs them line by line. */
+#ifndef LOGPARSE_H
+#define LOGPARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* which fields of an lp_step a line gave */
+enum {
+    LP_LOSS = 1u << 0, LP_GRAD_NORM = 1u << 1, LP_LR = 1u << 2, LP_TOKENS = 1u << 3,
+    LP_STEP_MS = 1u << 4, LP_TOKENS_PER_S = 1u << 5, LP_MEM_PEAK = 1u << 6,
+    LP_MEM_TOTAL = 1u << 7, LP_MEM_USED = 1u << 8
+};
+
+typedef struct {
+    int step;   /* optimizer step: 1-based once the reader has it (0-based series shifted) */
+    int rank;   /* -1 when the line does not say */
+    unsigned has;
+    double loss, grad_norm, lr, step_ms, tokens_per_s;
+    int64_t tokens, mem_peak_bytes, mem_used_bytes, mem_total_bytes;
+} lp_step;
+
+#define LP_MAX_META 16
+#define LP_KEY 64
+#define LP_VALUE 256
+typedef struct {
+    char key[LP_KEY], value[LP_VALUE];
+} lp_kv;
+
+/* what one line said: a step (has_step), metadata about the run (meta), or both */
+typedef struct {
+    int has_step;
+    lp_step step;
+    int n_meta;
+    lp_kv meta[LP_MAX_META];
+} lp_event;
+
+#define LP_MAX_RANKS 64
+typedef struct {
+    int seen, epoch, n;
+    double mean;
+} lp_seed_mem;
+#define LP_MAX_KEYS 10
+/* the parsers' memory between lines, and the options that shape them */
+typedef struct {
+    /* jsonl: field name ("step", "loss", ...) -> the JSON key holding it */
+    char key_field[LP_MAX_KEYS][LP_KEY], key_json[LP_MAX_KEYS][LP_KEY];
+    int n_keys;
+    int line_rank;                    /* the rank tag of the line being parsed, -1 none */
+    int trainer_logs;                 /* trainer: log dicts with a loss seen so far */
+    lp_seed_mem seed[LP_MAX_RANKS];   /* seed: the previous running mean, per rank */
+    int mllog_losses;                 /* mllog: loss events seen so far */
+    double mllog_batch;               /* mllog: global_batch_size when logged, else 0 */
+} lp_state;
+
+typedef struct {
+    const char *name;    /* --format NAME */
+    const char *summary; /* one line for --help and docs */
+    /* 1 when the line looks like this format (cheap; no state) */
+    int (*detect)(const char *line, size_t len);
+    /* fills *ev from one line (never longer than len, which may hold NULs); returns 1 when ev
+     * holds a step or metadata, 0 for a line it skips. Never fails on bad input. */
+    int (*parse)(const char *line, size_t len, lp_state *st, lp_event *ev);
+} log_parser;
+
+/* the formats in detection order, NULL-terminated */
+const log_parser *const *lp_parsers(void);
+const log_parser *lp_find(const char *name);
+/* "harness, trainer, seed, ..." */
+void lp_format_names(char *out, size_t n);
+
+typedef struct {
+    const log_parser *forced; /* --format, or NULL for detection */
+    const log_parser *locked; /* the format whose steps are taken (the first that gave one) */
+    int offset;               /* 1 when the locked format's first step was 0 (0-based) */
+    lp_state st;
+    long lines, steps;
+} lp_reader;
+
+/* format NULL: detect; keys "field=json_key,..." for jsonl (NULL: the protocol's names).
+ * Returns 0, or 2 with a message in err (unknown format, bad --keys). */
+int lp_reader_init(lp_reader *r, const char *format, const char *keys, char *err, size_t n);
+/* One line without its newline. A leading torchrun/DeepSpeed rank tag ("[rank1]:",
+ * "[default1]:", "[Rank 1]") sets the rank. Returns 1 when ev holds something. */
+int lp_read_line(lp_reader *r, const char *line, size_t len, lp_event *ev);
+
+/* ---- helpers the parsers share (logparse_dict.c) ---------------------------------------- */
+typedef enum { LPV_NUM, LPV_STR, LPV_BOOL, LPV_NULL, LPV_OBJ, LPV_ARR } lpv_type;
+typedef struct {
+    lpv_type type;
+    double num;    /* LPV_NUM (NaN, inf accepted in Python's and JSON-ish spellings), LPV_BOOL */
+    const char *p; /* the raw text: a string's inside without quotes, an object's braces */
+    size_t len;
+} lp_value;
+/* Walks the top-level pairs of a JSON object or Python dict repr starting at s[0] == '{'.
+ * fn returns nonzero to stop early. Returns 0 when the dict is whole up to its '}', -1 when it
+ * is malformed or truncated (fn may have seen some pairs: callers discard them). */
+int lp_dict_each(const char *s, size_t len,
+                 int (*fn)(const char *key, size_t klen, const lp_value *v, void *arg), void *arg);
+int lp_key_is(const char *key, size_t klen, const char *name);
+/* a string value unescaped (\" \\ \n \t \uXXXX as '?') into out[n], cut to fit */
+void lp_value_text(const lp_value *v, char *out, size_t n);
+/* the first occurrence of needle in s[0..len) (NULs allowed), or NULL */
+const char *lp_find_text(const char *s, size_t len, const char *needle);
+/* a number at s (strtod's syntax plus nan/inf/NaN/Infinity); chars used, 0 when none */
+size_t lp_number(const char *s, size_t len, double *out);
+/* adds key=value to ev's metadata (cut to fit; ignored when full) */
+void lp_meta_add(lp_event *ev, const char *key, const char *value);
+/* stores a number into the step field named name ("loss", "grad_norm", ...); 1 if known */
+int lp_step_set(lp_step *s, const char *name, double v);
+
+#endif

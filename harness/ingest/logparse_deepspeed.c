@@ -1,0 +1,75 @@
+/* harness/ingest/logparse_deepspeed.c: DeepSpeed's step lines: the engine's `step=10, skipped=0,
+ * lr=[0.0001], mom=[...]`, its throughput timer's `epoch=0/micro_step=10/global_step=10, ...
+ * MaxMemAllocated=1.2GB`, and Megatron-DeepSpeed's ` iteration 10/ 100 | ... | lm loss: ... |`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "logparse.h"
+
+static int detect(const char *line, size_t len)
+{
+    return (lp_find_text(line, len, "step=") && lp_find_text(line, len, ", skipped=")) ||
+           lp_find_text(line, len, "/global_step=") ||
+           (lp_find_text(line, len, " iteration ") && lp_find_text(line, len, "lm loss:"));
+}
+
+/* the number after the first `label` in line; 1 when found */
+static int number_after(const char *line, size_t len, const char *label, double *out)
+{
+    const char *p = lp_find_text(line, len, label);
+    if (!p)
+        return 0;
+    p += strlen(label);
+    while (p < line + len && (*p == ' ' || *p == '['))
+        p++;
+    return lp_number(p, (size_t)(line + len - p), out) > 0;
+}
+
+static int set_step(lp_event *ev, double step)
+{
+    if (!(step >= 1 && step < 2e9))
+        return 0;
+    ev->step.step = (int)step;
+    ev->has_step = 1;
+    return 1;
+}
+
+/* Megatron-DeepSpeed: iteration N/ M | ... learning rate: | lm loss: | grad norm: */
+static int parse_megatron(const char *line, size_t len, lp_event *ev)
+{
+    double it, v;
+    if (!number_after(line, len, " iteration ", &it) || !number_after(line, len, "lm loss:", &v))
+        return 0;
+    lp_step_set(&ev->step, "loss", v);
+    if (number_after(line, len, "learning rate:", &v))
+        lp_step_set(&ev->step, "lr", v);
+    if (number_after(line, len, "grad norm:", &v))
+        lp_step_set(&ev->step, "grad_norm", v);
+    if (number_after(line, len, "elapsed time per iteration (ms):", &v))
+        lp_step_set(&ev->step, "step_ms", v);
+    return set_step(ev, it);
+}
+
+static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
+{
+    (void)st;
+    memset(ev, 0, sizeof *ev);
+    ev->step.rank = -1;
+    double step, v;
+    if (lp_find_text(line, len, "lm loss:"))
+        return parse_megatron(line, len, ev);
+    if (number_after(line, len, "/global_step=", &step)) {
+        if (number_after(line, len, "MaxMemAllocated=", &v) && v >= 0 && v < 1e9)
+            lp_step_set(&ev->step, "mem_peak_bytes", v * 1073741824.0);
+        return set_step(ev, step);
+    }
+    if (lp_find_text(line, len, ", skipped=") && number_after(line, len, "step=", &step)) {
+        if (number_after(line, len, "lr=", &v))
+            lp_step_set(&ev->step, "lr", v);
+        return set_step(ev, step);
+    }
+    return 0;
+}
+
+const log_parser lp_deepspeed = {"deepspeed", "DeepSpeed step=/global_step= lines and "
+                                              "Megatron-DeepSpeed iteration lines", detect, parse};

@@ -1,0 +1,274 @@
+/* harness/ingest/logparse_dict.c: what the log parsers share: a scanner for the flat dicts of log lines
+ * (JSON objects and Python dict reprs alike), number and text helpers, step fields by name. */
+#define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "logparse.h"
+
+#define MAX_DEPTH 32
+
+static size_t skip_space(const char *s, size_t len, size_t i)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i;
+}
+
+/* a quoted string at s[i] (' or "); sets the inside span; returns the index after it, 0 if bad */
+static size_t scan_string(const char *s, size_t len, size_t i, const char **p, size_t *n)
+{
+    char q = s[i];
+    size_t j = i + 1;
+    while (j < len && s[j] != q) {
+        if (s[j] == '\\')
+            j++;
+        j++;
+    }
+    if (j >= len)
+        return 0;
+    *p = s + i + 1;
+    *n = j - i - 1;
+    return j + 1;
+}
+
+/* a bracketed value ({...} or [...] or (...)) with strings inside; index after it, 0 if bad */
+static size_t scan_nested(const char *s, size_t len, size_t i)
+{
+    char stack[MAX_DEPTH];
+    int depth = 0;
+    for (size_t j = i; j < len; j++) {
+        char c = s[j];
+        if (c == '"' || c == '\'') {
+            const char *p;
+            size_t n, k = scan_string(s, len, j, &p, &n);
+            if (!k)
+                return 0;
+            j = k - 1;
+        } else if (c == '{' || c == '[' || c == '(') {
+            if (depth == MAX_DEPTH)
+                return 0;
+            stack[depth++] = c == '{' ? '}' : c == '[' ? ']' : ')';
+        } else if (c == '}' || c == ']' || c == ')') {
+            if (depth == 0 || stack[depth - 1] != c)
+                return 0;
+            if (--depth == 0)
+                return j + 1;
+        }
+    }
+    return 0;
+}
+
+size_t lp_number(const char *s, size_t len, double *out)
+{
+    static const struct { const char *w; double v; } words[] = {
+        {"-Infinity", -INFINITY}, {"Infinity", INFINITY}, {"-inf", -INFINITY}, {"inf", INFINITY},
+        {"NaN", NAN}, {"nan", NAN}, {"-nan", NAN}};
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
+        size_t wl = strlen(words[k].w);
+        if (len >= wl && memcmp(s, words[k].w, wl) == 0 &&
+            (len == wl || !isalnum((unsigned char)s[wl]))) {
+            *out = words[k].v;
+            return wl;
+        }
+    }
+    char buf[64];
+    size_t n = 0;
+    while (n < len && n < sizeof buf - 1 && strchr("+-.0123456789eE", s[n]))
+        n++;
+    if (n == 0)
+        return 0;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    char *end;
+    double v = strtod(buf, &end);
+    if (end == buf)
+        return 0;
+    *out = v;
+    return (size_t)(end - buf);
+}
+
+/* a bare word (true, None, np.float64(1.5), tensor(2.0, device='cuda:0')) at s[i] */
+static size_t scan_word(const char *s, size_t len, size_t i, lp_value *v)
+{
+    size_t j = i;
+    while (j < len && (isalnum((unsigned char)s[j]) || s[j] == '_' || s[j] == '.'))
+        j++;
+    size_t wl = j - i;
+    if (j < len && s[j] == '(' && wl > 0) { /* a wrapper: take its first number */
+        size_t end = scan_nested(s, len, j);
+        if (!end)
+            return 0;
+        size_t k = skip_space(s, end, j + 1);
+        double x;
+        if (lp_number(s + k, end - k, &x)) {
+            v->type = LPV_NUM;
+            v->num = x;
+        } else { /* device(type='cpu'): kept as an opaque value */
+            v->type = LPV_OBJ;
+            v->p = s + i;
+            v->len = end - i;
+        }
+        return end;
+    }
+    if ((wl == 4 && (!memcmp(s + i, "true", 4) || !memcmp(s + i, "True", 4))) ||
+        (wl == 5 && (!memcmp(s + i, "false", 5) || !memcmp(s + i, "False", 5)))) {
+        v->type = LPV_BOOL;
+        v->num = s[i] == 't' || s[i] == 'T';
+        return j;
+    }
+    if ((wl == 4 && !memcmp(s + i, "null", 4)) || (wl == 4 && !memcmp(s + i, "None", 4))) {
+        v->type = LPV_NULL;
+        return j;
+    }
+    return 0;
+}
+
+/* one value at s[i]; index after it, 0 if bad */
+static size_t scan_value(const char *s, size_t len, size_t i, lp_value *v)
+{
+    memset(v, 0, sizeof *v);
+    if (i >= len)
+        return 0;
+    char c = s[i];
+    if (c == '"' || c == '\'') {
+        v->type = LPV_STR;
+        return scan_string(s, len, i, &v->p, &v->len);
+    }
+    if (c == '{' || c == '[' || c == '(') {
+        size_t end = scan_nested(s, len, i);
+        v->type = c == '{' ? LPV_OBJ : LPV_ARR;
+        v->p = s + i;
+        v->len = end ? end - i : 0;
+        return end;
+    }
+    size_t n = lp_number(s + i, len - i, &v->num);
+    if (n) {
+        v->type = LPV_NUM;
+        return i + n;
+    }
+    return scan_word(s, len, i, v);
+}
+
+int lp_dict_each(const char *s, size_t len,
+                 int (*fn)(const char *key, size_t klen, const lp_value *v, void *arg), void *arg)
+{
+    if (len == 0 || s[0] != '{')
+        return -1;
+    size_t i = skip_space(s, len, 1);
+    if (i < len && s[i] == '}')
+        return 0;
+    for (;;) {
+        const char *key;
+        size_t klen;
+        if (i >= len || (s[i] != '"' && s[i] != '\'') || !(i = scan_string(s, len, i, &key, &klen)))
+            return -1;
+        i = skip_space(s, len, i);
+        if (i >= len || s[i] != ':')
+            return -1;
+        lp_value v;
+        if (!(i = scan_value(s, len, skip_space(s, len, i + 1), &v)))
+            return -1;
+        if (fn(key, klen, &v, arg))
+            return 0;
+        i = skip_space(s, len, i);
+        if (i < len && s[i] == '}')
+            return 0;
+        if (i >= len || s[i] != ',')
+            return -1;
+        i = skip_space(s, len, i + 1);
+    }
+}
+
+int lp_key_is(const char *key, size_t klen, const char *name)
+{
+    return strlen(name) == klen && memcmp(key, name, klen) == 0;
+}
+
+void lp_value_text(const lp_value *v, char *out, size_t n)
+{
+    size_t o = 0;
+    if (v->type == LPV_NUM) {
+        snprintf(out, n, "%.17g", v->num);
+        return;
+    }
+    for (size_t i = 0; i < v->len && o + 1 < n; i++) {
+        char c = v->p[i];
+        if (c == '\\' && i + 1 < v->len) {
+            c = v->p[++i];
+            c = c == 'n' ? ' ' : c == 't' ? ' ' : c == 'u' ? '?' : c;
+            if (v->p[i] == 'u')
+                i += i + 4 < v->len ? 4 : 0;
+        }
+        out[o++] = (unsigned char)c < 0x20 ? ' ' : c;
+    }
+    out[o] = 0;
+}
+
+const char *lp_find_text(const char *s, size_t len, const char *needle)
+{
+    size_t nl = strlen(needle);
+    for (size_t i = 0; nl && i + nl <= len; i++)
+        if (s[i] == needle[0] && memcmp(s + i, needle, nl) == 0)
+            return s + i;
+    return NULL;
+}
+
+void lp_meta_add(lp_event *ev, const char *key, const char *value)
+{
+    if (ev->n_meta >= LP_MAX_META)
+        return;
+    lp_kv *kv = &ev->meta[ev->n_meta++];
+    snprintf(kv->key, sizeof kv->key, "%s", key);
+    snprintf(kv->value, sizeof kv->value, "%s", value);
+}
+
+/* an integer field from a double: finite, in range; 1 if taken */
+static int as_int64(double v, int64_t *out)
+{
+    if (!isfinite(v) || v < 0 || v > 9.0e18)
+        return 0;
+    *out = (int64_t)v;
+    return 1;
+}
+
+int lp_step_set(lp_step *s, const char *name, double v)
+{
+    static const struct { const char *name; unsigned bit; size_t off; } reals[] = {
+        {"loss", LP_LOSS, offsetof(lp_step, loss)},
+        {"grad_norm", LP_GRAD_NORM, offsetof(lp_step, grad_norm)},
+        {"lr", LP_LR, offsetof(lp_step, lr)},
+        {"step_ms", LP_STEP_MS, offsetof(lp_step, step_ms)},
+        {"tokens_per_s", LP_TOKENS_PER_S, offsetof(lp_step, tokens_per_s)}};
+    static const struct { const char *name; unsigned bit; size_t off; } ints[] = {
+        {"tokens", LP_TOKENS, offsetof(lp_step, tokens)},
+        {"mem_peak_bytes", LP_MEM_PEAK, offsetof(lp_step, mem_peak_bytes)},
+        {"mem_used_bytes", LP_MEM_USED, offsetof(lp_step, mem_used_bytes)},
+        {"mem_total_bytes", LP_MEM_TOTAL, offsetof(lp_step, mem_total_bytes)}};
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
+        if (strcmp(name, reals[i].name) == 0) {
+            *(double *)((char *)s + reals[i].off) = v;
+            s->has |= reals[i].bit;
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (strcmp(name, ints[i].name) == 0) {
+            if (as_int64(v, (int64_t *)((char *)s + ints[i].off)))
+                s->has |= ints[i].bit;
+            return 1;
+        }
+    if (strcmp(name, "step") == 0) {
+        if (isfinite(v) && v >= 0 && v < 2e9)
+            s->step = (int)v;
+        return 1;
+    }
+    if (strcmp(name, "rank") == 0) {
+        if (isfinite(v) && v >= 0 && v < 1e6)
+            s->rank = (int)v;
+        return 1;
+    }
+    return 0;
+}

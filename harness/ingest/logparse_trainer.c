@@ -1,0 +1,93 @@
+/* harness/ingest/logparse_trainer.c: Hugging Face transformers Trainer's log dicts, printed as Python
+ * reprs: {'loss': 2.31, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.01} per logging
+ * step, and the closing {'train_runtime': ..., 'train_loss': ...} summary (kept as metadata). */
+#include <stdio.h>
+#include <string.h>
+
+#include "logparse.h"
+
+static const char *dict_start(const char *line, size_t len)
+{
+    const char *p = lp_find_text(line, len, "{'");
+    return p ? p : lp_find_text(line, len, "{\"");
+}
+
+static int detect(const char *line, size_t len)
+{
+    const char *p = dict_start(line, len);
+    if (!p)
+        return 0;
+    size_t rest = len - (size_t)(p - line);
+    return (rest > 7 && (!memcmp(p + 2, "loss", 4))) ||
+           (rest > 15 && !memcmp(p + 2, "train_runtime", 13));
+}
+
+/* a number, or a string that is one whole ('5.458': transformers 5 formats its log values) */
+static int number_of(const lp_value *v, double *x)
+{
+    if (v->type == LPV_NUM) {
+        *x = v->num;
+        return 1;
+    }
+    return v->type == LPV_STR && v->len > 0 && lp_number(v->p, v->len, x) == v->len;
+}
+
+typedef struct {
+    lp_event *ev;
+    int has_loss, summary, eval;
+} walk;
+
+static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
+{
+    walk *w = arg;
+    if (lp_key_is(key, klen, "train_runtime"))
+        w->summary = 1;
+    if (klen > 5 && !memcmp(key, "eval_", 5))
+        w->eval = 1;
+    double x;
+    if (!number_of(v, &x))
+        return 0;
+    lp_step *s = &w->ev->step;
+    if (lp_key_is(key, klen, "loss"))
+        w->has_loss = lp_step_set(s, "loss", x);
+    else if (lp_key_is(key, klen, "grad_norm"))
+        lp_step_set(s, "grad_norm", x);
+    else if (lp_key_is(key, klen, "learning_rate"))
+        lp_step_set(s, "lr", x);
+    else if (klen < 40) { /* every other number: kept for the summary */
+        char name[LP_KEY], text[LP_VALUE];
+        snprintf(name, sizeof name, "trainer_%.*s", (int)klen, key);
+        snprintf(text, sizeof text, "%.17g", x);
+        lp_meta_add(w->ev, name, text);
+    }
+    return 0;
+}
+
+static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
+{
+    const char *p = dict_start(line, len);
+    if (!p)
+        return 0;
+    memset(ev, 0, sizeof *ev);
+    walk w = {ev, 0, 0, 0};
+    if (lp_dict_each(p, len - (size_t)(p - line), on_pair, &w) != 0 || w.eval) {
+        memset(ev, 0, sizeof *ev);
+        return 0;
+    }
+    if (w.summary) { /* the final summary: metadata only (its train_loss is the mean) */
+        ev->step.has = 0;
+        return ev->n_meta > 0;
+    }
+    if (!w.has_loss) {
+        memset(ev, 0, sizeof *ev);
+        return 0;
+    }
+    ev->n_meta = 0; /* epoch and the like are per line, not the run's */
+    ev->has_step = 1;
+    ev->step.rank = -1;
+    ev->step.step = ++st->trainer_logs;
+    return 1;
+}
+
+const log_parser lp_trainer = {"trainer", "transformers Trainer log dicts ({'loss': ..., ...})",
+                               detect, parse};

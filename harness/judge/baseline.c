@@ -1,0 +1,765 @@
+/* harness/judge/baseline.c: reading and writing baseline files (docs/baselines.md): a `key: value`
+ * header with escaped values, then a whitespace-separated step table; doubles as %.17g. */
+#define _POSIX_C_SOURCE 200809L
+#include "baseline.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+/* ---- the known metadata keys, in the order they are written -------------------------------- */
+enum { K_STR, K_INT, K_I64, K_JSON };
+typedef struct {
+    const char *key;
+    int kind;
+    size_t off, size;
+    int required;
+} meta_field;
+
+#define STRF(k, f, req) {k, K_STR, offsetof(baseline, f), sizeof(((baseline *)0)->f), req}
+static const meta_field fields[] = {
+    {"format", K_STR, 0, 0, 1}, /* checked, not stored */
+    STRF("label", label, 0),
+    STRF("scenario", scenario, 1),
+    STRF("scenario_hash", scenario_hash, 1),
+    STRF("device", device, 1),
+    STRF("device_name", device_name, 0),
+    STRF("vendor", vendor, 0),
+    STRF("driver_version", driver_version, 0),
+    STRF("runtime_version", runtime_version, 0),
+    STRF("dtype", dtype, 1),
+    {"world_size", K_INT, offsetof(baseline, world_size), 0, 1},
+    {"mem_total_bytes", K_I64, offsetof(baseline, mem_total_bytes), 0, 0},
+    STRF("host", host, 0),
+    STRF("date", date, 0),
+    STRF("finished_at", finished_at, 0),
+    STRF("harness_version", harness_version, 0),
+    STRF("git_commit", git_commit, 0),
+    STRF("status", status, 0),
+    {"scenario_json", K_JSON, 0, 0, 0},
+    {"steps", K_INT, 0, 0, 1}, /* the row count; checked against the table */
+};
+#define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
+
+/* ---- the step table's columns, in the order they are written ------------------------------- */
+typedef struct {
+    const char *name;
+    int is_int;
+    size_t off;
+} column;
+
+static const column columns[] = {
+    {"step", 1, offsetof(step_record, step)},
+    {"loss", 0, offsetof(step_record, loss)},
+    {"grad_norm", 0, offsetof(step_record, grad_norm)},
+    {"lr", 0, offsetof(step_record, lr)},
+    {"tokens", 1, offsetof(step_record, tokens)},
+    {"step_ms", 0, offsetof(step_record, step_ms)},
+    {"tokens_per_s", 0, offsetof(step_record, tokens_per_s)},
+    {"mem_peak_bytes", 1, offsetof(step_record, mem_peak_bytes)},
+    {"mem_used_bytes", 1, offsetof(step_record, mem_used_bytes)},
+    {"mem_total_bytes", 1, offsetof(step_record, mem_total_bytes)},
+};
+#define N_COLUMNS ((int)(sizeof columns / sizeof columns[0]))
+#define MAX_STEPS 100000000
+
+/* ---- parser state ------------------------------------------------------------------------- */
+typedef struct {
+    const char *file;
+    const char *p, *end; /* the unread rest of the text */
+    int line;            /* number of the line in buf */
+    char *buf;           /* the current line, NUL-terminated, without CR LF */
+    size_t cap;
+    baseline *b;
+    unsigned seen[N_FIELDS];
+    int declared_steps;
+    int col[N_COLUMNS]; /* col[i]: the columns[] index of table column i */
+    int ncols;
+    int cap_steps;
+} parser;
+
+static int perr(const parser *ps, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int perr(const parser *ps, const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_error("%s:%d: %s%s%s", ps->file, ps->line, field ? field : "", field ? ": " : "", msg);
+    return EXIT_USAGE;
+}
+
+/* Reads the next line into ps->buf. Returns 1 when there was one, 0 at the end, 2 on an error
+ * (a NUL byte: the file is not text; out of memory). */
+static int next_line(parser *ps)
+{
+    if (ps->p >= ps->end)
+        return 0;
+    const char *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
+    size_t n = (size_t)((nl ? nl : ps->end) - ps->p);
+    ps->line++;
+    if (memchr(ps->p, 0, n))
+        return perr(ps, NULL, "a NUL byte: this is not a baseline text file");
+    if (n + 1 > ps->cap) {
+        char *grown = realloc(ps->buf, n + 1);
+        if (!grown)
+            return perr(ps, NULL, "out of memory for a line of %zu bytes", n);
+        ps->buf = grown;
+        ps->cap = n + 1;
+    }
+    memcpy(ps->buf, ps->p, n);
+    if (n && ps->buf[n - 1] == '\r')
+        n--;
+    ps->buf[n] = 0;
+    ps->p = nl ? nl + 1 : ps->end;
+    return 1;
+}
+
+static int is_blank_or_comment(const char *s)
+{
+    s += strspn(s, " \t");
+    return *s == 0 || *s == '#';
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                                 : -1;
+}
+
+/* undoes the value escapes \\ \n \r \t \xHH in place; 0, or 2 with a message */
+static int unescape(parser *ps, const char *key, char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (*r != '\\') {
+            *w++ = *r;
+            continue;
+        }
+        char c = *++r;
+        if (c == '\\' || c == 'n' || c == 'r' || c == 't') {
+            *w++ = c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : '\\';
+        } else if (c == 'x' && hexval(r[1]) >= 0 && hexval(r[2]) >= 0 &&
+                   hexval(r[1]) * 16 + hexval(r[2]) != 0) {
+            *w++ = (char)(hexval(r[1]) * 16 + hexval(r[2]));
+            r += 2;
+        } else {
+            return perr(ps, key, "unknown escape '\\%.1s' (known: \\\\ \\n \\r \\t \\xHH)",
+                        r);
+        }
+    }
+    *w = 0;
+    return 0;
+}
+
+static int field_index(const char *key)
+{
+    for (int i = 0; i < N_FIELDS; i++)
+        if (strcmp(fields[i].key, key) == 0)
+            return i;
+    return -1;
+}
+
+/* strict integer in [lo, hi]; 0 or 2 */
+static int parse_int_value(parser *ps, const char *key, const char *v, long long lo, long long hi,
+                           long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return perr(ps, key, "'%.40s' is not a whole number in [%lld, %lld]", v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int is_hex64(const char *s)
+{
+    if (strlen(s) != 64)
+        return 0;
+    for (; *s; s++)
+        if (hexval(*s) < 0)
+            return 0;
+    return 1;
+}
+
+static int set_format(parser *ps, const char *v)
+{
+    if (strcmp(v, BASELINE_FORMAT) == 0)
+        return 0;
+    if (strncmp(v, "harness-baseline ", 17) == 0)
+        return perr(ps, "format", "'%.40s' is a version this harness does not read (it reads '%s')",
+                    v, BASELINE_FORMAT);
+    return perr(ps, "format", "'%.40s' is not a harness baseline (expected '%s')", v,
+                BASELINE_FORMAT);
+}
+
+static int set_scenario_json(parser *ps, const char *v)
+{
+    json_error_t e;
+    json_t *root = json_loads(v, JSON_REJECT_DUPLICATES, &e);
+    int ok = json_is_object(root);
+    json_decref(root);
+    if (!root)
+        return perr(ps, "scenario_json", "not JSON: %s (column %d)", e.text, e.column);
+    if (!ok)
+        return perr(ps, "scenario_json", "JSON, but not an object");
+    if (!(ps->b->scenario_json = strdup(v)))
+        return perr(ps, "scenario_json", "out of memory");
+    return 0;
+}
+
+static int set_int_field(parser *ps, int fi, const char *v)
+{
+    long long x;
+    const meta_field *f = &fields[fi];
+    long long lo = strcmp(f->key, "mem_total_bytes") == 0 ? 0 : 1;
+    long long hi = f->kind == K_I64 ? INT64_MAX : strcmp(f->key, "steps") == 0 ? MAX_STEPS : 1 << 20;
+    int rc = parse_int_value(ps, f->key, v, strcmp(f->key, "steps") == 0 ? 0 : lo, hi, &x);
+    if (rc)
+        return rc;
+    if (strcmp(f->key, "steps") == 0)
+        ps->declared_steps = (int)x;
+    else if (f->kind == K_I64)
+        *(int64_t *)((char *)ps->b + f->off) = x;
+    else
+        *(int *)((char *)ps->b + f->off) = (int)x;
+    return 0;
+}
+
+static int set_known(parser *ps, int fi, const char *v)
+{
+    const meta_field *f = &fields[fi];
+    if (ps->seen[fi]++)
+        return perr(ps, f->key, "given twice");
+    if (fi == 0)
+        return set_format(ps, v);
+    if (!ps->seen[0])
+        return perr(ps, f->key, "the first key must be 'format: %s'", BASELINE_FORMAT);
+    if (f->kind == K_JSON)
+        return set_scenario_json(ps, v);
+    if (f->kind != K_STR)
+        return set_int_field(ps, fi, v);
+    if (strlen(v) >= f->size)
+        return perr(ps, f->key, "longer than %zu bytes", f->size - 1);
+    if (strcmp(f->key, "scenario_hash") == 0 && !is_hex64(v))
+        return perr(ps, f->key, "'%.70s' is not a sha256 (64 hex digits)", v);
+    if (strcmp(f->key, "status") == 0 && strcmp(v, "ok") != 0)
+        return perr(ps, f->key, "'%.20s': a baseline is a finished run, status ok", v);
+    memcpy((char *)ps->b + f->off, v, strlen(v) + 1);
+    return 0;
+}
+
+int baseline_set_extra(baseline *b, const char *key, const char *value)
+{
+    for (int i = 0; i < b->n_extra; i++) {
+        if (strcmp(b->extra[i].key, key) == 0) {
+            char *v = strdup(value);
+            if (!v)
+                return -1;
+            free(b->extra[i].value);
+            b->extra[i].value = v;
+            return 0;
+        }
+    }
+    baseline_kv *grown = realloc(b->extra, sizeof *grown * (size_t)(b->n_extra + 1));
+    if (!grown)
+        return -1;
+    b->extra = grown;
+    baseline_kv kv = {strdup(key), strdup(value)};
+    if (!kv.key || !kv.value) {
+        free(kv.key);
+        free(kv.value);
+        return -1;
+    }
+    b->extra[b->n_extra++] = kv;
+    return 0;
+}
+
+static int set_extra(parser *ps, const char *key, const char *v)
+{
+    if (!ps->seen[0])
+        return perr(ps, key, "the first key must be 'format: %s'", BASELINE_FORMAT);
+    for (int i = 0; i < ps->b->n_extra; i++)
+        if (strcmp(ps->b->extra[i].key, key) == 0)
+            return perr(ps, key, "given twice");
+    if (baseline_set_extra(ps->b, key, v))
+        return perr(ps, key, "out of memory");
+    return 0;
+}
+
+/* length of a metadata key at s: [A-Za-z0-9_.-]+ followed by ':' */
+static size_t key_length(const char *s)
+{
+    size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+    return n > 0 && n <= 64 && s[n] == ':' ? n : 0;
+}
+
+/* one `key: value` header line in ps->buf */
+static int header_line(parser *ps)
+{
+    char *s = ps->buf;
+    size_t n = key_length(s);
+    if (!n)
+        return perr(ps, NULL, "expected 'key: value' (a key of letters, digits, _ . -) or the "
+                              "step table's header 'step loss ...', got '%.40s'", s);
+    s[n] = 0;
+    char *v = s + n + 1;
+    if (*v == ' ')
+        v++;
+    int rc = unescape(ps, s, v);
+    if (rc)
+        return rc;
+    int fi = field_index(s);
+    return fi >= 0 ? set_known(ps, fi, v) : set_extra(ps, s, v);
+}
+
+static int column_index(const char *name)
+{
+    for (int i = 0; i < N_COLUMNS; i++)
+        if (strcmp(columns[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* the table header in ps->buf: "step loss [other columns]" */
+static int table_header(parser *ps)
+{
+    unsigned used = 0;
+    ps->ncols = 0;
+    for (char *save = NULL, *t = strtok_r(ps->buf, " \t", &save); t;
+         t = strtok_r(NULL, " \t", &save)) {
+        int ci = column_index(t);
+        if (ci < 0)
+            return perr(ps, "step table", "unknown column '%.40s'", t);
+        if (used & (1u << ci))
+            return perr(ps, "step table", "column '%s' given twice", t);
+        used |= 1u << ci;
+        ps->col[ps->ncols++] = ci;
+    }
+    if (ps->col[0] != 0 || !(used & 2u))
+        return perr(ps, "step table", "the header must start with 'step' and name 'loss'");
+    return 0;
+}
+
+/* one value of column ci into r; '-' means not recorded (NaN, or 0 for whole numbers) */
+static int table_value(parser *ps, int ci, const char *t, step_record *r)
+{
+    const column *c = &columns[ci];
+    char *p = (char *)r + c->off;
+    if (strcmp(t, "-") == 0 && ci != 0) {
+        if (c->is_int)
+            *(int64_t *)p = 0;
+        else
+            *(double *)p = NAN;
+        return 0;
+    }
+    if (!c->is_int) {
+        char *end;
+        double x = strtod(t, &end);
+        if (*end || end == t)
+            return perr(ps, c->name, "'%.40s' is not a number", t);
+        *(double *)p = x;
+        return 0;
+    }
+    long long x;
+    int rc = parse_int_value(ps, c->name, t, ci == 0 ? 1 : 0, ci == 0 ? INT32_MAX : INT64_MAX, &x);
+    if (rc)
+        return rc;
+    if (ci == 0)
+        *(int *)p = (int)x;
+    else
+        *(int64_t *)p = x;
+    return 0;
+}
+
+static int grow_steps(parser *ps)
+{
+    baseline *b = ps->b;
+    if (b->n_steps < ps->cap_steps)
+        return 0;
+    if (b->n_steps >= MAX_STEPS)
+        return perr(ps, "step table", "more than %d steps", MAX_STEPS);
+    int cap = ps->cap_steps ? ps->cap_steps * 2 : 64;
+    step_record *grown = realloc(b->steps, sizeof *grown * (size_t)cap);
+    if (!grown)
+        return perr(ps, "step table", "out of memory for %d steps", cap);
+    b->steps = grown;
+    ps->cap_steps = cap;
+    return 0;
+}
+
+/* one row of the step table in ps->buf */
+static int table_row(parser *ps)
+{
+    int rc = grow_steps(ps);
+    if (rc)
+        return rc;
+    step_record r;
+    memset(&r, 0, sizeof r);
+    r.grad_norm = r.lr = r.step_ms = r.tokens_per_s = NAN;
+    int i = 0;
+    for (char *save = NULL, *t = strtok_r(ps->buf, " \t", &save); t;
+         t = strtok_r(NULL, " \t", &save), i++) {
+        if (i >= ps->ncols)
+            return perr(ps, "step table", "more values than the %d columns", ps->ncols);
+        if ((rc = table_value(ps, ps->col[i], t, &r)))
+            return rc;
+    }
+    if (i < ps->ncols)
+        return perr(ps, "step table", "%d values, the header names %d columns", i, ps->ncols);
+    baseline *b = ps->b;
+    if (b->n_steps && r.step <= b->steps[b->n_steps - 1].step)
+        return perr(ps, "step", "%d after step %d: steps must increase", r.step,
+                    b->steps[b->n_steps - 1].step);
+    b->steps[b->n_steps++] = r;
+    return 0;
+}
+
+/* after the last line: every required key given, the row count as declared */
+static int check_complete(parser *ps, int in_table)
+{
+    for (int i = 0; i < N_FIELDS; i++)
+        if (fields[i].required && !ps->seen[i])
+            return perr(ps, fields[i].key, "missing (a required key)");
+    if (!in_table)
+        return perr(ps, "step table", "missing (the header 'step loss ...' and one row per step)");
+    if (ps->declared_steps != ps->b->n_steps)
+        return perr(ps, "steps", "the header says %d steps, the table has %d (truncated file?)",
+                    ps->declared_steps, ps->b->n_steps);
+    if (!ps->b->status[0])
+        snprintf(ps->b->status, sizeof ps->b->status, "ok");
+    return 0;
+}
+
+/* the scenario_json, when given, must hash to scenario_hash */
+static int check_hash(parser *ps)
+{
+    baseline *b = ps->b;
+    if (!b->scenario_json)
+        return 0;
+    char *canon = scenario_canonical_json(b->scenario_json);
+    char hash[65] = "";
+    if (canon)
+        sha256_hex(canon, strlen(canon), hash);
+    free(canon);
+    if (strcmp(hash, b->scenario_hash) != 0)
+        return perr(ps, "scenario_hash", "does not match scenario_json (whose hash is %.64s): "
+                                         "one of them was edited", hash);
+    return 0;
+}
+
+static int parse_lines(parser *ps)
+{
+    int rc, in_table = 0;
+    while ((rc = next_line(ps)) == 1) {
+        if (is_blank_or_comment(ps->buf))
+            continue;
+        if (in_table)
+            rc = table_row(ps);
+        else if (strncmp(ps->buf, "step", 4) == 0 && (ps->buf[4] == ' ' || ps->buf[4] == '\t'))
+            rc = table_header(ps), in_table = 1;
+        else
+            rc = header_line(ps);
+        if (rc)
+            return rc;
+    }
+    if (rc)
+        return rc;
+    ps->line++; /* messages about what is missing point after the last line */
+    return (rc = check_complete(ps, in_table)) ? rc : check_hash(ps);
+}
+
+int baseline_parse(const char *text, size_t len, const char *file, baseline *b)
+{
+    memset(b, 0, sizeof *b);
+    parser ps;
+    memset(&ps, 0, sizeof ps);
+    ps.file = file;
+    ps.p = text;
+    ps.end = text + len;
+    ps.b = b;
+    int rc = parse_lines(&ps);
+    free(ps.buf);
+    if (rc)
+        baseline_free(b);
+    return rc;
+}
+
+int baseline_read(const char *path, baseline *b)
+{
+    memset(b, 0, sizeof *b);
+    size_t len = 0;
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(path, INPUT_BASELINE, &len, why, sizeof why);
+    if (!text) {
+        log_error("%s: cannot read the baseline: %s", path, why);
+        return EXIT_USAGE;
+    }
+    int rc = baseline_parse(text, len, path, b);
+    free(text);
+    return rc;
+}
+
+void baseline_free(baseline *b)
+{
+    if (!b)
+        return;
+    for (int i = 0; i < b->n_extra; i++) {
+        free(b->extra[i].key);
+        free(b->extra[i].value);
+    }
+    free(b->extra);
+    free(b->steps);
+    free(b->scenario_json);
+    memset(b, 0, sizeof *b);
+}
+
+int baseline_copy(baseline *dst, const baseline *src)
+{
+    *dst = *src;
+    dst->extra = NULL;
+    dst->n_extra = 0;
+    dst->scenario_json = src->scenario_json ? strdup(src->scenario_json) : NULL;
+    dst->steps = malloc(sizeof *dst->steps * (size_t)(src->n_steps ? src->n_steps : 1));
+    int bad = !dst->steps || (src->scenario_json && !dst->scenario_json);
+    if (!bad)
+        memcpy(dst->steps, src->steps, sizeof *dst->steps * (size_t)src->n_steps);
+    for (int i = 0; i < src->n_extra && !bad; i++)
+        bad = baseline_set_extra(dst, src->extra[i].key, src->extra[i].value);
+    if (bad)
+        baseline_free(dst);
+    return bad ? -1 : 0;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* a metadata value with \\ \n \r \t and other control bytes escaped, so it stays on its line */
+static void write_value(FILE *f, const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (*p == '\\')
+            fputs("\\\\", f);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\r')
+            fputs("\\r", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
+static void write_kv(FILE *f, const char *key, const char *value)
+{
+    fprintf(f, "%s: ", key);
+    write_value(f, value);
+    fputc('\n', f);
+}
+
+static void write_meta(FILE *f, const baseline *b)
+{
+    for (int i = 0; i < N_FIELDS; i++) {
+        const meta_field *m = &fields[i];
+        if (i == 0)
+            write_kv(f, m->key, BASELINE_FORMAT);
+        else if (m->kind == K_STR)
+            write_kv(f, m->key, (const char *)b + m->off);
+        else if (m->kind == K_INT && strcmp(m->key, "steps") != 0)
+            fprintf(f, "%s: %d\n", m->key, *(const int *)((const char *)b + m->off));
+        else if (m->kind == K_I64)
+            fprintf(f, "%s: %lld\n", m->key,
+                    (long long)*(const int64_t *)((const char *)b + m->off));
+        if (strcmp(m->key, "status") == 0) /* the keys of other tools come after ours */
+            for (int k = 0; k < b->n_extra; k++)
+                write_kv(f, b->extra[k].key, b->extra[k].value);
+    }
+    if (b->scenario_json)
+        write_kv(f, "scenario_json", b->scenario_json);
+    fprintf(f, "steps: %d\n", b->n_steps);
+}
+
+/* %.17g, with NaN as "nan" and infinities as "inf" / "-inf" on every C library */
+static void write_real(FILE *f, double x)
+{
+    if (isnan(x))
+        fputs("nan", f);
+    else if (isinf(x))
+        fputs(x > 0 ? "inf" : "-inf", f);
+    else
+        fprintf(f, "%.17g", x);
+}
+
+static void write_steps(FILE *f, const baseline *b)
+{
+    for (int c = 0; c < N_COLUMNS; c++)
+        fprintf(f, "%s%s", c ? " " : "", columns[c].name);
+    fputc('\n', f);
+    for (int i = 0; i < b->n_steps; i++) {
+        const char *r = (const char *)&b->steps[i];
+        for (int c = 0; c < N_COLUMNS; c++) {
+            if (c)
+                fputc(' ', f);
+            if (c == 0)
+                fprintf(f, "%d", *(const int *)(r + columns[c].off));
+            else if (columns[c].is_int)
+                fprintf(f, "%lld", (long long)*(const int64_t *)(r + columns[c].off));
+            else
+                write_real(f, *(const double *)(r + columns[c].off));
+        }
+        fputc('\n', f);
+    }
+}
+
+int baseline_write(FILE *f, const baseline *b)
+{
+    fputs("# harness baseline: a finished reference run of one scenario on one device.\n"
+          "# Format: docs/baselines.md. Made by 'harness baseline record'; loaded by\n"
+          "# 'harness baseline import' and by 'harness compare --baseline LABEL'.\n",
+          f);
+    write_meta(f, b);
+    fputc('\n', f);
+    write_steps(f, b);
+    return ferror(f) ? EXIT_FAIL : 0;
+}
+
+int baseline_save(const char *path, const baseline *b)
+{
+    char tmp[PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        log_error("%s: cannot write the baseline: %s", tmp, strerror(errno));
+        return EXIT_FAIL;
+    }
+    int rc = baseline_write(f, b);
+    if (fclose(f) != 0 || rc) {
+        log_error("%s: writing the baseline failed: %s", tmp, strerror(errno));
+        unlink(tmp);
+        return EXIT_FAIL;
+    }
+    if (rename(tmp, path) != 0) {
+        log_error("%s: cannot rename %s to it: %s", path, tmp, strerror(errno));
+        unlink(tmp);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+static char *write_to_memory(const baseline *b, size_t *len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    if (!f)
+        return NULL;
+    baseline_write(f, b);
+    fclose(f);
+    return buf;
+}
+
+int baseline_same(const baseline *a, const baseline *b)
+{
+    size_t la = 0, lb = 0;
+    char *ta = write_to_memory(a, &la), *tb = write_to_memory(b, &lb);
+    int same = ta && tb && la == lb && memcmp(ta, tb, la) == 0;
+    free(ta);
+    free(tb);
+    return same;
+}
+
+/* ---- scenario JSON ------------------------------------------------------------------------ */
+
+char *scenario_canonical_json(const char *json)
+{
+    json_error_t e;
+    json_t *root = json ? json_loads(json, JSON_REJECT_DUPLICATES, &e) : NULL;
+    if (!root)
+        return NULL;
+    char *out = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(root);
+    return out;
+}
+
+typedef struct {
+    char *out;
+    size_t len, used;
+    int count;
+} diff_list;
+
+static void diff_add(diff_list *d, const char *path, const json_t *a, const json_t *b)
+{
+    char *va = a ? json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    char *vb = b ? json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    if (d->used < d->len) {
+        int n = snprintf(d->out + d->used, d->len - d->used, "%s%s (%.60s vs %.60s)",
+                         d->count ? ", " : "", path, va ? va : "absent", vb ? vb : "absent");
+        d->used += n > 0 ? (size_t)n : 0;
+    }
+    d->count++;
+    free(va);
+    free(vb);
+}
+
+static void diff_values(diff_list *d, const char *path, json_t *a, json_t *b);
+
+static void diff_objects(diff_list *d, const char *path, json_t *a, json_t *b)
+{
+    const char *key;
+    json_t *v;
+    char sub[512];
+    json_object_foreach(a, key, v) {
+        snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
+        diff_values(d, sub, v, json_object_get(b, key));
+    }
+    json_object_foreach(b, key, v) {
+        if (!json_object_get(a, key)) {
+            snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
+            diff_add(d, sub, NULL, v);
+        }
+    }
+}
+
+static void diff_values(diff_list *d, const char *path, json_t *a, json_t *b)
+{
+    if (json_is_object(a) && json_is_object(b))
+        diff_objects(d, path, a, b);
+    else if (!a || !b || !json_equal(a, b))
+        diff_add(d, path[0] ? path : "(the whole scenario)", a, b);
+}
+
+int scenario_json_diff(const char *a, const char *b, char *out, size_t len)
+{
+    json_error_t e;
+    json_t *ja = a ? json_loads(a, 0, &e) : NULL, *jb = b ? json_loads(b, 0, &e) : NULL;
+    int n = -1;
+    if (ja && jb) {
+        diff_list d = {out, len, 0, 0};
+        if (len)
+            out[0] = 0;
+        diff_values(&d, "", ja, jb);
+        n = d.count;
+    }
+    json_decref(ja);
+    json_decref(jb);
+    return n;
+}

@@ -1,0 +1,319 @@
+/* harness/judge/compare.c: tolerance arithmetic, per-metric summaries, throughput and memory ratios
+ * and the verdict of a run against a baseline. No store, no I/O: see compare.h. */
+#include "compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *verdict_name(verdict v)
+{
+    static const char *const names[] = {"pass", "incomplete", "fail", "diverged"};
+    return v >= VERDICT_PASS && v <= VERDICT_DIVERGED ? names[v] : "?";
+}
+
+int verdict_exit_code(verdict v)
+{
+    return v == VERDICT_PASS ? 0 : 1;
+}
+
+int within_tolerance(double x, double ref, tolerance t)
+{
+    if (!isfinite(x) || !isfinite(ref))
+        return 0;
+    double diff = fabs(x - ref);
+    return isfinite(diff) && diff <= t.atol + t.rtol * fabs(ref);
+}
+
+double rel_diff(double x, double ref)
+{
+    if (isnan(x) || isnan(ref))
+        return NAN;
+    double diff = fabs(x - ref);
+    if (ref == 0)
+        return diff == 0 ? 0 : INFINITY;
+    return diff / fabs(ref);
+}
+
+/* defaults per dtype: {name, loss rtol, loss atol, grad norm rtol, grad norm atol} */
+static const struct {
+    const char *dtype;
+    double loss_rtol, loss_atol, gn_rtol, gn_atol;
+    int rank; /* precision rank: lower is less precise */
+} defaults[] = {
+    {"fp64", 1e-9, 1e-12, 1e-7, 1e-12, 3},
+    {"fp32", 1e-4, 1e-6, 1e-3, 1e-6, 2},
+    {"fp16", 5e-3, 1e-4, 5e-2, 1e-4, 1},
+    {"bf16", 2e-2, 1e-3, 1e-1, 1e-3, 0},
+};
+#define N_DEFAULTS ((int)(sizeof defaults / sizeof defaults[0]))
+
+static int dtype_index(const char *dtype)
+{
+    for (int i = 0; i < N_DEFAULTS; i++)
+        if (dtype && strcmp(dtype, defaults[i].dtype) == 0)
+            return i;
+    return -1;
+}
+
+int compare_defaults(const char *dtype, compare_config *c)
+{
+    int i = dtype_index(dtype);
+    int k = i < 0 ? 1 : i;
+    c->loss = (tolerance){defaults[k].loss_rtol, defaults[k].loss_atol};
+    c->grad_norm = (tolerance){defaults[k].gn_rtol, defaults[k].gn_atol};
+    c->min_throughput_ratio = -1;
+    c->max_memory_ratio = -1;
+    c->warmup = -1;
+    return i < 0 ? -1 : 0;
+}
+
+const char *looser_dtype(const char *a, const char *b)
+{
+    int ia = dtype_index(a), ib = dtype_index(b);
+    int ra = ia < 0 ? 2 : defaults[ia].rank, rb = ib < 0 ? 2 : defaults[ib].rank;
+    if (ra <= rb)
+        return ia < 0 ? "fp32" : a;
+    return ib < 0 ? "fp32" : b;
+}
+
+int default_warmup(int n)
+{
+    if (n < 2)
+        return 0;
+    int w = n / 10;
+    return w < 1 ? 1 : w > 10 ? 10 : w;
+}
+
+static void swap(double *a, double *b)
+{
+    double t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* the k-th smallest of x[0..n) (Hoare's quickselect; reorders x) */
+static double select_kth(double *x, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = x[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] < pivot)
+                i++;
+            while (x[j] > pivot)
+                j--;
+            if (i <= j)
+                swap(&x[i++], &x[j--]);
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return x[k];
+    }
+    return x[k];
+}
+
+double median_inplace(double *x, int n)
+{
+    if (n <= 0)
+        return NAN;
+    double hi = select_kth(x, n, n / 2);
+    if (n % 2)
+        return hi;
+    double lo = x[0];
+    for (int i = 1; i < n / 2; i++) /* after selection x[0..n/2) holds the smaller half */
+        if (x[i] > lo)
+            lo = x[i];
+    return (lo + hi) / 2;
+}
+
+double median_tokens_per_s(const step_record *steps, int n, int warmup)
+{
+    if (warmup < 0 || warmup >= n)
+        warmup = 0;
+    double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
+    if (!v)
+        return NAN;
+    int m = 0;
+    for (int i = warmup; i < n; i++)
+        if (isfinite(steps[i].tokens_per_s) && steps[i].tokens_per_s > 0)
+            v[m++] = steps[i].tokens_per_s;
+    double med = median_inplace(v, m);
+    free(v);
+    return med;
+}
+
+double peak_memory(const step_record *steps, int n)
+{
+    int64_t peak = 0;
+    for (int i = 0; i < n; i++)
+        if (steps[i].mem_peak_bytes > peak)
+            peak = steps[i].mem_peak_bytes;
+    return peak > 0 ? (double)peak : NAN;
+}
+
+/* one step of one metric: x from the run, ref from the baseline */
+static void metric_add(metric_summary *m, int step, double x, double ref, tolerance t)
+{
+    if (!isfinite(ref))
+        return;
+    m->compared++;
+    double abs = fabs(x - ref), rel = rel_diff(x, ref);
+    if (isnan(abs))
+        abs = INFINITY;
+    if (isnan(rel))
+        rel = INFINITY;
+    if (m->compared == 1 || abs > m->max_abs) {
+        m->max_abs = abs;
+        m->max_abs_step = step;
+    }
+    if (m->compared == 1 || rel > m->max_rel) {
+        m->max_rel = rel;
+        m->max_rel_step = step;
+    }
+    if (!within_tolerance(x, ref, t)) {
+        if (m->failed++ == 0) {
+            m->first_fail = step;
+            m->first_fail_value = x;
+            m->first_fail_ref = ref;
+        }
+    }
+}
+
+/* 1 when some step records the grad norm (a baseline made elsewhere may not) */
+static int records_grad_norm(const series *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!isnan(s->steps[i].grad_norm))
+            return 1;
+    return 0;
+}
+
+static void compare_steps(const series *run, const series *base, const compare_config *c,
+                          compare_result *o)
+{
+    int run_gn = records_grad_norm(run);
+    o->grad_norm.recorded = records_grad_norm(base) && run_gn;
+    o->loss.recorded = 1;
+    for (int i = 0; i < run->n; i++) {
+        const step_record *r = &run->steps[i];
+        if (!o->first_nonfinite_step &&
+            (!isfinite(r->loss) || (run_gn && !isfinite(r->grad_norm))))
+            o->first_nonfinite_step = r->step;
+    }
+    for (int i = 0, j = 0; i < run->n && j < base->n;) {
+        const step_record *r = &run->steps[i], *b = &base->steps[j];
+        if (r->step < b->step) {
+            i++;
+        } else if (r->step > b->step) {
+            j++;
+        } else {
+            metric_add(&o->loss, r->step, r->loss, b->loss, c->loss);
+            if (o->grad_norm.recorded)
+                metric_add(&o->grad_norm, r->step, r->grad_norm, b->grad_norm, c->grad_norm);
+            i++;
+            j++;
+        }
+    }
+}
+
+static void compare_perf(const series *run, const series *base, const compare_config *c,
+                         compare_result *o)
+{
+    o->run_warmup = c->warmup >= 0 ? c->warmup : default_warmup(run->n);
+    o->base_warmup = c->warmup >= 0 ? c->warmup : default_warmup(base->n);
+    o->run_tokens_per_s = median_tokens_per_s(run->steps, run->n, o->run_warmup);
+    o->base_tokens_per_s = median_tokens_per_s(base->steps, base->n, o->base_warmup);
+    o->throughput_ratio = o->run_tokens_per_s / o->base_tokens_per_s;
+    o->run_mem_peak = peak_memory(run->steps, run->n);
+    o->base_mem_peak = peak_memory(base->steps, base->n);
+    o->memory_ratio = o->run_mem_peak / o->base_mem_peak;
+    if (c->min_throughput_ratio >= 0)
+        o->throughput_gate_failed =
+            !(isfinite(o->throughput_ratio) && o->throughput_ratio >= c->min_throughput_ratio);
+    if (c->max_memory_ratio >= 0)
+        o->memory_gate_failed =
+            !(isfinite(o->memory_ratio) && o->memory_ratio <= c->max_memory_ratio);
+}
+
+/* the earliest failing step over loss and grad norm */
+static void first_failure(compare_result *o)
+{
+    const metric_summary *l = &o->loss, *g = &o->grad_norm;
+    if (l->first_fail && (!g->first_fail || l->first_fail <= g->first_fail)) {
+        o->first_fail_step = l->first_fail;
+        o->first_fail_metric = "loss";
+    } else if (g->first_fail) {
+        o->first_fail_step = g->first_fail;
+        o->first_fail_metric = "grad_norm";
+    }
+    if (o->first_nonfinite_step &&
+        (!o->first_fail_step || o->first_nonfinite_step <= o->first_fail_step)) {
+        o->first_fail_step = o->first_nonfinite_step;
+        o->first_fail_metric = "nonfinite";
+    }
+}
+
+static void fail_reason(compare_result *o, const series *run, const compare_config *c)
+{
+    const metric_summary *m = strcmp(o->first_fail_metric ? o->first_fail_metric : "", "grad_norm")
+                                  ? &o->loss
+                                  : &o->grad_norm;
+    const tolerance *t = m == &o->loss ? &c->loss : &c->grad_norm;
+    if (m->first_fail)
+        snprintf(o->reason, sizeof o->reason,
+                 "%s at step %d: %.9g vs %.9g, |diff| %.3g > %.3g + %.3g*|ref|",
+                 m == &o->loss ? "loss" : "grad_norm", m->first_fail, m->first_fail_value,
+                 m->first_fail_ref, fabs(m->first_fail_value - m->first_fail_ref), t->atol,
+                 t->rtol);
+    else if (o->throughput_gate_failed)
+        snprintf(o->reason, sizeof o->reason, "throughput %.3fx of the baseline < %.3fx",
+                 o->throughput_ratio, c->min_throughput_ratio);
+    else if (o->memory_gate_failed)
+        snprintf(o->reason, sizeof o->reason, "peak memory %.3fx of the baseline > %.3fx",
+                 o->memory_ratio, c->max_memory_ratio);
+    else if (o->loss.compared == 0)
+        snprintf(o->reason, sizeof o->reason, "no step in common with the baseline (%d run steps)",
+                 run->n);
+}
+
+static void decide(compare_result *o, const series *run, const compare_config *c)
+{
+    const char *st = run->status ? run->status : "ok";
+    int unfinished = strcmp(st, "ok") != 0 && strcmp(st, "diverged") != 0;
+    if (o->first_nonfinite_step || strcmp(st, "diverged") == 0) {
+        o->v = VERDICT_DIVERGED;
+        if (o->first_nonfinite_step)
+            snprintf(o->reason, sizeof o->reason, "NaN/Inf at step %d", o->first_nonfinite_step);
+        else
+            snprintf(o->reason, sizeof o->reason, "the run's status is diverged");
+    } else if (o->loss.failed || o->grad_norm.failed || o->throughput_gate_failed ||
+               o->memory_gate_failed || (o->loss.compared == 0 && !unfinished)) {
+        o->v = VERDICT_FAIL;
+        fail_reason(o, run, c);
+    } else if (unfinished) {
+        o->v = VERDICT_INCOMPLETE;
+        snprintf(o->reason, sizeof o->reason, "the run did not finish (status %s, %d steps)", st,
+                 run->n);
+    } else {
+        o->v = VERDICT_PASS;
+        o->reason[0] = 0;
+    }
+}
+
+void compare_runs(const series *run, const series *base, const compare_config *c,
+                  compare_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->run_steps = run->n;
+    out->base_steps = base->n;
+    compare_steps(run, base, c, out);
+    compare_perf(run, base, c, out);
+    first_failure(out);
+    decide(out, run, c);
+}

@@ -1,0 +1,656 @@
+/* harness/judge/compare_db.c: judging a stored run: finding its baseline (store label, committed file,
+ * run id or file), the scenario-hash check, the comparison, the stored verdict, text and JSON. */
+#define _POSIX_C_SOURCE 200809L
+#include "compare_db.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/util.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+#ifndef HARNESS_SOURCE_DIR
+#define HARNESS_SOURCE_DIR "."
+#endif
+
+/* ---- configuration from the scenario ------------------------------------------------------ */
+
+static int tolerance_value(json_t *tol, const char *key, double *out)
+{
+    json_t *v = json_object_get(tol, key);
+    if (!v)
+        return 0;
+    if (!json_is_number(v) || json_number_value(v) < 0) {
+        log_error("the run's scenario: tolerances.%s is not a number >= 0", key);
+        return EXIT_USAGE;
+    }
+    *out = json_number_value(v);
+    return 0;
+}
+
+int scenario_compare_config(const char *scenario_json, const char *run_dtype,
+                            const char *base_dtype, compare_config *c, char *label, size_t len)
+{
+    compare_defaults(looser_dtype(run_dtype, base_dtype), c);
+    if (label && len)
+        label[0] = 0;
+    json_error_t e;
+    json_t *root = scenario_json ? json_loads(scenario_json, 0, &e) : NULL;
+    if (!root)
+        return 0;
+    json_t *tol = json_object_get(root, "tolerances"), *b = json_object_get(root, "baseline");
+    int rc = 0;
+    if (json_is_object(tol))
+        rc = tolerance_value(tol, "loss_rtol", &c->loss.rtol) ||
+                     tolerance_value(tol, "loss_atol", &c->loss.atol) ||
+                     tolerance_value(tol, "grad_norm_rtol", &c->grad_norm.rtol) ||
+                     tolerance_value(tol, "grad_norm_atol", &c->grad_norm.atol) ||
+                     tolerance_value(tol, "min_throughput_ratio", &c->min_throughput_ratio) ||
+                     tolerance_value(tol, "max_memory_ratio", &c->max_memory_ratio)
+                 ? EXIT_USAGE
+                 : 0;
+    if (label && json_is_string(b))
+        snprintf(label, len, "%s", json_string_value(b));
+    json_decref(root);
+    return rc;
+}
+
+/* ---- finding the baseline ----------------------------------------------------------------- */
+
+static int is_file_spec(const char *spec)
+{
+    size_t n = strlen(spec);
+    return strchr(spec, '/') || (n > 9 && strcmp(spec + n - 9, ".baseline") == 0);
+}
+
+static int is_run_spec(const char *spec)
+{
+    return spec[0] && strspn(spec, "0123456789") == strlen(spec);
+}
+
+void baseline_cache_free(baseline_cache *c)
+{
+    baseline_free(&c->b);
+    c->st = NULL;
+    c->id = 0;
+}
+
+/* the stored run id as the baseline, through the cache when there is one */
+static int read_base(store *st, baseline_cache *cache, int64_t id, const char *label,
+                     baseline *b)
+{
+    if (cache && cache->st == st && cache->id == id) {
+        if (baseline_copy(b, &cache->b))
+            return EXIT_USAGE;
+        snprintf(b->label, sizeof b->label, "%s", label);
+        return 0;
+    }
+    if (baseline_from_run(st, id, label, b))
+        return EXIT_USAGE;
+    if (cache) {
+        baseline_cache_free(cache);
+        if (baseline_copy(&cache->b, b) == 0) {
+            cache->st = st;
+            cache->id = id;
+        }
+    }
+    return 0;
+}
+
+static int load_base_run(store *st, judgement *j, int64_t id, const char *label,
+                         baseline_cache *cache)
+{
+    baseline_free(&j->base);
+    if (read_base(st, cache, id, label, &j->base))
+        return EXIT_USAGE;
+    if (strcmp(j->base.status, "ok") != 0) {
+        log_error("run %lld is %s: a baseline must be a finished run (status ok)", (long long)id,
+                  j->base.status);
+        return EXIT_USAGE;
+    }
+    j->base_id = id;
+    return 0;
+}
+
+/* a baseline file: reuse the stored import of the same content, or import it */
+static int use_file(store *st, judgement *j, const char *path, int set_label)
+{
+    baseline file;
+    int rc = baseline_read(path, &file);
+    if (rc)
+        return rc;
+    int64_t id = 0;
+    int found = file.label[0] ? store_find_baseline(st, file.scenario, file.label, &id) : 1;
+    if (found == 0 && (rc = load_base_run(st, j, id, file.label, NULL)) == 0 &&
+        baseline_same(&j->base, &file)) {
+        snprintf(j->origin, sizeof j->origin, "%s (stored as run %lld)", path, (long long)id);
+    } else if (found == 2) {
+        rc = EXIT_USAGE;
+    } else if ((rc = baseline_import(st, &file, &id)) == 0) {
+        if (file.label[0] && (found == 1 || set_label))
+            rc = store_set_baseline(st, file.scenario, file.label, id);
+        snprintf(j->origin, sizeof j->origin, "%s (imported as run %lld)", path, (long long)id);
+        if (!rc)
+            rc = load_base_run(st, j, id, file.label, NULL);
+    }
+    baseline_free(&file);
+    return rc ? EXIT_USAGE : 0;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Lexically removes "." components and "NAME/.." pairs from path (in place): "scenarios/../
+ * baselines" becomes "baselines". Leading ".." stay. */
+static void lexical_clean(char *path)
+{
+    char *parts[512], copy[PATH_MAX];
+    int n = 0, absolute = path[0] == '/';
+    snprintf(copy, sizeof copy, "%s", path);
+    for (char *save = NULL, *t = strtok_r(copy, "/", &save); t && n < 512;
+         t = strtok_r(NULL, "/", &save)) {
+        if (strcmp(t, ".") == 0)
+            continue;
+        if (strcmp(t, "..") == 0 && n > 0 && strcmp(parts[n - 1], "..") != 0)
+            n--;
+        else if (!(strcmp(t, "..") == 0 && absolute))
+            parts[n++] = t;
+    }
+    size_t used = 0;
+    path[0] = 0;
+    if (absolute)
+        path[used++] = '/', path[used] = 0;
+    for (int i = 0; i < n; i++)
+        used += (size_t)snprintf(path + used, PATH_MAX - used, "%s%s", i ? "/" : "", parts[i]);
+    if (!path[0])
+        snprintf(path, PATH_MAX, ".");
+}
+
+/* DIR/../baselines into out[PATH_MAX], with "NAME/.." cleaned away for people to read where
+ * DIR/.. and its cleaned form are the same directory (a symlink DIR would make them differ:
+ * then the path stays as it is) */
+static void sibling_baselines(const char *dir, char *out)
+{
+    char parent[PATH_MAX], clean[PATH_MAX];
+    snprintf(parent, sizeof parent, "%.4000s/..", dir);
+    memcpy(clean, parent, sizeof clean);
+    lexical_clean(clean);
+    struct stat a, b;
+    int same = stat(parent, &a) == 0 && stat(clean, &b) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino;
+    if (same && strcmp(clean, ".") == 0)
+        snprintf(out, PATH_MAX, "baselines");
+    else
+        snprintf(out, PATH_MAX, "%.4000s/baselines", same ? clean : parent);
+}
+
+/* the committed file of scenario + label: the first of the places looked in */
+static int find_file(const baseline_query *q, const char *scenario, const char *label,
+                     char *out, size_t len, char *tried, size_t tlen)
+{
+    char dirs[4][PATH_MAX], sdir[PATH_MAX];
+    int n = 0;
+    if (q->baselines_dir && q->baselines_dir[0])
+        snprintf(dirs[n++], PATH_MAX, "%s", q->baselines_dir);
+    if (q->scenario_path && q->scenario_path[0]) {
+        path_dirname(q->scenario_path, sdir, sizeof sdir);
+        sibling_baselines(sdir, dirs[n++]);
+    }
+    snprintf(dirs[n++], PATH_MAX, "baselines");
+    snprintf(dirs[n++], PATH_MAX, "%.4000s/baselines", HARNESS_SOURCE_DIR);
+    tried[0] = 0;
+    for (int i = 0; i < n; i++) {
+        baseline_file_name(dirs[i], scenario, label, out, len);
+        if (file_exists(out))
+            return 1;
+        size_t used = strlen(tried);
+        snprintf(tried + used, tlen - used, "%s%s", i ? ", " : "", out);
+    }
+    return 0;
+}
+
+static int use_label(store *st, judgement *j, const baseline_query *q, const char *label)
+{
+    int64_t id;
+    int rc = store_find_baseline(st, j->run.scenario, label, &id);
+    if (rc == 2)
+        return EXIT_USAGE;
+    if (rc == 0) {
+        snprintf(j->origin, sizeof j->origin, "label '%.200s' in the store (run %lld)", label,
+                 (long long)id);
+        return load_base_run(st, j, id, label, q->cache);
+    }
+    char path[PATH_MAX], tried[4 * PATH_MAX];
+    if (!find_file(q, j->run.scenario, label, path, sizeof path, tried, sizeof tried)) {
+        log_error("no baseline '%s' for scenario '%s': not in the store, and no file at %s",
+                  label, j->run.scenario, tried);
+        return EXIT_USAGE;
+    }
+    return use_file(st, j, path, 1);
+}
+
+static int find_baseline(store *st, judgement *j, const baseline_query *q)
+{
+    char label[256];
+    const char *spec = q->spec;
+    if (!spec || !spec[0]) {
+        scenario_compare_config(j->run.scenario_json, j->run.dtype, j->run.dtype, &j->cfg, label,
+                                sizeof label);
+        if (!label[0]) {
+            log_error("run %lld: its scenario names no default baseline (\"baseline\"); give "
+                      "--baseline LABEL|RUN|FILE", (long long)j->run_id);
+            return EXIT_USAGE;
+        }
+        spec = label;
+    }
+    if (is_file_spec(spec))
+        return use_file(st, j, spec, 0);
+    if (is_run_spec(spec)) {
+        int64_t id = strtoll(spec, NULL, 10);
+        snprintf(j->origin, sizeof j->origin, "run %lld", (long long)id);
+        return load_base_run(st, j, id, "", q->cache);
+    }
+    return use_label(st, j, q, spec);
+}
+
+/* ---- judging ------------------------------------------------------------------------------ */
+
+static int check_hashes(judgement *j, const baseline_query *q)
+{
+    if (strcmp(j->run.scenario_hash, j->base.scenario_hash) == 0)
+        return 0;
+    int n = scenario_json_diff(j->run.scenario_json, j->base.scenario_json, j->diff,
+                               sizeof j->diff);
+    if (n < 0)
+        snprintf(j->diff, sizeof j->diff, "unknown fields (the %s has no scenario JSON)",
+                 j->run.scenario_json ? "baseline" : "run");
+    else if (n == 0)
+        snprintf(j->diff, sizeof j->diff, "no field (equal JSON, different hash: edited file?)");
+    if (q->force) {
+        j->forced = 1;
+        log_warn("run %lld and baseline %s have different scenarios (%s): compared anyway "
+                 "(--force)", (long long)j->run_id, j->origin, j->diff);
+        return 0;
+    }
+    log_error("run %lld (scenario %s, hash %.12s) and baseline %s (scenario %s, hash %.12s) ran "
+              "different scenarios; they differ in %s. Record a new baseline, or pass --force "
+              "to compare anyway", (long long)j->run_id, j->run.scenario, j->run.scenario_hash,
+              j->origin, j->base.scenario, j->base.scenario_hash, j->diff);
+    return EXIT_USAGE;
+}
+
+static int read_host(store *st, int64_t id, run_host *h)
+{
+    run_row r;
+    if (store_get_run(st, id, &r))
+        return EXIT_USAGE;
+    snprintf(h->host, sizeof h->host, "%s", r.host);
+    h->threads = r.threads;
+    h->load_avg = r.load_avg;
+    h->imported = r.imported;
+    return 0;
+}
+
+void run_host_text(const run_host *h, char *out, size_t len)
+{
+    int n = snprintf(out, len, "%s", h->host[0] ? h->host : "unknown host");
+    if (n > 0 && (size_t)n < len && h->threads > 0)
+        n += snprintf(out + n, len - (size_t)n, ", %d threads", h->threads);
+    if (n > 0 && (size_t)n < len && isfinite(h->load_avg))
+        n += snprintf(out + n, len - (size_t)n, ", load %.2f", h->load_avg);
+    if (n > 0 && (size_t)n < len && h->imported)
+        snprintf(out + n, len - (size_t)n, ", imported");
+}
+
+int judge_throughput_gated(const judgement *j)
+{
+    return j->cfg.min_throughput_ratio >= 0;
+}
+
+int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
+{
+    memset(j, 0, sizeof *j);
+    j->run_id = run_id;
+    if (baseline_from_run(st, run_id, "", &j->run))
+        return EXIT_USAGE;
+    int rc = find_baseline(st, j, q);
+    if (!rc)
+        rc = check_hashes(j, q);
+    if (!rc)
+        rc = scenario_compare_config(j->run.scenario_json, j->run.dtype, j->base.dtype, &j->cfg,
+                                     NULL, 0);
+    if (rc)
+        return rc;
+    if ((rc = read_host(st, j->run_id, &j->run_at)) || (rc = read_host(st, j->base_id, &j->base_at)))
+        return rc;
+    /* an imported run was made on another machine, whatever its host name says ("vm",
+     * "localhost" are common to many machines) */
+    j->same_host = j->run_at.host[0] && strcmp(j->run_at.host, j->base_at.host) == 0 &&
+                   !j->run_at.imported && !j->base_at.imported;
+    j->cfg.warmup = q->warmup;
+    series run = {j->run.steps, j->run.n_steps, j->run.status};
+    series base = {j->base.steps, j->base.n_steps, j->base.status};
+    compare_runs(&run, &base, &j->cfg, &j->res);
+    return 0;
+}
+
+void judge_free(judgement *j)
+{
+    baseline_free(&j->run);
+    baseline_free(&j->base);
+}
+
+int judge_store(store *st, const judgement *j)
+{
+    json_t *details = judge_json(j);
+    char *text = json_dumps_short(details, JSON_COMPACT);
+    json_decref(details);
+    int rc = store_add_comparison(st, j->run_id, j->base_id, verdict_name(j->res.v),
+                                  j->res.first_fail_step, j->res.loss.max_abs,
+                                  j->res.loss.max_rel, text);
+    free(text);
+    return rc;
+}
+
+/* ---- text --------------------------------------------------------------------------------- */
+
+static void print_metric(FILE *f, const char *name, const metric_summary *m, tolerance t)
+{
+    if (!m->recorded) {
+        fprintf(f, "%-11s not compared: the baseline does not record it\n", name);
+        return;
+    }
+    fprintf(f, "%-11s %d steps compared, %d out of tolerance; max |diff| %.3g (step %d), "
+               "max rel %.3g (step %d); tolerance %.3g + %.3g*|ref|\n",
+            name, m->compared, m->failed, m->max_abs, m->max_abs_step, m->max_rel,
+            m->max_rel_step, t.atol, t.rtol);
+}
+
+static void print_ratio(FILE *f, const char *name, double run, double base, double ratio,
+                        const char *unit, double scale, const char *gate, double limit)
+{
+    fprintf(f, "%-11s ", name);
+    if (isnan(run) || isnan(base))
+        fprintf(f, "%s", isnan(base) ? "not in the baseline" : "not recorded");
+    else
+        fprintf(f, "%.1f %s vs %.1f %s: %.3fx", run / scale, unit, base / scale, unit, ratio);
+    if (limit >= 0)
+        fprintf(f, " [gate %s %gx]", gate, limit);
+    else
+        fprintf(f, " (informational, not gated: the scenario sets no %s)",
+                gate[0] == '>' ? "min_throughput_ratio" : "max_memory_ratio");
+    fputc('\n', f);
+}
+
+/* the hosts of both sides, and what a ratio between different machines means */
+static void print_hosts(FILE *f, const judgement *j)
+{
+    char run[400], base[400];
+    run_host_text(&j->run_at, run, sizeof run);
+    run_host_text(&j->base_at, base, sizeof base);
+    fprintf(f, "%-10s run: %s; baseline: %s\n", "hosts", term_safe(run), term_safe(base));
+    if (!j->same_host)
+        fprintf(f, "           different hosts: the throughput and memory ratios compare two "
+                   "machines, not just the port\n");
+}
+
+static void print_side(FILE *f, const char *what, const baseline *b, int64_t id)
+{
+    fprintf(f, "%-10s %lld: %s on %s (%s), %s, %d steps, %s\n", what, (long long)id,
+            term_safe(b->scenario), term_safe(b->device), term_safe(b->device_name),
+            term_safe(b->dtype), b->n_steps, term_safe(b->status));
+}
+
+void judge_print(FILE *f, const judgement *j)
+{
+    const compare_result *r = &j->res;
+    print_side(f, "run", &j->run, j->run_id);
+    print_side(f, "baseline", &j->base, j->base_id);
+    fprintf(f, "%-10s %s\n", "  from", term_safe(j->origin));
+    for (int i = 0; i < j->base.n_extra; i++)
+        fprintf(f, "  %s: %s\n", term_safe(j->base.extra[i].key),
+                term_safe(j->base.extra[i].value));
+    print_hosts(f, j);
+    if (j->forced)
+        fprintf(f, "FORCED: the scenarios differ in %s\n", term_safe(j->diff));
+    print_metric(f, "loss", &r->loss, j->cfg.loss);
+    print_metric(f, "grad_norm", &r->grad_norm, j->cfg.grad_norm);
+    print_ratio(f, "throughput", r->run_tokens_per_s, r->base_tokens_per_s, r->throughput_ratio,
+                "tok/s", 1, ">=", j->cfg.min_throughput_ratio);
+    fprintf(f, "            (median tokens/s after %d and %d warm-up steps)\n", r->run_warmup,
+            r->base_warmup);
+    print_ratio(f, "memory", r->run_mem_peak, r->base_mem_peak, r->memory_ratio, "MiB",
+                1048576.0, "<=", j->cfg.max_memory_ratio);
+    if (r->first_fail_step)
+        fprintf(f, "first failing step: %d (%s)\n", r->first_fail_step, r->first_fail_metric);
+    fprintf(f, "verdict: %s%s%s\n", verdict_name(r->v), r->reason[0] ? ": " : "", r->reason);
+}
+
+/* ---- JSON --------------------------------------------------------------------------------- */
+
+static json_t *side_json(const baseline *b, int64_t id)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "run", json_integer(id));
+    json_object_set_new(o, "scenario", json_text(b->scenario));
+    json_object_set_new(o, "scenario_hash", json_text(b->scenario_hash));
+    json_object_set_new(o, "device", json_text(b->device));
+    json_object_set_new(o, "device_name", json_text(b->device_name));
+    json_object_set_new(o, "dtype", json_text(b->dtype));
+    json_object_set_new(o, "status", json_text(b->status));
+    json_object_set_new(o, "steps", json_integer(b->n_steps));
+    if (b->n_extra) {
+        json_t *extra = json_object();
+        for (int i = 0; i < b->n_extra; i++)
+            json_object_set_new(extra, b->extra[i].key, json_text(b->extra[i].value));
+        json_object_set_new(o, "extra", extra);
+    }
+    return o;
+}
+
+static json_t *metric_json(const metric_summary *m, tolerance t)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "recorded", json_boolean(m->recorded));
+    json_object_set_new(o, "compared", json_integer(m->compared));
+    json_object_set_new(o, "failed", json_integer(m->failed));
+    json_object_set_new(o, "max_abs", m->compared ? json_num(m->max_abs) : json_null());
+    json_object_set_new(o, "max_abs_step", json_integer(m->max_abs_step));
+    json_object_set_new(o, "max_rel", m->compared ? json_num(m->max_rel) : json_null());
+    json_object_set_new(o, "max_rel_step", json_integer(m->max_rel_step));
+    json_object_set_new(o, "first_failing_step",
+                        m->first_fail ? json_integer(m->first_fail) : json_null());
+    json_object_set_new(o, "rtol", json_num(t.rtol));
+    json_object_set_new(o, "atol", json_num(t.atol));
+    return o;
+}
+
+static json_t *ratio_json(double run, double base, double ratio, double gate, int failed,
+                          int same_host)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "gated", json_boolean(gate >= 0));
+    json_object_set_new(o, "note", json_string(
+        gate >= 0 ? (same_host ? "gated by the scenario" : "gated by the scenario; the hosts "
+                                                           "differ")
+                  : same_host ? "informational, not gated (the scenario sets no gate)"
+                              : "informational, not gated (the scenario sets no gate); the "
+                                "hosts differ, so it compares two machines"));
+    json_object_set_new(o, "run", json_num(run));
+    json_object_set_new(o, "baseline", json_num(base));
+    json_object_set_new(o, "ratio", json_num(ratio));
+    json_object_set_new(o, "gate", gate >= 0 ? json_num(gate) : json_null());
+    json_object_set_new(o, "gate_failed", json_boolean(failed));
+    return o;
+}
+
+static void add_host_json(json_t *o, const run_host *h)
+{
+    json_object_set_new(o, "host", h->host[0] ? json_text(h->host) : json_null());
+    json_object_set_new(o, "threads", h->threads > 0 ? json_integer(h->threads) : json_null());
+    json_object_set_new(o, "load_avg", json_num(h->load_avg));
+    json_object_set_new(o, "imported", json_boolean(h->imported));
+}
+
+json_t *judge_json(const judgement *j)
+{
+    const compare_result *r = &j->res;
+    json_t *o = json_object(), *base = side_json(&j->base, j->base_id);
+    json_t *run = side_json(&j->run, j->run_id);
+    add_host_json(run, &j->run_at);
+    add_host_json(base, &j->base_at);
+    json_object_set_new(base, "label", json_text(j->base.label));
+    json_object_set_new(base, "origin", json_text(j->origin));
+    json_object_set_new(o, "kind", json_string("baseline"));
+    json_object_set_new(o, "run", run);
+    json_object_set_new(o, "baseline", base);
+    json_object_set_new(o, "same_host", json_boolean(j->same_host));
+    json_object_set_new(o, "forced", json_boolean(j->forced));
+    json_object_set_new(o, "scenario_diff", j->diff[0] ? json_text(j->diff) : json_null());
+    json_object_set_new(o, "loss", metric_json(&r->loss, j->cfg.loss));
+    json_object_set_new(o, "grad_norm", metric_json(&r->grad_norm, j->cfg.grad_norm));
+    json_t *tp = ratio_json(r->run_tokens_per_s, r->base_tokens_per_s, r->throughput_ratio,
+                            j->cfg.min_throughput_ratio, r->throughput_gate_failed,
+                            j->same_host);
+    json_object_set_new(tp, "run_warmup", json_integer(r->run_warmup));
+    json_object_set_new(tp, "baseline_warmup", json_integer(r->base_warmup));
+    json_object_set_new(o, "throughput", tp);
+    json_object_set_new(o, "memory", ratio_json(r->run_mem_peak, r->base_mem_peak, r->memory_ratio,
+                                                j->cfg.max_memory_ratio, r->memory_gate_failed,
+                                                j->same_host));
+    json_object_set_new(o, "first_failing_step",
+                        r->first_fail_step ? json_integer(r->first_fail_step) : json_null());
+    json_object_set_new(o, "first_failing_metric", r->first_fail_metric
+                                                       ? json_string(r->first_fail_metric)
+                                                       : json_null());
+    json_object_set_new(o, "verdict", json_string(verdict_name(r->v)));
+    json_object_set_new(o, "reason", json_text(r->reason));
+    return o;
+}
+
+/* ---- history ------------------------------------------------------------------------------ */
+
+#define HISTORY_WINDOW 20
+
+static int previous_values(store *st, history_judgement *h)
+{
+    int rc = store_previous_runs(st, h->run_id, h->window, &h->prev_ids, &h->n_prev);
+    if (rc)
+        return rc;
+    h->prev_values = calloc((size_t)(h->n_prev ? h->n_prev : 1), sizeof *h->prev_values);
+    if (!h->prev_values) {
+        log_error("out of memory reading the history of run %lld", (long long)h->run_id);
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < h->n_prev && !rc; i++) {
+        step_record *steps;
+        int n;
+        if ((rc = store_get_steps(st, h->prev_ids[i], &steps, &n)) == 0) {
+            int w = h->warmup >= 0 ? h->warmup : default_warmup(n);
+            h->prev_values[i] = median_tokens_per_s(steps, n, w);
+            free(steps);
+        }
+    }
+    return rc;
+}
+
+int judge_history(store *st, int64_t run_id, history_judgement *h)
+{
+    int warmup = h->warmup, window = h->window;
+    history_config cfg = h->cfg;
+    memset(h, 0, sizeof *h);
+    h->run_id = run_id;
+    h->warmup = warmup;
+    h->window = window > 0 ? window : HISTORY_WINDOW;
+    h->cfg = cfg;
+    if (baseline_from_run(st, run_id, "", &h->run) || previous_values(st, h))
+        return EXIT_USAGE;
+    const baseline *b = &h->run;
+    int w = warmup >= 0 ? warmup : default_warmup(b->n_steps);
+    double value = median_tokens_per_s(b->steps, b->n_steps, w);
+    history_check(value, h->prev_values, h->n_prev, &h->cfg, &h->res);
+    h->v = h->res.regressed ? VERDICT_FAIL : VERDICT_PASS;
+    if (strcmp(b->status, "diverged") == 0)
+        h->v = VERDICT_DIVERGED;
+    else if (strcmp(b->status, "ok") != 0)
+        h->v = VERDICT_INCOMPLETE;
+    return 0;
+}
+
+json_t *judge_history_json(const history_judgement *h)
+{
+    const history_result *r = &h->res;
+    json_t *o = json_object(), *ids = json_array();
+    for (int i = 0; i < h->n_prev; i++)
+        json_array_append_new(ids, json_integer(h->prev_ids[i]));
+    json_object_set_new(o, "kind", json_string("history"));
+    json_object_set_new(o, "run", side_json(&h->run, h->run_id));
+    json_object_set_new(o, "previous_runs", ids);
+    json_object_set_new(o, "statistic", json_string("median tokens/s after warm-up; threshold "
+                                                    "median - max(k*1.4826*MAD, min_drop*median)"));
+    json_object_set_new(o, "value", json_num(r->value));
+    json_object_set_new(o, "median", json_num(r->median));
+    json_object_set_new(o, "mad", json_num(r->mad));
+    json_object_set_new(o, "threshold", json_num(r->threshold));
+    json_object_set_new(o, "ratio", json_num(r->ratio));
+    json_object_set_new(o, "k", json_num(h->cfg.k));
+    json_object_set_new(o, "min_drop", json_num(h->cfg.min_drop));
+    json_object_set_new(o, "insufficient", json_boolean(r->insufficient));
+    json_object_set_new(o, "regressed", json_boolean(r->regressed));
+    json_object_set_new(o, "verdict", json_string(verdict_name(h->v)));
+    return o;
+}
+
+void judge_history_print(FILE *f, const history_judgement *h)
+{
+    const history_result *r = &h->res;
+    print_side(f, "run", &h->run, h->run_id);
+    fprintf(f, "history    %d previous ok runs of this scenario on %s (window %d)\n", r->n,
+            term_safe(h->run.device_name), h->window);
+    if (isfinite(r->value))
+        fprintf(f, "throughput %.1f tok/s", r->value);
+    else
+        fprintf(f, "throughput not recorded");
+    if (r->n == 0)
+        fprintf(f, "; no history: no previous ok run of this scenario on this device\n");
+    else
+        fprintf(f, "; previous median %.1f, MAD %.1f; flagged below %.1f "
+                   "(median - max(%.3g*1.4826*MAD, %.3g*median))\n",
+                r->median, r->mad, r->threshold, h->cfg.k, h->cfg.min_drop);
+    if (r->insufficient)
+        fprintf(f, "not enough history: %d previous runs, %d needed; nothing is flagged\n", r->n,
+                h->cfg.min_runs);
+    fprintf(f, "verdict: %s%s\n", verdict_name(h->v),
+            r->regressed ? ": throughput regression" : h->v != VERDICT_PASS ? ": the run did "
+                                                                              "not finish ok"
+                                                                            : "");
+}
+
+int judge_history_store(store *st, const history_judgement *h)
+{
+    json_t *details = judge_history_json(h);
+    char *text = json_dumps_short(details, JSON_COMPACT);
+    json_decref(details);
+    int rc = store_add_comparison(st, h->run_id, h->n_prev ? h->prev_ids[0] : h->run_id,
+                                  verdict_name(h->v), 0, NAN, NAN, text);
+    free(text);
+    return rc;
+}
+
+void judge_history_free(history_judgement *h)
+{
+    baseline_free(&h->run);
+    free(h->prev_ids);
+    free(h->prev_values);
+    h->prev_ids = NULL;
+    h->prev_values = NULL;
+}

@@ -1,0 +1,94 @@
+/* harness/judge/compare_db.h: a stored run judged against a baseline found by label, run id or file
+ * (importing committed baseline files on first use), the scenario-hash check, the verdict stored,
+ * printed as text or JSON; and the throughput history check. Used by compare, run and report. */
+#ifndef COMPARE_DB_H
+#define COMPARE_DB_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "baseline.h"
+#include "compare.h"
+#include "history.h"
+#include "store/store.h"
+
+/* the last baseline read from a store, so judging many runs against one baseline reads it once */
+typedef struct {
+    const store *st;
+    int64_t id;
+    baseline b;
+} baseline_cache;
+void baseline_cache_free(baseline_cache *c);
+
+typedef struct {
+    const char *spec;          /* LABEL, RUN id or FILE (has a '/' or ends in .baseline);
+                                  NULL or "": the label the run's scenario names ("baseline") */
+    const char *scenario_path; /* the run's scenario file (committed baselines are looked for in
+                                  its ../baselines); NULL when unknown */
+    const char *baselines_dir; /* looked in first; NULL for none */
+    int force;                 /* compare even though the scenario hashes differ */
+    int warmup;                /* steps left out of the throughput median; < 0: the default */
+    baseline_cache *cache;     /* NULL, or where to keep the baseline between calls */
+} baseline_query;
+
+/* where one side of a comparison ran: the store's host, threads, load and imported mark */
+typedef struct {
+    char host[256];
+    int threads;               /* 0: not recorded */
+    double load_avg;           /* NaN: not recorded */
+    int imported;
+} run_host;
+
+typedef struct {
+    int64_t run_id, base_id;
+    baseline run, base;        /* both read from the store (baseline_from_run) */
+    run_host run_at, base_at;  /* the hosts they ran on */
+    int same_host;             /* 1 when both name the same host (and neither is unknown) */
+    char origin[512];          /* where the baseline came from, for people */
+    compare_config cfg;
+    compare_result res;
+    int forced;                /* the scenarios differ and --force compared anyway */
+    char diff[1024];           /* the fields in which they differ */
+} judgement;
+
+/* Loads run_id, finds its baseline, checks the scenario hashes and compares. Returns 0 (j->res
+ * holds the verdict), or 2 after a message (no such run or baseline, malformed baseline file,
+ * scenarios that differ without force). j must be freed with judge_free either way. */
+int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
+/* "vm, 4 threads, load 1.20" (parts not recorded left out; "unknown host") into out */
+void run_host_text(const run_host *h, char *out, size_t len);
+/* 1 when the throughput ratio is gated (the scenario sets min_throughput_ratio) */
+int judge_throughput_gated(const judgement *j);
+/* Stores the verdict in the comparisons table. 0 or 1. */
+int judge_store(store *st, const judgement *j);
+void judge_print(FILE *f, const judgement *j);
+json_t *judge_json(const judgement *j);
+void judge_free(judgement *j);
+
+/* The compare configuration for a run: defaults of the looser of the two dtypes, then the
+ * scenario JSON's "tolerances" over them; also its default baseline label into label[len]
+ * ("" when none). Returns 0, or 2 when a tolerance there is not a number. */
+int scenario_compare_config(const char *scenario_json, const char *run_dtype,
+                            const char *base_dtype, compare_config *c, char *label, size_t len);
+
+typedef struct {
+    int64_t run_id;
+    baseline run;
+    int warmup;
+    int window;                /* previous runs looked at, newest first */
+    int64_t *prev_ids;
+    double *prev_values;
+    int n_prev;
+    history_config cfg;
+    history_result res;
+    verdict v;                 /* pass, fail (regressed), incomplete or diverged (the run) */
+} history_judgement;
+
+/* Holds run_id's median tokens/s against its previous runs. 0, or 2 after a message. */
+int judge_history(store *st, int64_t run_id, history_judgement *h);
+int judge_history_store(store *st, const history_judgement *h);
+void judge_history_print(FILE *f, const history_judgement *h);
+json_t *judge_history_json(const history_judgement *h);
+void judge_history_free(history_judgement *h);
+
+#endif

@@ -1,0 +1,282 @@
+/* harness/models/checkpoint.c: any family's weights in Hugging Face model directories: config.json
+ * and model.safetensors as save_pretrained writes them, and loading by name with shape checks. */
+#define _POSIX_C_SOURCE 200809L
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/formats.h"
+#include "util/util.h"
+
+/* ---- writing ------------------------------------------------------------------------------- */
+
+static int mkdir_p(const char *dir)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+json_t *checkpoint_config_json(const model_family *f, const model_config_u *c, json_t *src_config)
+{
+    return f->config_json(c, src_config);
+}
+
+static int write_config(const model_family *f, const model_config_u *c, json_t *src_config,
+                        const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    json_t *j = checkpoint_config_json(f, c, src_config);
+    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
+    json_decref(j);
+    if (rc) {
+        log_error("%s: cannot write the config: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+static int write_weights(model *m, const float *host, const char *dir)
+{
+    int n = model_n_params(m);
+    st_entry *e = calloc((size_t)n, sizeof *e);
+    char (*names)[80] = calloc((size_t)n, sizeof *names);
+    int rc = e && names ? 0 : EXIT_FAIL;
+    for (int i = 0; i < n && !rc; i++) {
+        const param_info *p = model_param(m, i);
+        model_hf_name(m, i, names[i], sizeof names[i]);
+        e[i] = (st_entry){names[i], host + p->offset, NULL, p->ndim, {p->shape[0], p->shape[1]}};
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    json_t *meta = json_pack("{s:s}", "format", "pt");
+    if (!rc)
+        rc = st_write(path, e, n, meta);
+    else
+        log_error("%s: out of memory", path);
+    json_decref(meta);
+    free(e);
+    free(names);
+    return rc;
+}
+
+/* the nearest existing ancestor of path (path itself when it exists) into out; 0, or -1 */
+static int existing_ancestor(const char *path, char *out, size_t len, struct stat *st)
+{
+    snprintf(out, len, "%s", path);
+    for (;;) {
+        if (stat(out, st) == 0)
+            return 0;
+        if (errno != ENOENT)
+            return -1;
+        char *slash = strrchr(out, '/');
+        while (slash && slash > out && slash[1] == 0) { /* trailing slashes */
+            *slash = 0;
+            slash = strrchr(out, '/');
+        }
+        if (!slash)
+            snprintf(out, len, ".");
+        else if (slash == out)
+            out[1] = 0;
+        else
+            *slash = 0;
+    }
+}
+
+int checkpoint_check_target(const char *dir)
+{
+    char at[4096];
+    struct stat st;
+    if (!dir || !*dir) {
+        log_error("--save: the checkpoint directory is an empty path");
+        return EXIT_USAGE;
+    }
+    if (strlen(dir) >= sizeof at - 64) {
+        log_error("%.64s...: the checkpoint directory path is too long", dir);
+        return EXIT_USAGE;
+    }
+    if (existing_ancestor(dir, at, sizeof at, &st) != 0) {
+        log_error("%s: cannot use it as the checkpoint directory: %s", dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        log_error("%s: cannot create the checkpoint directory: %s is not a directory", dir, at);
+        return EXIT_USAGE;
+    }
+    if (access(at, W_OK | X_OK) != 0) {
+        log_error("%s: cannot write the checkpoint directory: %s: %s", dir, at, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int checkpoint_save(model *m, const model_config_u *c, json_t *src_config, const char *dir)
+{
+    if (mkdir_p(dir) != 0) {
+        log_error("%s: cannot create the checkpoint directory: %s", dir, strerror(errno));
+        return EXIT_FAIL;
+    }
+    float *host = malloc(model_param_count(m) * sizeof *host);
+    if (!host) {
+        log_error("%s: out of host memory for %zu weights", dir, model_param_count(m));
+        return EXIT_FAIL;
+    }
+    int rc = model_get_weights(m, host, 0);
+    if (!rc)
+        rc = write_weights(m, host, dir);
+    if (!rc)
+        rc = write_config(model_family_of(m), c, src_config, dir);
+    free(host);
+    return rc;
+}
+
+/* ---- reading ------------------------------------------------------------------------------- */
+
+int checkpoint_exists(const char *dir)
+{
+    char a[4200], b[4200];
+    struct stat st;
+    snprintf(a, sizeof a, "%s/model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/model.safetensors.index.json", dir);
+    return stat(a, &st) == 0 || stat(b, &st) == 0;
+}
+
+static void shape_str(const int64_t *shape, int ndim, char *out, size_t len)
+{
+    size_t n = (size_t)snprintf(out, len, "[");
+    for (int i = 0; i < ndim && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n < len)
+        snprintf(out + n, len - n, "]");
+}
+
+static int check_shape(const param_info *p, const st_tensor *t, const char *where)
+{
+    int64_t want[2] = {p->shape[0], p->shape[1]};
+    int same = t->ndim == p->ndim;
+    for (int i = 0; same && i < p->ndim; i++)
+        same = t->shape[i] == want[i];
+    if (same)
+        return 0;
+    char a[128], b[128];
+    shape_str(t->shape, t->ndim, a, sizeof a);
+    shape_str(want, p->ndim, b, sizeof b);
+    log_error("%s: tensor \"%s\" has shape %s, the model config needs %s", where, t->name, a, b);
+    return EXIT_USAGE;
+}
+
+typedef struct {
+    model *m;
+    const model_family *f;
+    float *host;
+    char *seen;         /* per parameter */
+    const st_tensor *lm_head;
+    const st_file *lm_head_file;
+} loader;
+
+static int load_one(loader *L, const st_file *f, const st_tensor *t)
+{
+    const char *prefix = L->f->hf_prefix;
+    const char *name = strncmp(t->name, prefix, strlen(prefix)) == 0 ? t->name + strlen(prefix)
+                                                                     : t->name;
+    if (L->f->tied_head && strcmp(t->name, L->f->tied_head) == 0) {
+        L->lm_head = t;
+        L->lm_head_file = f;
+        return check_shape(model_param(L->m, 0), t, f->path);
+    }
+    if (L->f->ignored_tensor && L->f->ignored_tensor(name))
+        return 0;
+    int i = model_find_param(L->m, name);
+    if (i < 0) {
+        log_error("%s: unexpected tensor \"%.96s\": not a parameter of this %s config",
+                  f->path, t->name, L->f->name);
+        return EXIT_USAGE;
+    }
+    const param_info *p = model_param(L->m, i);
+    if (L->seen[i]) {
+        log_error("%s: tensor \"%s\" is given twice (with and without \"%s\")", f->path,
+                  p->name, prefix);
+        return EXIT_USAGE;
+    }
+    L->seen[i] = 1;
+    int rc = check_shape(p, t, f->path);
+    return rc ? rc : st_read_f32(f, t, L->host + p->offset);
+}
+
+static int check_missing(const loader *L, const char *dir)
+{
+    int missing = 0, first = -1;
+    for (int i = 0; i < model_n_params(L->m); i++)
+        if (!L->seen[i] && missing++ == 0)
+            first = i;
+    if (!missing)
+        return 0;
+    char name[128];
+    model_hf_name(L->m, first, name, sizeof name);
+    log_error("%s: the weights lack tensor \"%s\"%s", dir, name, missing > 1 ? " (and others)" : "");
+    return EXIT_USAGE;
+}
+
+/* the tied head (GPT-2 lm_head.weight) is tied to parameter 0 (wte): transformers keeps wte's
+ * values; say so when they differ */
+static int check_lm_head(const loader *L)
+{
+    if (!L->lm_head)
+        return 0;
+    const param_info *wte = model_param(L->m, 0);
+    float *head = malloc(wte->n * sizeof *head);
+    if (!head || st_read_f32(L->lm_head_file, L->lm_head, head)) {
+        free(head);
+        return EXIT_USAGE;
+    }
+    if (memcmp(head, L->host + wte->offset, wte->n * sizeof *head) != 0)
+        log_warn("%s: %s differs from %s; %s ties them, so it is ignored (as from_pretrained "
+                 "ignores it)", L->lm_head_file->path, L->f->tied_head, wte->name, L->f->name);
+    free(head);
+    return 0;
+}
+
+int checkpoint_load(model *m, const char *dir)
+{
+    st_set s;
+    int rc = st_set_open_dir(dir, &s);
+    if (rc < 0) {
+        log_error("%s: no weights: neither model.safetensors nor model.safetensors.index.json",
+                  dir);
+        return EXIT_USAGE;
+    }
+    if (rc)
+        return rc;
+    loader L = {m, model_family_of(m), malloc(model_param_count(m) * sizeof(float)),
+                calloc((size_t)model_n_params(m), 1), NULL, NULL};
+    if (!L.host || !L.seen) {
+        log_error("%s: out of host memory for %zu weights", dir, model_param_count(m));
+        rc = EXIT_FAIL;
+    }
+    for (int i = 0; i < s.n && !rc; i++)
+        rc = load_one(&L, s.of[i], s.t[i]);
+    if (!rc)
+        rc = check_missing(&L, dir);
+    if (!rc)
+        rc = check_lm_head(&L);
+    if (!rc && model_set_weights(m, L.host))
+        rc = EXIT_FAIL;
+    free(L.host);
+    free(L.seen);
+    st_set_close(&s);
+    return rc;
+}

@@ -1,0 +1,394 @@
+/* harness/models/model_config.c: GPT-2 model configuration: GPT2Config's defaults, reading config.json
+ * keys, the override_config.json rules, and the checks for what the harness can train. */
+#define _POSIX_C_SOURCE 200809L
+#include "model_config.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+/* ---- the keys the harness models ------------------------------------------------------------ */
+
+typedef enum { F_INT, F_REAL, F_ACTIVATION, F_DTYPE } field_type;
+
+typedef struct {
+    const char *key;
+    field_type type;
+    size_t off;
+} field;
+
+#define FIELD(k, t) {#k, t, offsetof(gpt2_config, k)}
+static const field FIELDS[] = {
+    FIELD(vocab_size, F_INT),
+    FIELD(n_positions, F_INT),
+    FIELD(n_embd, F_INT),
+    FIELD(n_layer, F_INT),
+    FIELD(n_head, F_INT),
+    FIELD(layer_norm_epsilon, F_REAL),
+    FIELD(initializer_range, F_REAL),
+    FIELD(activation_function, F_ACTIVATION),
+    FIELD(resid_pdrop, F_REAL),
+    FIELD(embd_pdrop, F_REAL),
+    FIELD(attn_pdrop, F_REAL),
+    FIELD(summary_first_dropout, F_REAL),
+    FIELD(torch_dtype, F_DTYPE),
+};
+#define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
+
+static const field *find_field(const char *key)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (strcmp(FIELDS[i].key, key) == 0)
+            return &FIELDS[i];
+    return NULL;
+}
+
+/* torch attribute names (as torch.<name>) -> the dtype names the harness records */
+static const char *const DTYPES[][2] = {
+    {"float32", "float32"}, {"float", "float32"},   {"float16", "float16"}, {"half", "float16"},
+    {"bfloat16", "bfloat16"}, {"float64", "float64"}, {"double", "float64"},
+};
+
+static const char *map_dtype(const char *name)
+{
+    if (strncmp(name, "torch.", 6) == 0)
+        name += 6;
+    for (size_t i = 0; i < sizeof DTYPES / sizeof DTYPES[0]; i++)
+        if (strcmp(DTYPES[i][0], name) == 0)
+            return DTYPES[i][1];
+    return NULL;
+}
+
+void gpt2_config_defaults(gpt2_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->vocab_size = 50257;
+    c->n_positions = 1024;
+    c->n_embd = 768;
+    c->n_layer = 12;
+    c->n_head = 12;
+    c->layer_norm_epsilon = 1e-5;
+    c->initializer_range = 0.02;
+    snprintf(c->activation_function, sizeof c->activation_function, "gelu_new");
+    c->resid_pdrop = c->embd_pdrop = c->attn_pdrop = 0.1;
+    c->summary_first_dropout = 0.1;
+    snprintf(c->torch_dtype, sizeof c->torch_dtype, "float32");
+}
+
+/* ---- messages: `where` is "FILE" or "FILE: PREFIX" (the dotted path of the config object) --- */
+
+/* copies FILE into file and returns PREFIX, or NULL when where names only a file */
+static const char *split_where(const char *where, char *file, size_t len)
+{
+    const char *sep = NULL;
+    for (const char *p = strstr(where, ": "); p; p = strstr(p + 1, ": "))
+        sep = p;
+    const char *prefix = sep ? sep + 2 : NULL;
+    if (prefix && (!*prefix || strspn(prefix, "abcdefghijklmnopqrstuvwxyz"
+                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
+                                   strlen(prefix)))
+        prefix = NULL;
+    int n = prefix ? (int)(sep - where) : (int)strlen(where);
+    snprintf(file, len, "%.*s", n, where);
+    return prefix;
+}
+
+/* prints "FILE:LINE: FIELD: message", the line found by re-reading FILE (messages are rare);
+ * "WHERE: FIELD: message" when FILE cannot be read */
+static void report(int warning, const char *where, const char *key, const char *fmt, va_list ap)
+{
+    char file[PATH_MAX], field_name[256], msg[512];
+    const char *prefix = split_where(where ? where : "config", file, sizeof file);
+    if (prefix && *key)
+        snprintf(field_name, sizeof field_name, "%s.%s", prefix, key);
+    else
+        snprintf(field_name, sizeof field_name, "%s", prefix ? prefix : key);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(file, INPUT_MODEL_CONFIG, NULL, why, sizeof why);
+    char loc[PATH_MAX + 16];
+    if (text)
+        snprintf(loc, sizeof loc, "%s:%d", file, json_locate_line(text, field_name));
+    else
+        snprintf(loc, sizeof loc, "%s", file);
+    free(text);
+    const char *sep = field_name[0] ? ": " : "";
+    if (warning)
+        log_warn("%s: %s%s%s", loc, field_name, sep, msg);
+    else
+        log_error("%s: %s%s%s", loc, field_name, sep, msg);
+}
+
+__attribute__((format(printf, 3, 4))) static int cfg_error(const char *where, const char *key,
+                                                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(0, where, key, fmt, ap);
+    va_end(ap);
+    return 2;
+}
+
+__attribute__((format(printf, 3, 4))) static void cfg_warn(const char *where, const char *key,
+                                                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(1, where, key, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- reading one key ------------------------------------------------------------------------ */
+
+static int set_int(int *out, json_t *v, const char *where, const char *key)
+{
+    if (!json_is_integer(v))
+        return cfg_error(where, key, "must be an integer, not %s", json_type_name(v));
+    json_int_t i = json_integer_value(v);
+    if (i < INT_MIN || i > INT_MAX)
+        return cfg_error(where, key, "%lld does not fit in an int", (long long)i);
+    *out = (int)i;
+    return 0;
+}
+
+static int set_real(double *out, json_t *v, const char *where, const char *key)
+{
+    if (!json_is_number(v))
+        return cfg_error(where, key, "must be a number, not %s", json_type_name(v));
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* "gelu_pytorch_tanh" is the same function as "gelu_new" and is recorded as gelu_new */
+static int set_activation(gpt2_config *c, json_t *v, const char *where)
+{
+    const char *key = "activation_function";
+    if (!json_is_string(v))
+        return cfg_error(where, key, "must be a string, not %s", json_type_name(v));
+    const char *name = json_string_value(v);
+    if (strcmp(name, "gelu_pytorch_tanh") == 0)
+        name = "gelu_new";
+    if (strlen(name) >= sizeof c->activation_function)
+        return cfg_error(where, key, "\"%.40s...\" is too long", name);
+    snprintf(c->activation_function, sizeof c->activation_function, "%s", name);
+    return 0;
+}
+
+static int set_dtype(gpt2_config *c, json_t *v, const char *where)
+{
+    const char *key = "torch_dtype";
+    if (!json_is_string(v))
+        return cfg_error(where, key, "must be a string naming a dtype, not %s", json_type_name(v));
+    const char *name = map_dtype(json_string_value(v));
+    if (!name)
+        return cfg_error(where, key,
+                         "unknown dtype \"%.64s\" (float32, float16, bfloat16, float64 or their "
+                         "torch aliases float, half, double)",
+                         json_string_value(v));
+    snprintf(c->torch_dtype, sizeof c->torch_dtype, "%s", name);
+    return 0;
+}
+
+static int set_field(gpt2_config *c, const field *f, json_t *v, const char *where)
+{
+    char *at = (char *)c + f->off;
+    switch (f->type) {
+    case F_INT: return set_int((int *)at, v, where, f->key);
+    case F_REAL: return set_real((double *)at, v, where, f->key);
+    case F_ACTIVATION: return set_activation(c, v, where);
+    case F_DTYPE: return set_dtype(c, v, where);
+    }
+    return cfg_error(where, f->key, "internal error: unknown field type");
+}
+
+int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where)
+{
+    if (!json_is_object(obj))
+        return cfg_error(where, "", "a model config must be a JSON object, not %s",
+                         obj ? json_type_name(obj) : "nothing");
+    for (size_t i = 0; i < NFIELDS; i++) {
+        json_t *v = json_object_get(obj, FIELDS[i].key);
+        if (!v || (FIELDS[i].type == F_DTYPE && json_is_null(v)))
+            continue; /* absent, or torch_dtype null (transformers' default: float32) */
+        int rc = set_field(c, &FIELDS[i], v, where);
+        if (rc)
+            return rc;
+    }
+    /* transformers 5 writes "dtype" where 4.x wrote "torch_dtype" */
+    json_t *td = json_object_get(obj, "torch_dtype"), *dt = json_object_get(obj, "dtype");
+    if ((!td || json_is_null(td)) && dt && !json_is_null(dt))
+        return set_dtype(c, dt, where);
+    return 0;
+}
+
+/* ---- overrides ------------------------------------------------------------------------------ */
+
+/* the seed's type rule, with JSON's number kinds: an integer key takes only an integer, a real
+ * key takes an integer or a real, true and false are one type */
+static int same_type(const json_t *cur, const json_t *v)
+{
+    if (json_is_real(cur))
+        return json_is_number(v);
+    if (json_is_boolean(cur))
+        return json_is_boolean(v);
+    return json_typeof(cur) == json_typeof(v);
+}
+
+static int apply_one(gpt2_config *c, json_t *config, const char *key, json_t *v,
+                     const char *where)
+{
+    const field *f = find_field(key);
+    json_t *cur = json_object_get(config, key);
+    if (!cur && !f) {
+        cfg_warn(where, key, "the config has no key \"%s\": override skipped", key);
+        return 0;
+    }
+    if (cur && json_is_null(cur)) {
+        cfg_warn(where, key, "\"%s\" is null in the config: override skipped", key);
+        return 0;
+    }
+    if (f)
+        return set_field(c, f, v, where);
+    if (!same_type(cur, v))
+        return cfg_error(where, key, "must be %s like the config's value, not %s",
+                         json_type_name(cur), json_type_name(v));
+    return 0; /* a key the harness does not model: accepted, no effect */
+}
+
+int gpt2_config_apply_overrides(gpt2_config *c, json_t *config, json_t *overrides,
+                                const char *where)
+{
+    if (!json_is_object(overrides))
+        return cfg_error(where, "", "overrides must be a JSON object, not %s",
+                         overrides ? json_type_name(overrides) : "nothing");
+    if (!json_is_object(config))
+        return cfg_error(where, "", "overrides need the model config as a JSON object");
+    const char *key;
+    json_t *v;
+    json_object_foreach(overrides, key, v)
+    {
+        int rc = apply_one(c, config, key, v, where);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- validation ----------------------------------------------------------------------------- */
+
+uint64_t size_mul(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+uint64_t size_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+uint64_t gpt2_config_param_count(const gpt2_config *c)
+{
+    uint64_t C = (uint64_t)c->n_embd;
+    uint64_t per_layer = size_add(size_mul(12, size_mul(C, C)), size_mul(13, C));
+    uint64_t n = size_add(size_mul((uint64_t)c->vocab_size, C),
+                          size_mul((uint64_t)c->n_positions, C));
+    return size_add(size_add(n, size_mul((uint64_t)c->n_layer, per_layer)), size_mul(2, C));
+}
+
+/* the tensors and the parameter total within GPT2_MAX_ELEMENTS, the sizes already > 0 */
+static int check_products(const gpt2_config *c, const char *where)
+{
+    uint64_t C = (uint64_t)c->n_embd, max = GPT2_MAX_ELEMENTS;
+    uint64_t fc = size_mul(4, size_mul(C, C)), wte = size_mul((uint64_t)c->vocab_size, C);
+    uint64_t wpe = size_mul((uint64_t)c->n_positions, C), all = gpt2_config_param_count(c);
+    if (fc > max)
+        return cfg_error(where, "n_embd",
+                         "%d is too large: mlp.c_fc.weight (n_embd x 4 n_embd) would have %llu "
+                         "elements, over the limit of %llu per tensor",
+                         c->n_embd, (unsigned long long)fc, (unsigned long long)max);
+    if (wte > max)
+        return cfg_error(where, "vocab_size",
+                         "%d x n_embd %d = %llu elements in wte.weight, over the limit of %llu "
+                         "per tensor",
+                         c->vocab_size, c->n_embd, (unsigned long long)wte,
+                         (unsigned long long)max);
+    if (wpe > max)
+        return cfg_error(where, "n_positions",
+                         "%d x n_embd %d = %llu elements in wpe.weight, over the limit of %llu "
+                         "per tensor",
+                         c->n_positions, c->n_embd, (unsigned long long)wpe,
+                         (unsigned long long)max);
+    if (all > max)
+        return cfg_error(where, "n_layer",
+                         "%d layers of n_embd %d make %llu parameters, over the limit of %llu "
+                         "parameters in all",
+                         c->n_layer, c->n_embd, (unsigned long long)all, (unsigned long long)max);
+    return 0;
+}
+
+static int check_sizes(const gpt2_config *c, const char *where)
+{
+    const struct {
+        const char *key;
+        int v;
+    } sizes[] = {{"vocab_size", c->vocab_size}, {"n_positions", c->n_positions},
+                 {"n_embd", c->n_embd},         {"n_layer", c->n_layer},
+                 {"n_head", c->n_head}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (sizes[i].v <= 0)
+            return cfg_error(where, sizes[i].key, "must be > 0, got %d", sizes[i].v);
+    if (c->n_embd % c->n_head != 0)
+        return cfg_error(where, "n_embd", "%d is not divisible by n_head (%d)", c->n_embd,
+                         c->n_head);
+    return check_products(c, where);
+}
+
+/* range [0, 1) for every dropout; the ones the model applies must be 0 (not implemented yet);
+ * summary_first_dropout is not used by the LM head, so any value in range is accepted */
+static int check_dropouts(const gpt2_config *c, const char *where)
+{
+    const struct {
+        const char *key;
+        double p;
+        int used;
+    } d[] = {{"resid_pdrop", c->resid_pdrop, 1},
+             {"embd_pdrop", c->embd_pdrop, 1},
+             {"attn_pdrop", c->attn_pdrop, 1},
+             {"summary_first_dropout", c->summary_first_dropout, 0}};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        if (!(d[i].p >= 0 && d[i].p < 1))
+            return cfg_error(where, d[i].key, "must be in [0, 1), got %g", d[i].p);
+        if (d[i].used && d[i].p != 0)
+            return cfg_error(where, d[i].key,
+                             "dropout is not implemented yet: set %s to 0 (e.g. in overrides)",
+                             d[i].key);
+    }
+    return 0;
+}
+
+int gpt2_config_validate(const gpt2_config *c, const char *where)
+{
+    int rc = check_sizes(c, where);
+    if (rc)
+        return rc;
+    if (strcmp(c->activation_function, "gelu_new") != 0 &&
+        strcmp(c->activation_function, "gelu_pytorch_tanh") != 0)
+        return cfg_error(where, "activation_function",
+                         "\"%s\" is not implemented: use gelu_new (or gelu_pytorch_tanh)",
+                         c->activation_function);
+    if (!(c->layer_norm_epsilon > 0) || !isfinite(c->layer_norm_epsilon))
+        return cfg_error(where, "layer_norm_epsilon", "must be > 0, got %g",
+                         c->layer_norm_epsilon);
+    if (!(c->initializer_range >= 0) || !isfinite(c->initializer_range))
+        return cfg_error(where, "initializer_range", "must be >= 0, got %g",
+                         c->initializer_range);
+    if (!map_dtype(c->torch_dtype))
+        return cfg_error(where, "torch_dtype", "unknown dtype \"%s\"", c->torch_dtype);
+    return check_dropouts(c, where);
+}

@@ -1,0 +1,79 @@
+/* harness/report/report.h: the porting report of a set of runs: one row per run (judged against its
+ * baseline) written as Markdown, self-contained HTML, CSV, JUnit XML and gnuplot plots. */
+#ifndef REPORT_H
+#define REPORT_H
+
+#include <stdio.h>
+
+#include "judge/judge.h"
+
+typedef struct {
+    int64_t run_id, base_id;
+    char scenario[256], device[64], device_name[256], dtype[16], status[16];
+    char model[160], overrides[512];
+    int ranks, batch_size, steps;
+    double seconds;               /* sum of the step times */
+    double mem_peak, mem_total, tokens_per_s; /* NaN when unknown */
+    int has_baseline;             /* 0: nothing to compare with; note says why */
+    char note[512];
+    char label[256], base_device[64], base_device_name[256], base_extra[512];
+    int base_steps;
+    compare_config cfg;
+    compare_result res;
+    int forced;
+    char diff[1024];
+    int has_loss_plot, has_dloss_plot; /* plots/loss_N.{png,svg}, plots/dloss_N.{png,svg} */
+    run_host run_at, base_at;     /* the hosts run and baseline ran on */
+    int same_host;                /* 0: the throughput and memory ratios compare two machines */
+} report_row;
+
+typedef struct {
+    report_row *rows;
+    int n;
+    const char *out_dir;
+    int plots;                    /* 1 when plots/ was made (throughput.png, memory.png too) */
+    char created[32];
+} report;
+
+/* what reports share, from reports/style.gp and reports/template.html, embedded at build time
+ * (reports/embed.cmake); NUL-terminated */
+extern const char report_style_gp[];
+extern const char report_template_html[];
+/* the line of report_template_html that the report's body replaces */
+#define REPORT_BODY_MARK "@BODY@\n"
+
+/* ---- harness/report/report_data.c ---- */
+/* Fills row from the scenario JSON of a run: model summary, overrides, batch size, ranks. */
+void report_scenario_fields(const char *scenario_json, report_row *row);
+/* Fills row from a judgement (or from the run alone when j->base_id is 0). */
+void report_fill_row(report_row *row, const judgement *j);
+/* Worst verdict of the rows with a baseline; pass when none. */
+verdict report_worst(const report *r);
+/* "1.2 MiB", "23.5 GiB", "-" for NaN/0 into out */
+void format_bytes(double bytes, char *out, size_t len);
+/* short verdict label of a row: "pass", "fail", "diverged", "incomplete", "no baseline" */
+const char *row_verdict(const report_row *row);
+/* the row's throughput ratio in words: "0.05x of NAME (run 3; not gated; other host)", "-"
+ * when there is none */
+void row_ratio_text(const report_row *row, char *out, size_t len);
+/* "run: HOST, N threads; baseline: HOST, M threads[; different hosts]" */
+void row_hosts_text(const report_row *row, char *out, size_t len);
+
+/* ---- writers: each returns 0, or 1 after a message naming the file ---- */
+int report_markdown(const report *r, const char *path); /* harness/report/report_md.c */
+int report_csv(const report *r, const char *path);      /* harness/report/report_md.c */
+int report_junit(const report *r, const char *path);    /* harness/report/report_junit.c */
+int report_html(const report *r, const char *path);     /* harness/report/report_html.c */
+
+/* ---- harness/report/report_plot.c: gnuplot ----
+ * report_plot_begin opens DIR/plots/plots.gp; report_plot_row adds the row's loss and |dloss|
+ * plots (data inlined, decimated to at most REPORT_PLOT_POINTS points per curve);
+ * report_plot_end adds the throughput and memory bars and runs gnuplot (no shell) in DIR/plots.
+ * Every user string reaches gnuplot through esc_gnuplot. */
+#define REPORT_PLOT_POINTS 2000
+typedef struct plotter plotter;
+int report_plot_begin(const char *out_dir, plotter **p);
+int report_plot_row(plotter *p, report_row *row, int index, const judgement *j);
+int report_plot_end(plotter *p, report *r);
+
+#endif

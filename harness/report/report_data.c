@@ -1,0 +1,170 @@
+/* harness/report/report_data.c: the rows of a report: model, overrides, batch size and ranks from a run's
+ * scenario JSON; figures and verdict from its judgement; byte and verdict formatting. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+static long long json_int_at(json_t *o, const char *key, long long dflt)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static void model_summary(json_t *model, report_row *row)
+{
+    json_t *family = json_object_get(model, "family"), *cfg = json_object_get(model, "config");
+    const char *fam = json_is_string(family) ? json_string_value(family) : "?";
+    if (json_is_object(cfg))
+        snprintf(row->model, sizeof row->model, "%.60s, %lld layers, %lld wide, %lld heads", fam,
+                 json_int_at(cfg, "n_layer", 0), json_int_at(cfg, "n_embd", 0),
+                 json_int_at(cfg, "n_head", 0));
+    else
+        snprintf(row->model, sizeof row->model, "%.60s", fam);
+}
+
+static void overrides_summary(json_t *model, report_row *row)
+{
+    json_t *ov = json_object_get(model, "overrides"), *v;
+    const char *key;
+    size_t used = 0;
+    row->overrides[0] = 0;
+    json_object_foreach(ov, key, v) {
+        char *val = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        int n = snprintf(row->overrides + used, sizeof row->overrides - used, "%s%s=%s",
+                         used ? ", " : "", key, val ? val : "?");
+        free(val);
+        if (n < 0 || (size_t)n >= sizeof row->overrides - used)
+            break;
+        used += (size_t)n;
+    }
+    if (!row->overrides[0])
+        snprintf(row->overrides, sizeof row->overrides, "none");
+}
+
+void report_scenario_fields(const char *scenario_json, report_row *row)
+{
+    snprintf(row->model, sizeof row->model, "?");
+    snprintf(row->overrides, sizeof row->overrides, "?");
+    row->ranks = 1;
+    json_error_t e;
+    json_t *root = scenario_json ? json_loads(scenario_json, 0, &e) : NULL;
+    if (!root)
+        return;
+    json_t *model = json_object_get(root, "model");
+    model_summary(model, row);
+    overrides_summary(model, row);
+    row->batch_size = (int)json_int_at(json_object_get(root, "train"), "batch_size", 0);
+    row->ranks = (int)json_int_at(root, "world_size", 1);
+    json_decref(root);
+}
+
+static void run_figures(report_row *row, const baseline *run)
+{
+    row->seconds = 0;
+    row->mem_total = NAN;
+    for (int i = 0; i < run->n_steps; i++) {
+        if (isfinite(run->steps[i].step_ms))
+            row->seconds += run->steps[i].step_ms / 1e3;
+        if (run->steps[i].mem_total_bytes > 0)
+            row->mem_total = (double)run->steps[i].mem_total_bytes;
+    }
+    if (isnan(row->mem_total) && run->mem_total_bytes > 0)
+        row->mem_total = (double)run->mem_total_bytes;
+    row->mem_peak = peak_memory(run->steps, run->n_steps);
+    row->tokens_per_s = median_tokens_per_s(run->steps, run->n_steps, default_warmup(run->n_steps));
+}
+
+static void baseline_figures(report_row *row, const judgement *j)
+{
+    const baseline *b = &j->base;
+    row->has_baseline = 1;
+    row->base_id = j->base_id;
+    snprintf(row->label, sizeof row->label, "%s", b->label[0] ? b->label : "(by run id)");
+    snprintf(row->base_device, sizeof row->base_device, "%s", b->device);
+    snprintf(row->base_device_name, sizeof row->base_device_name, "%s", b->device_name);
+    row->base_steps = b->n_steps;
+    size_t used = 0;
+    for (int i = 0; i < b->n_extra && used < sizeof row->base_extra; i++) {
+        int n = snprintf(row->base_extra + used, sizeof row->base_extra - used, "%s%s: %s",
+                         i ? "; " : "", b->extra[i].key, b->extra[i].value);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    row->base_at = j->base_at;
+    row->same_host = j->same_host;
+    row->cfg = j->cfg;
+    row->res = j->res;
+    row->forced = j->forced;
+    snprintf(row->diff, sizeof row->diff, "%s", j->diff);
+    row->tokens_per_s = j->res.run_tokens_per_s;
+}
+
+void report_fill_row(report_row *row, const judgement *j)
+{
+    const baseline *run = &j->run;
+    row->run_id = j->run_id;
+    snprintf(row->scenario, sizeof row->scenario, "%s", run->scenario);
+    snprintf(row->device, sizeof row->device, "%s", run->device);
+    snprintf(row->device_name, sizeof row->device_name, "%s", run->device_name);
+    snprintf(row->dtype, sizeof row->dtype, "%s", run->dtype);
+    snprintf(row->status, sizeof row->status, "%s", run->status);
+    row->steps = run->n_steps;
+    row->run_at = j->run_at;
+    report_scenario_fields(run->scenario_json, row);
+    run_figures(row, run);
+    if (j->base_id)
+        baseline_figures(row, j);
+}
+
+verdict report_worst(const report *r)
+{
+    verdict worst = VERDICT_PASS;
+    for (int i = 0; i < r->n; i++)
+        if (r->rows[i].has_baseline && r->rows[i].res.v > worst)
+            worst = r->rows[i].res.v;
+    return worst;
+}
+
+void format_bytes(double bytes, char *out, size_t len)
+{
+    if (!(bytes > 0) || !isfinite(bytes))
+        snprintf(out, len, "-");
+    else if (bytes >= 1024.0 * 1024 * 1024)
+        snprintf(out, len, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+    else
+        snprintf(out, len, "%.1f MiB", bytes / (1024.0 * 1024));
+}
+
+const char *row_verdict(const report_row *row)
+{
+    return row->has_baseline ? verdict_name(row->res.v) : "no baseline";
+}
+
+void row_ratio_text(const report_row *row, char *out, size_t len)
+{
+    if (!row->has_baseline || !isfinite(row->res.throughput_ratio)) {
+        snprintf(out, len, "-");
+        return;
+    }
+    snprintf(out, len, "%.2fx of %.200s (run %lld; %s%s)", row->res.throughput_ratio,
+             row->base_device_name[0] ? row->base_device_name : row->base_device,
+             (long long)row->base_id, row->cfg.min_throughput_ratio >= 0 ? "gated" : "not gated",
+             row->same_host ? "" : "; other host");
+}
+
+void row_hosts_text(const report_row *row, char *out, size_t len)
+{
+    char run[400], base[400];
+    run_host_text(&row->run_at, run, sizeof run);
+    if (!row->has_baseline) {
+        snprintf(out, len, "run: %s", run);
+        return;
+    }
+    run_host_text(&row->base_at, base, sizeof base);
+    snprintf(out, len, "run: %s; baseline: %s%s", run, base,
+             row->same_host ? "" : "; different hosts: the throughput ratio compares two "
+                                   "machines and is informational unless the scenario gates it");
+}

@@ -1,0 +1,353 @@
+/* harness/report/report_plot.c: the report's plots through gnuplot: loss curves of run and baseline,
+ * |dloss| on a log axis with the tolerance band, throughput and memory bars; PNG and SVG. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util/util.h"
+#include "report.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+#define N_SCRIPTS 2      /* gnuplot processes run side by side */
+#define DLOSS_FLOOR 1e-16 /* a zero difference is drawn here on the log axis */
+
+struct plotter {
+    char dir[PATH_MAX];
+    FILE *script[N_SCRIPTS];
+};
+
+/* the script's first lines; the shared style (reports/style.gp, line styles 1 run, 2 baseline,
+ * 3 tolerance) follows */
+static const char SCRIPT_HEAD[] =
+    "# made by harness report: every user string is a single-quoted literal (no backquote,\n"
+    "# macro or escape expansion there) and text is noenhanced\n";
+
+static int script_path(const plotter *p, int k, char *out, size_t len)
+{
+    return snprintf(out, len, "%s/plots_%d.gp", p->dir, k) >= (int)len;
+}
+
+int report_plot_begin(const char *out_dir, plotter **out)
+{
+    plotter *p = calloc(1, sizeof *p);
+    *out = NULL;
+    if (!p)
+        return EXIT_FAIL;
+    snprintf(p->dir, sizeof p->dir, "%s/plots", out_dir);
+    if (mkdir(p->dir, 0777) != 0 && errno != EEXIST) {
+        log_error("report: cannot create %s: %s", p->dir, strerror(errno));
+        free(p);
+        return EXIT_FAIL;
+    }
+    for (int k = 0; k < N_SCRIPTS; k++) {
+        char path[PATH_MAX + 32];
+        script_path(p, k, path, sizeof path);
+        if (!(p->script[k] = fopen(path, "w"))) {
+            log_error("report: cannot write %s: %s", path, strerror(errno));
+            for (int i = 0; i < k; i++)
+                fclose(p->script[i]);
+            free(p);
+            return EXIT_FAIL;
+        }
+        fputs(SCRIPT_HEAD, p->script[k]);
+        fputs(report_style_gp, p->script[k]);
+    }
+    *out = p;
+    return 0;
+}
+
+/* ---- data, decimated ---------------------------------------------------------------------- */
+
+static void put_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, " %.9g", v);
+    else
+        fputs(" NaN", f);
+}
+
+/* writes (x[i], y[i]) as a datablock; above REPORT_PLOT_POINTS points, each bucket of steps
+ * keeps its smallest and largest y (in step order), so the envelope and every spike survive */
+static void datablock(FILE *f, const char *name, const double *x, const double *y, int n)
+{
+    fprintf(f, "$%s << EOD\n", name);
+    int per = n > REPORT_PLOT_POINTS ? (2 * n + REPORT_PLOT_POINTS - 1) / REPORT_PLOT_POINTS : 1;
+    for (int b = 0; b < n; b += per) {
+        int e = b + per < n ? b + per : n, lo = -1, hi = -1;
+        for (int i = b; i < e; i++) {
+            if (!isfinite(y[i]))
+                continue;
+            lo = lo < 0 || y[i] < y[lo] ? i : lo;
+            hi = hi < 0 || y[i] > y[hi] ? i : hi;
+        }
+        if (lo < 0)
+            lo = hi = b; /* nothing finite: one gap */
+        int first = lo < hi ? lo : hi, second = lo < hi ? hi : lo;
+        fprintf(f, "%.0f", x[first]);
+        put_num(f, y[first]);
+        fputc('\n', f);
+        if (second != first) {
+            fprintf(f, "%.0f", x[second]);
+            put_num(f, y[second]);
+            fputc('\n', f);
+        }
+    }
+    fputs("EOD\n", f);
+}
+
+/* one PNG and one SVG of the plot command cmd (already written to f with the settings) */
+static void outputs(FILE *f, const char *base, const char *cmd, int width)
+{
+    fprintf(f, "set terminal png size %d,480\nset output '%s.png'\n%s\n", width, base, cmd);
+    fprintf(f, "set terminal svg size %d,480 dynamic\nset output '%s.svg'\nreplot\n"
+               "unset output\n", width, base);
+}
+
+static void title(FILE *f, const char *what, const char *text)
+{
+    fprintf(f, "set %s ", what);
+    esc_gnuplot(f, text);
+    fputs(" noenhanced\n", f);
+}
+
+static int loss_arrays(const baseline *b, double **x, double **y)
+{
+    *x = calloc((size_t)(b->n_steps + 1), sizeof **x);
+    *y = calloc((size_t)(b->n_steps + 1), sizeof **y);
+    if (!*x || !*y)
+        return EXIT_FAIL;
+    for (int i = 0; i < b->n_steps; i++) {
+        (*x)[i] = b->steps[i].step;
+        (*y)[i] = b->steps[i].loss;
+    }
+    return 0;
+}
+
+static void loss_plot(FILE *f, const report_row *row, int index, const judgement *j)
+{
+    double *x = NULL, *y = NULL;
+    char name[32], text[1200];
+    snprintf(name, sizeof name, "run%d", index);
+    if (!loss_arrays(&j->run, &x, &y))
+        datablock(f, name, x, y, j->run.n_steps);
+    free(x);
+    free(y);
+    if (row->has_baseline) {
+        snprintf(name, sizeof name, "base%d", index);
+        if (!loss_arrays(&j->base, &x, &y))
+            datablock(f, name, x, y, j->base.n_steps);
+        free(x);
+        free(y);
+    }
+    snprintf(text, sizeof text, "%s on %s (%s), run %lld: %s", row->scenario, row->device,
+             row->device_name, (long long)row->run_id, row_verdict(row));
+    title(f, "title", text);
+    fputs("unset logscale y\nset format y '%g'\nset xlabel 'step'\nset ylabel 'loss'\n", f);
+    char cmd[1800], run_t[600];
+    snprintf(run_t, sizeof run_t, "run %lld: %s", (long long)row->run_id, row->device);
+    fprintf(f, "run_title%d = ", index);
+    esc_gnuplot(f, run_t);
+    fputc('\n', f);
+    if (row->has_baseline) {
+        snprintf(text, sizeof text, "baseline %s: %s (%s)", row->label, row->base_device,
+                 row->base_device_name);
+        fprintf(f, "base_title%d = ", index);
+        esc_gnuplot(f, text);
+        fputc('\n', f);
+        snprintf(cmd, sizeof cmd, "plot $base%d using 1:2 with lines ls 2 "
+                                  "title base_title%d, $run%d using 1:2 with lines ls 1 "
+                                  "title run_title%d", index, index, index, index);
+    } else {
+        snprintf(cmd, sizeof cmd, "plot $run%d using 1:2 with lines ls 1 "
+                                  "title run_title%d", index, index);
+    }
+    snprintf(name, sizeof name, "loss_%d", index);
+    outputs(f, name, cmd, 900);
+}
+
+/* |dloss| per common step and the band atol + rtol*|ref| */
+static void dloss_data(FILE *f, int index, const judgement *j, tolerance t)
+{
+    int n = j->run.n_steps < j->base.n_steps ? j->run.n_steps : j->base.n_steps, m = 0;
+    double *x = calloc((size_t)(n + 1), sizeof *x), *d = calloc((size_t)(n + 1), sizeof *d),
+           *band = calloc((size_t)(n + 1), sizeof *band);
+    for (int a = 0, b = 0; x && d && band && a < j->run.n_steps && b < j->base.n_steps;) {
+        const step_record *r = &j->run.steps[a], *q = &j->base.steps[b];
+        if (r->step != q->step) {
+            r->step < q->step ? a++ : b++;
+            continue;
+        }
+        x[m] = r->step;
+        d[m] = fabs(r->loss - q->loss);
+        d[m] = isnan(d[m]) ? d[m] : fmax(d[m], DLOSS_FLOOR);
+        band[m++] = t.atol + t.rtol * fabs(q->loss);
+        a++;
+        b++;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "d%d", index);
+    datablock(f, name, x, d, x && d ? m : 0);
+    snprintf(name, sizeof name, "band%d", index);
+    datablock(f, name, x, band, x && band ? m : 0);
+    free(x);
+    free(d);
+    free(band);
+}
+
+static void dloss_plot(FILE *f, const report_row *row, int index, const judgement *j)
+{
+    dloss_data(f, index, j, row->cfg.loss);
+    char text[1200], cmd[1200];
+    snprintf(text, sizeof text, "|loss - baseline loss|: %s on %s vs %s, run %lld", row->scenario,
+             row->device, row->label, (long long)row->run_id);
+    title(f, "title", text);
+    fprintf(f, "set logscale y\nset format y '%%.0e'\nset xlabel 'step'\nset ylabel '|dloss|'\n"
+               "set yrange [%g:*]\n", DLOSS_FLOOR / 10);
+    if (row->res.first_fail_step)
+        fprintf(f, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'red'\n",
+                row->res.first_fail_step, row->res.first_fail_step);
+    snprintf(cmd, sizeof cmd,
+             "plot $band%d using 1:2 with filledcurves x1 fs transparent solid 0.25 "
+             "ls 3 title sprintf('tolerance %%.3g + %%.3g*|ref|', %.17g, %.17g), "
+             "$d%d using 1:2 with linespoints ls 1 pt 7 ps 0.4 "
+             "title '|dloss| (0 drawn at 1e-16)'",
+             index, row->cfg.loss.atol, row->cfg.loss.rtol, index);
+    char name[32];
+    snprintf(name, sizeof name, "dloss_%d", index);
+    outputs(f, name, cmd, 900);
+    fputs("unset arrow 1\nset autoscale y\n", f);
+}
+
+int report_plot_row(plotter *p, report_row *row, int index, const judgement *j)
+{
+    FILE *f = p->script[index % N_SCRIPTS];
+    loss_plot(f, row, index, j);
+    row->has_loss_plot = 1;
+    if (row->has_baseline) {
+        dloss_plot(f, row, index, j);
+        row->has_dloss_plot = 1;
+    }
+    return ferror(f) ? EXIT_FAIL : 0;
+}
+
+/* ---- throughput and memory bars ----------------------------------------------------------- */
+
+static void bar_xtics(FILE *f, const report *r)
+{
+    fputs("set xtics rotate by 30 right (", f);
+    for (int i = 0; i < r->n; i++) {
+        const report_row *w = &r->rows[i];
+        char label[700];
+        snprintf(label, sizeof label, "%.200s on %.200s (run %lld)", w->scenario, w->device,
+                 (long long)w->run_id);
+        fprintf(f, "%s", i ? ", " : "");
+        esc_gnuplot(f, label);
+        fprintf(f, " %d", i);
+    }
+    fputs(")\n", f);
+}
+
+static void bars(FILE *f, const report *r, const char *name, const char *ylabel, double scale,
+                 int memory)
+{
+    fprintf(f, "$%s << EOD\n", name);
+    for (int i = 0; i < r->n; i++) {
+        const report_row *w = &r->rows[i];
+        double run = memory ? w->mem_peak : w->tokens_per_s;
+        double base = !w->has_baseline ? NAN : memory ? w->res.base_mem_peak
+                                                      : w->res.base_tokens_per_s;
+        fprintf(f, "%d", i);
+        put_num(f, run / scale);
+        put_num(f, base / scale);
+        fputc('\n', f);
+    }
+    fputs("EOD\n", f);
+    fprintf(f, "set title '%s per run, with its baseline'\nunset logscale y\nset format y '%%g'\n"
+               "set xlabel ''\nset ylabel '%s'\nset yrange [0:*]\nset xrange [-0.5:%d.5]\n"
+               "set boxwidth 0.4\nset style fill solid 0.8\n", ylabel, ylabel, r->n - 1);
+    bar_xtics(f, r);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "plot $%s using ($1-0.2):2 with boxes ls 1 title 'run', "
+                              "$%s using ($1+0.2):3 with boxes ls 2 title 'baseline'",
+             name, name);
+    int width = 900 + (r->n > 15 ? 40 * (r->n - 15) : 0);
+    outputs(f, name, cmd, width > 8000 ? 8000 : width);
+    fputs("set xtics autofreq norotate\nset autoscale\n", f);
+}
+
+/* ---- running gnuplot ---------------------------------------------------------------------- */
+
+/* starts `gnuplot plots_K.gp` in dir with stdout and stderr into plots_K.log; no shell */
+static pid_t start_gnuplot(const char *dir, int k)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    char script[32], log[32];
+    snprintf(script, sizeof script, "plots_%d.gp", k);
+    snprintf(log, sizeof log, "plots_%d.log", k);
+    if (chdir(dir) != 0)
+        _exit(126);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+    }
+    execlp("gnuplot", "gnuplot", script, (char *)NULL);
+    _exit(127);
+}
+
+static int wait_gnuplot(const plotter *p, pid_t pid, int k)
+{
+    int status = 0;
+    if (pid < 0) {
+        log_error("report: cannot start gnuplot: %s", strerror(errno));
+        return EXIT_FAIL;
+    }
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return EXIT_FAIL;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        log_error("report: gnuplot is not installed (apt-get install gnuplot-nox), or cannot run");
+    else
+        log_error("report: gnuplot failed on %s/plots_%d.gp (status %d); its messages are in "
+                  "%s/plots_%d.log", p->dir, k, status, p->dir, k);
+    return EXIT_FAIL;
+}
+
+int report_plot_end(plotter *p, report *r)
+{
+    int rc = 0;
+    if (r->n > 0) {
+        bars(p->script[0], r, "throughput", "tokens/s", 1, 0);
+        bars(p->script[N_SCRIPTS - 1], r, "memory", "peak memory (MiB)", 1048576.0, 1);
+    }
+    for (int k = 0; k < N_SCRIPTS; k++)
+        if (ferror(p->script[k]) | fclose(p->script[k]))
+            rc = EXIT_FAIL;
+    if (rc)
+        log_error("report: writing the gnuplot scripts in %s failed", p->dir);
+    fflush(NULL);
+    pid_t pids[N_SCRIPTS];
+    int started = 0;
+    for (; started < N_SCRIPTS && !rc; started++)
+        pids[started] = start_gnuplot(p->dir, started);
+    for (int k = 0; k < started; k++)
+        rc |= wait_gnuplot(p, pids[k], k);
+    r->plots = rc == 0;
+    free(p);
+    return rc;
+}

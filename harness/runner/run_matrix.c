@@ -1,0 +1,267 @@
+/* harness/runner/run_matrix.c: `harness run SCENARIO... --device A,B|all --compare`: every scenario on
+ * every device, each run compared with its baseline, one summary table, the worst verdict. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "judge/judge.h"
+#include "runner.h"
+#include "util/util.h"
+
+#define MAX_DEVICES 32
+
+typedef struct {
+    char scenario[256], device[64];
+    int64_t run_id;
+    int error;         /* an input error: no scenario, device or baseline (exit 2) */
+    int setup_failed;  /* the device failed while the run was prepared: not recorded, a fail */
+    char note[256];
+    int judged;
+    verdict v;
+    int first_fail, steps;
+    double max_abs, tokens_per_s, ratio;
+    char status[16];
+    /* what the throughput ratio means: gated by the scenario or informational, and where the
+     * baseline ran (another host, other threads: then the ratio compares machines too) */
+    char ratio_note[224];
+} cell;
+
+typedef struct {
+    cell *cells;
+    int n, cap;
+} matrix;
+
+static cell *add_cell(matrix *m, const char *scenario, const char *device)
+{
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 16;
+        cell *grown = realloc(m->cells, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return NULL;
+        m->cells = grown;
+        m->cap = cap;
+    }
+    cell *c = &m->cells[m->n++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->scenario, sizeof c->scenario, "%s", scenario);
+    snprintf(c->device, sizeof c->device, "%s", device);
+    return c;
+}
+
+/* ---- the device list ---------------------------------------------------------------------- */
+
+/* backends compiled in that have at least one device, cpu64 left out */
+static int all_devices(char specs[][64], int max)
+{
+    device_info info[64];
+    int n_info = device_list(info, 64), n = 0;
+    for (const char *const *b = device_backends(); *b && n < max; b++) {
+        if (strcmp(*b, "cpu64") == 0)
+            continue;
+        size_t len = strlen(*b);
+        for (int i = 0; i < n_info; i++)
+            if (strncmp(info[i].spec, *b, len) == 0 &&
+                (info[i].spec[len] == 0 || info[i].spec[len] == ':')) {
+                snprintf(specs[n++], 64, "%s", *b);
+                break;
+            }
+    }
+    return n;
+}
+
+static int parse_devices(const char *list, char specs[][64], int max, int *n)
+{
+    *n = 0;
+    if (strcmp(list, "all") == 0) {
+        *n = all_devices(specs, max);
+        return *n ? 0 : (log_error("run: --device all: this build has no device"), EXIT_USAGE);
+    }
+    for (const char *p = list;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= 64 || *n == max) {
+            log_error("run: --device '%s': expected SPEC[,SPEC...] (at most %d, each non-empty) "
+                      "or all", list, max);
+            return EXIT_USAGE;
+        }
+        snprintf(specs[(*n)++], 64, "%.*s", (int)len, p);
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+/* ---- one cell ----------------------------------------------------------------------------- */
+
+static void note_ratio(const judgement *j, cell *c)
+{
+    char base[128];
+    run_host_text(&j->base_at, base, sizeof base);
+    if (judge_throughput_gated(j))
+        snprintf(c->ratio_note, sizeof c->ratio_note, "gated >= %gx; baseline: %s",
+                 j->cfg.min_throughput_ratio, base);
+    else
+        snprintf(c->ratio_note, sizeof c->ratio_note, "not gated%s; baseline: %s",
+                 j->same_host ? "" : ", another host", base);
+}
+
+static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
+{
+    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL};
+    judgement j;
+    if (judge_run(st, c->run_id, &q, &j)) {
+        c->error = 1;
+        snprintf(c->note, sizeof c->note, "no usable baseline");
+    } else {
+        if (judge_store(st, &j))
+            c->error = 1;
+        if (!a->quiet || j.res.v != VERDICT_PASS) /* CI logs show why, even when quiet */
+            judge_print(stdout, &j);
+        c->judged = 1;
+        c->v = j.res.v;
+        c->first_fail = j.res.first_fail_step;
+        c->max_abs = j.res.loss.compared ? j.res.loss.max_abs : NAN;
+        c->tokens_per_s = j.res.run_tokens_per_s;
+        c->ratio = j.res.throughput_ratio;
+        note_ratio(&j, c);
+    }
+    c->steps = j.run.n_steps;
+    snprintf(c->status, sizeof c->status, "%s", j.run.status);
+    judge_free(&j);
+}
+
+/* the store, opened when the first run is about to be recorded: a matrix whose cells all end
+ * in input errors leaves it as it was (not even created) */
+typedef struct {
+    const run_args *a;
+    store *st;
+} recorder;
+
+/* prepares, records and judges one cell; 0, or store_open's code when the store cannot open */
+static int run_cell(recorder *r, const scenario *s, cell *c)
+{
+    const run_args *a = r->a;
+    char err[512];
+    device *d = device_open(c->device, err, sizeof err);
+    if (!d) {
+        log_error("run: --device %s: %s", c->device, err);
+        c->error = 1;
+        snprintf(c->note, sizeof c->note, "%.250s", err);
+        return 0;
+    }
+    run_args one = *a;
+    one.scenario = s->path;
+    trainer *tr = NULL;
+    int rc = runner_prepare(s, d, &one, &tr), store_rc = 0;
+    if (rc) {
+        c->error = rc == EXIT_USAGE;
+        c->setup_failed = rc != EXIT_USAGE;
+        snprintf(c->note, sizeof c->note, "the run could not start (see above); not recorded");
+    } else if (r->st || (store_rc = store_open(a->db, &r->st)) == 0) {
+        if (!a->quiet)
+            printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
+                   d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
+        runner_record(tr, s, d, r->st, &one, &c->run_id);
+    }
+    train_free(tr);
+    device_close(d);
+    if (c->run_id)
+        judge_cell(r->st, a, s, c);
+    else if (!c->error && !c->setup_failed) { /* begin_run failed, or the store did not open */
+        c->error = 1;
+        snprintf(c->note, sizeof c->note, "the run could not be recorded (see above)");
+    }
+    return store_rc;
+}
+
+/* every device for one scenario file; 0, 2 when out of memory, or store_open's code */
+static int run_scenario(recorder *r, const char *path, char specs[][64], int n_dev, matrix *m)
+{
+    scenario s;
+    int bad = runner_load_scenario(r->a, path, &s), rc = 0;
+    for (int i = 0; i < n_dev && !rc && !run_stop_requested(); i++) {
+        cell *c = add_cell(m, bad ? path : s.name, specs[i]);
+        if (!c) {
+            log_error("run: out of memory for the summary");
+            scenario_free(&s);
+            return EXIT_USAGE;
+        }
+        if (bad) {
+            c->error = 1;
+            snprintf(c->note, sizeof c->note, "the scenario file is not valid (see above)");
+            continue;
+        }
+        rc = run_cell(r, &s, c);
+    }
+    scenario_free(&s);
+    return rc;
+}
+
+/* ---- the summary -------------------------------------------------------------------------- */
+
+static void print_cell(const cell *c)
+{
+    printf("%-24.24s %-10.10s ", term_safe(c->scenario), term_safe(c->device));
+    if (c->run_id)
+        printf("%5lld %-9s %6d ", (long long)c->run_id, c->status, c->steps);
+    else
+        printf("%5s %-9s %6s ", "-", "-", "-");
+    if (!c->judged) {
+        printf("%-11s %s\n", c->setup_failed ? "fail" : "error", term_safe(c->note));
+        return;
+    }
+    printf("%-11s ", verdict_name(c->v));
+    if (c->first_fail)
+        printf("%10d ", c->first_fail);
+    else
+        printf("%10s ", "-");
+    printf("%12.3e %10.0f %7.3fx  %s\n", c->max_abs, c->tokens_per_s, c->ratio,
+           term_safe(c->ratio_note));
+}
+
+/* prints the table; returns the exit code: 2 on any input error, else the worst verdict's */
+static int summary(const matrix *m, int n_scenarios, int n_dev)
+{
+    verdict worst = VERDICT_PASS;
+    int errors = 0;
+    printf("\n== summary: %d scenario%s x %d device%s\n", n_scenarios, n_scenarios > 1 ? "s" : "",
+           n_dev, n_dev > 1 ? "s" : "");
+    printf("%-24s %-10s %5s %-9s %6s %-11s %10s %12s %10s %8s  %s\n", "scenario", "device",
+           "run", "status", "steps", "verdict", "first fail", "max |dloss|", "tokens/s", "vs base",
+           "(throughput ratio: gated or not, where the baseline ran)");
+    for (int i = 0; i < m->n; i++) {
+        const cell *c = &m->cells[i];
+        print_cell(c);
+        errors += c->error;
+        if (c->judged && c->v > worst)
+            worst = c->v;
+        if (c->setup_failed && VERDICT_FAIL > worst)
+            worst = VERDICT_FAIL;
+    }
+    if (run_stop_requested())
+        printf("stopped by a signal: the cells not listed did not run\n");
+    printf("worst verdict: %s%s\n", errors ? "error" : verdict_name(worst),
+           errors ? " (a scenario, device or baseline could not be used)" : "");
+    if (errors)
+        return EXIT_USAGE;
+    return run_stop_requested() ? EXIT_FAIL : verdict_exit_code(worst);
+}
+
+int run_matrix(const run_args *a)
+{
+    char specs[MAX_DEVICES][64];
+    int n_dev = 0, rc = parse_devices(a->device, specs, MAX_DEVICES, &n_dev);
+    if (rc)
+        return rc;
+    recorder r = {a, NULL};
+    matrix m = {NULL, 0, 0};
+    for (int i = 0; i < a->n_scenarios && !rc && !run_stop_requested(); i++)
+        rc = run_scenario(&r, a->scenarios[i], specs, n_dev, &m);
+    if (!rc)
+        rc = summary(&m, a->n_scenarios, n_dev);
+    free(m.cells);
+    if (r.st)
+        store_close(r.st);
+    return rc;
+}

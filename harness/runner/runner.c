@@ -1,0 +1,163 @@
+/* harness/runner/runner.c: one run of a scenario on a device: loads and prepares it, then opens
+ * the store, records every step (one line each) and the run's final status; SIGINT/SIGTERM. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner.h"
+#include "util/util.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    stop_requested = sig;
+}
+
+typedef struct {
+    store *st;
+    int64_t run_id;
+    int quiet, total;
+} step_sink;
+
+static int record_step(const step_record *r, void *arg)
+{
+    step_sink *sink = arg;
+    if (!sink->quiet)
+        printf("step %5d/%d  loss %.6f  grad_norm %.4f  lr %.3e  %8.1f ms  %9.0f tok/s  "
+               "peak %.1f MiB\n",
+               r->step, sink->total, r->loss, r->grad_norm, r->lr, r->step_ms, r->tokens_per_s,
+               r->mem_peak_bytes / 1048576.0);
+    fflush(stdout);
+    return store_add_step(sink->st, sink->run_id, r);
+}
+
+static int begin_run(store *st, const scenario *s, const device *d, int64_t *id)
+{
+    char host[256];
+    host_name(host, sizeof host);
+    run_meta m = {s->name, s->json, s->hash, d->backend, d->name, d->vendor, d->driver_version,
+                  d->runtime_version, s->world_size, d->dtype, host, harness_git_commit,
+                  HARNESS_VERSION, (int64_t)d->mem_total, host_threads(), host_load_avg()};
+    return store_begin_run(st, &m, id);
+}
+
+static const char *status_name(train_status st)
+{
+    return st == TRAIN_OK ? "ok" : st == TRAIN_DIVERGED ? "diverged" : "failed";
+}
+
+static train_options run_options(const run_args *a)
+{
+    train_options o = {(int)a->steps, &stop_requested, NULL, NULL, a->save};
+    return o;
+}
+
+int runner_prepare(const scenario *s, device *d, const run_args *a, trainer **tr)
+{
+    train_options o = run_options(a);
+    return train_prepare(s, d, &o, tr);
+}
+
+/* SIGINT and SIGTERM end the run after its current step while a run row is open; before it
+ * exists (setup) and after it is finished, their dispositions are the caller's (by default
+ * they end the process at once: nothing of the run is recorded then, or all of it is). */
+static void catch_signals(int on, struct sigaction old[2])
+{
+    static const int sigs[2] = {SIGINT, SIGTERM};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* as signal() had it: the store's I/O is not cut short */
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 2; i++)
+        if (on)
+            sigaction(sigs[i], &sa, &old[i]);
+        else
+            sigaction(sigs[i], &old[i], NULL);
+}
+
+int runner_record(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
+                  int64_t *run_id)
+{
+    step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps};
+    *run_id = 0;
+    if (begin_run(st, s, d, &sink.run_id))
+        return EXIT_FAIL;
+    struct sigaction old[2];
+    catch_signals(1, old);
+    *run_id = sink.run_id;
+    train_options o = run_options(a);
+    o.on_step = record_step;
+    o.arg = &sink;
+    train_result res;
+    int rc = train_loop(tr, &o, &res);
+    const char *status = status_name(res.status);
+    if (store_finish_run(st, sink.run_id, status, res.error[0] ? res.error : NULL))
+        rc = EXIT_FAIL;
+    catch_signals(0, old);
+    printf("run %lld: %s, %d steps, final loss %.6f%s%s\n", (long long)sink.run_id, status,
+           res.steps_done, res.final_loss, res.error[0] ? ": " : "", term_safe(res.error));
+    return rc;
+}
+
+int runner_load_scenario(const run_args *a, const char *path, scenario *s)
+{
+    int rc = scenario_load(path, s);
+    if (rc == 0 && a->steps > 0 && a->steps != s->steps)
+        rc = scenario_override_steps(s, (int)a->steps);
+    if (rc == 0 && s->world_size != 1) { /* refused before anything is recorded */
+        log_error("%s: world_size %d needs a communicator (MPI), which this build does not have",
+                  s->path, s->world_size);
+        rc = EXIT_USAGE;
+    }
+    return rc;
+}
+
+/* the prepared run recorded into a.db, opened only now: an input error found while preparing
+ * leaves the store as it was (not even created) */
+static int record_into_db(trainer *tr, const scenario *s, device *d, const run_args *a)
+{
+    store *st = NULL;
+    int rc = store_open(a->db, &st);
+    if (rc)
+        return rc;
+    if (!a->quiet)
+        printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
+               d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
+    int64_t run_id = 0;
+    rc = runner_record(tr, s, d, st, a, &run_id);
+    store_close(st);
+    return rc;
+}
+
+int runner_run_one(const run_args *a)
+{
+    int rc;
+    scenario s;
+    if ((rc = runner_load_scenario(a, a->scenario, &s)) != 0) {
+        scenario_free(&s);
+        return rc;
+    }
+    char err[512];
+    device *d = device_open(a->device, err, sizeof err);
+    if (!d) {
+        log_error("run: --device %s: %s", a->device, err);
+        scenario_free(&s);
+        return EXIT_USAGE;
+    }
+    trainer *tr = NULL;
+    if ((rc = runner_prepare(&s, d, a, &tr)) == 0)
+        rc = record_into_db(tr, &s, d, a);
+    train_free(tr);
+    device_close(d);
+    scenario_free(&s);
+    return rc;
+}
+
+int run_stop_requested(void)
+{
+    return stop_requested != 0;
+}

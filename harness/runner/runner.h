@@ -1,0 +1,47 @@
+/* harness/runner/runner.h: the public face of runner/: running scenarios and recording them, one
+ * run (runner.c) or the --compare matrix of scenarios x devices (run_matrix.c). */
+#ifndef RUNNER_H
+#define RUNNER_H
+
+#include <stdint.h>
+
+#include "device.h"
+#include "train/train.h"
+#include "store/store.h"
+
+#define RUN_MAX_SCENARIOS 256
+
+typedef struct {
+    const char *scenario, *device, *db;
+    long steps;
+    int quiet;
+    const char *save; /* --save DIR: the final weights as a Hugging Face model directory */
+    /* --compare */
+    int compare;
+    const char *scenarios[RUN_MAX_SCENARIOS];
+    int n_scenarios;
+    const char *baseline, *baselines;
+} run_args;
+
+/* Everything the run of s on d needs, read and checked (train_prepare with --steps and --save):
+ * nothing is recorded, so an input error leaves the store untouched. 0 with *tr ready, 1 when
+ * the device failed, 2 on an input error (message printed, *tr NULL). */
+int runner_prepare(const scenario *s, device *d, const run_args *a, trainer **tr);
+/* Records and trains the prepared run: begins the run row, prints the step lines,
+ * finishes the row and prints the `run ID: STATUS, N steps, ...` line; SIGINT/SIGTERM end the
+ * run as failed after the current step while the row is open. *run_id is the new run (0 if
+ * none was begun). Returns 0 when the run ended ok, 1 failed/diverged/interrupted. */
+int runner_record(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
+                  int64_t *run_id);
+/* scenario_load plus the --steps override (which becomes part of the stored scenario and its
+ * hash). 0, or 2 after a message; scenario_free(s) is safe either way. */
+int runner_load_scenario(const run_args *a, const char *path, scenario *s);
+/* 1 once SIGINT or SIGTERM asked the runs to stop */
+int run_stop_requested(void);
+/* one run of a->scenario on a->device recorded into a->db (`harness run SCENARIO`): the store
+ * is opened only after everything was read and checked. 0, 1 failed, 2 input error. */
+int runner_run_one(const run_args *a);
+/* the --compare mode (run_matrix.c) */
+int run_matrix(const run_args *a);
+
+#endif

@@ -1,0 +1,125 @@
+/* harness/store/store.h: the SQLite store of runs and their per-step metrics (WAL mode, schema version
+ * in PRAGMA user_version with forward migrations). See docs/store.md for the schema. */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdint.h>
+
+typedef struct store store;
+
+/* Opens (creating and migrating as needed) the database at path. Returns 0, or 2 after printing
+ * a message naming the file (not a database, newer schema than this harness knows, ...). */
+int store_open(const char *path, store **out);
+void store_close(store *st);
+/* Opens an existing store for reading only: never creates, migrates or writes the file. Returns
+ * 0, or 2 after a message ("no database at FILE", not a database, an older or newer schema). The
+ * write functions refuse (1) on a store opened this way. */
+int store_open_readonly(const char *path, store **out);
+/* The schema version (PRAGMA user_version) this harness creates and migrates to. */
+int store_schema_version(void);
+
+typedef struct {
+    const char *scenario, *scenario_json, *scenario_hash;
+    const char *device, *device_name, *vendor, *driver_version, *runtime_version;
+    int world_size;
+    const char *dtype, *host, *git_commit, *harness_version;
+    int64_t mem_total_bytes;
+    int threads;     /* CPU threads the run used (hostinfo.h); 0: unknown, stored as NULL */
+    double load_avg; /* 1-minute load average when it started; NaN: unknown, stored as NULL */
+} run_meta;
+
+typedef struct {
+    int step;
+    double loss, grad_norm, lr;
+    int64_t tokens;             /* tokens this step (batch * seq_len * ranks) */
+    double step_ms, tokens_per_s;
+    int64_t mem_peak_bytes, mem_used_bytes, mem_total_bytes;
+    int threads;                /* CPU threads the step ran with (cpu backends); 0 unknown */
+} step_record;
+
+/* Inserts a runs row with status 'running' and started_at now. Returns 0 or 1 (message). */
+int store_begin_run(store *st, const run_meta *m, int64_t *run_id);
+/* Appends one step; committed when it returns (a run killed later keeps it). 0 or 1. */
+int store_add_step(store *st, int64_t run_id, const step_record *r);
+/* status: "ok" | "failed" | "diverged"; error may be NULL. Sets finished_at. 0 or 1. */
+int store_finish_run(store *st, int64_t run_id, const char *status, const char *error);
+
+/* ---- reading ---- */
+typedef struct {
+    int64_t id;
+    char scenario[256], scenario_hash[65], device[64], device_name[256], dtype[16], host[256];
+    char git_commit[64], harness_version[32], started_at[32], finished_at[32], status[16];
+    char error[512];
+    int world_size;
+    int n_steps;
+    double last_loss;
+    int64_t mem_total_bytes;
+    int threads;     /* 0 when not recorded */
+    double load_avg; /* NaN when not recorded */
+    int imported;    /* 1: an imported baseline (store_import_run), not a run of this machine */
+} run_row;
+
+/* Fills *out with run id; returns 0, 1 when there is no such run (message printed), 2 on error */
+int store_get_run(store *st, int64_t run_id, run_row *out);
+/* The scenario JSON of a run (malloc'd, caller frees), NULL if none */
+char *store_get_run_json(store *st, int64_t run_id);
+/* Calls fn for every run, newest first (by id: the order runs were recorded or imported;
+ * limit 0 = all). Returns 0 or 2. A nonzero return from
+ * fn stops the walk, and store_each_run returns that value. */
+int store_each_run(store *st, int limit, int (*fn)(const run_row *r, void *arg), void *arg);
+/* The device identity of a run that run_row leaves out. */
+typedef struct {
+    char vendor[256], driver_version[256], runtime_version[256];
+} run_device;
+/* Fills *out for run id; returns 0, 1 when there is no such run (message printed), 2 on error */
+int store_get_run_device(store *st, int64_t run_id, run_device *out);
+/* Loads all steps of a run in step order into a malloc'd array (caller frees). 0 or 2. */
+int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n);
+
+/* ---- baselines, comparisons and history (added for compare and report) ----------------------
+ * Schema version 3 adds runs.threads, runs.load_avg and runs.imported.
+ * Schema version 2: baselines are keyed by (scenario, label), so one label ("cpu", "a100")
+ * names a baseline per scenario; run_extra keeps the metadata keys of an imported baseline that
+ * the runs table has no column for (source, torch_version, ...). See docs/store.md. */
+
+/* A finished run to insert whole (an imported baseline): times from the file, status ok. */
+typedef struct {
+    run_meta meta;
+    const char *started_at, *finished_at; /* "" or NULL: now */
+    const step_record *steps;
+    int n_steps;
+    const char *const *extra; /* key, value, key, value, ... */
+    int n_extra;              /* pairs */
+} run_import;
+/* Inserts the run (marked imported), its steps and extra keys in one transaction. Returns 0 or
+ * 1 (message). */
+int store_import_run(store *st, const run_import *in, int64_t *run_id);
+/* Calls fn(key, value) for each extra metadata key of a run, in insertion order. 0 or 2. */
+int store_each_run_extra(store *st, int64_t run_id,
+                         int (*fn)(const char *key, const char *value, void *arg), void *arg);
+
+/* Points label of scenario at run_id (replacing what it pointed at). 0 or 1. */
+int store_set_baseline(store *st, const char *scenario, const char *label, int64_t run_id);
+/* Looks a label of a scenario up: 0 found (*run_id set), 1 no such label (no message), 2 error */
+int store_find_baseline(store *st, const char *scenario, const char *label, int64_t *run_id);
+typedef struct {
+    char scenario[256], label[256], created_at[32];
+    int64_t run_id;
+} baseline_row;
+/* Calls fn for every baseline label, by scenario then label. 0, 2, or fn's nonzero return. */
+int store_each_baseline(store *st, int (*fn)(const baseline_row *b, void *arg), void *arg);
+
+/* Records the result of a comparison. first_failing_step 0 is stored as NULL. 0 or 1. */
+int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, const char *verdict,
+                         int first_failing_step, double max_abs, double max_rel,
+                         const char *details_json);
+/* The newest comparison of run_id: its verdict into verdict[16]; 0, 1 when none, 2 on error */
+int store_last_verdict(store *st, int64_t run_id, char verdict[16]);
+/* Ids of the runs before run_id with the same scenario hash and device name and status ok,
+ * newest first, at most limit (malloc'd, caller frees). 0 or 2. */
+int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n);
+
+/* the store's additions for exec and ingest: part of the store/ face */
+#include "store_logs.h"
+
+#endif

@@ -1,0 +1,78 @@
+/* harness/train/scenario.h: a scenario file (JSON): model, data, training hyperparameters, world
+ * size, dtype, tolerances and the default baseline. See docs/scenario.md for the format. */
+#ifndef SCENARIO_H
+#define SCENARIO_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "models/models.h"
+
+#define SCN_STR 256
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+typedef struct {
+    char path[PATH_MAX];        /* the file it was read from */
+    char name[SCN_STR];         /* "name" (required) */
+    char description[SCN_STR];  /* optional */
+
+    /* "model": {"family": "gpt2", "config": {...} | "config_path": "dir/config.json",
+     *           "overrides": {...} | "overrides_path": "override_config.json"} */
+    char family[32];
+    const model_family *fam;    /* model_family_find(family) */
+    model_config_u model;       /* the family's config: model.gpt2 for "gpt2" */
+    char config_path[PATH_MAX]; /* resolved, "" when inline */
+    /* "model": {"family": "gpt2", "path": "DIR", "weights": "seeded" | "pretrained"}: a local
+     * Hugging Face model directory (config.json, override_config.json, safetensors) */
+    char model_dir[PATH_MAX];   /* resolved, "" when none */
+    char weights[16];           /* "seeded" (default without path) | "pretrained" (with path) */
+
+    /* "data": {"path": "data/corpus.txt", "tokenizer": "byte", "seq_len": 64,
+     *          "objective": "clm" | "mlm", "mlm_probability": 0.15, "line_by_line": false} */
+    char data_path[PATH_MAX];   /* resolved against the scenario file's folder */
+    char tokenizer[64];         /* "byte" | "bpe" | "wordpiece" */
+    char tokenizer_path[PATH_MAX]; /* bpe, wordpiece: tokenizer.json, vocab.json, vocab.txt or a
+                                      folder (default: the model directory); resolved */
+    int seq_len;                /* the length of every row (mlm line by line: max_length) */
+    char objective[8];          /* "clm" (next token, default) | "mlm" (masked, data_mlm.h) */
+    double mlm_probability;     /* mlm: share of non-special tokens chosen, (0, 1], 0.15 */
+    int line_by_line;           /* mlm: 1 one padded row per line, 0 grouped blocks (default) */
+
+    /* "train": {...} */
+    int steps;
+    int batch_size;             /* per rank */
+    double lr;
+    int warmup_steps;
+    char schedule[16];          /* "constant" | "linear" | "cosine" */
+    double weight_decay;
+    int decay_all;              /* 1: weight decay on every parameter (torch AdamW default);
+                                   0: not on biases and norm weights (transformers' Trainer) */
+    double beta1, beta2, eps;
+    double clip;                /* max global grad norm; 0 = no clipping */
+    uint64_t seed;
+    int eval_every;             /* 0 = no eval */
+
+    int world_size;             /* "world_size", default 1 */
+    char dtype[16];             /* "fp32" */
+
+    /* "tolerances": {"loss_rtol", "loss_atol", "grad_norm_rtol", "grad_norm_atol",
+     *                "min_throughput_ratio", "max_memory_ratio"}; negative = not given */
+    double loss_rtol, loss_atol, grad_norm_rtol, grad_norm_atol;
+    double min_throughput_ratio, max_memory_ratio;
+    char baseline[SCN_STR];     /* "baseline": default baseline label, "" if none */
+
+    char *json;                 /* the file's text as read (stored with each run) */
+    char hash[65];              /* sha256 of the canonical (sorted, compact) JSON */
+} scenario;
+
+/* Reads and validates a scenario file. Unknown keys, wrong types and out-of-range values are
+ * rejected with file, line and field ("scenarios/x.json:12: train.lr: must be > 0"). Returns 0,
+ * or 2 after printing the message. */
+int scenario_load(const char *path, scenario *s);
+void scenario_free(scenario *s);
+/* Sets train.steps (a run's --steps): updates steps, the stored JSON and the hash. 0 or 2. */
+int scenario_override_steps(scenario *s, int steps);
+
+#endif

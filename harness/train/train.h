@@ -1,0 +1,63 @@
+/* harness/train/train.h: the training loop of a scenario on one device: data, forward, backward,
+ * gradient clipping, LR schedule, AdamW, and a callback per recorded step. */
+#ifndef TRAIN_H
+#define TRAIN_H
+
+#include <signal.h>
+
+#include "device.h"
+#include "scenario.h"
+#include "store/store.h"
+
+/* transformers' get_scheduler multipliers for scheduler step `step` (0 for the first optimizer
+ * step): linear warmup over `warmup` steps, then constant, linear decay to 0 or half-cosine
+ * decay to 0 at `total`. schedule: "constant", "linear", "cosine". */
+double lr_multiplier(const char *schedule, int step, int warmup, int total);
+
+typedef struct {
+    int steps;                          /* > 0 overrides the scenario's train.steps */
+    volatile sig_atomic_t *stop;        /* set (e.g. by a signal) to end the run early */
+    /* called after every step; a non-zero return ends the run as failed */
+    int (*on_step)(const step_record *r, void *arg);
+    void *arg;
+    /* when set, the final weights are written there as a Hugging Face model directory
+     * (harness/models/checkpoint.h) after a run that ends ok */
+    const char *save_dir;
+} train_options;
+
+typedef enum { TRAIN_OK, TRAIN_FAILED, TRAIN_DIVERGED, TRAIN_INTERRUPTED } train_status;
+
+typedef struct {
+    train_status status;
+    int steps_done;
+    double final_loss;
+    char error[512];
+    size_t activation_bytes, state_bytes; /* as counted by the model */
+} train_result;
+
+/* a scenario made ready to train on one device: data tokenized, model allocated, weights set */
+typedef struct trainer trainer;
+
+/* Reads and checks everything a run of s on d needs, in this order: world_size, the sizes
+ * against the harness's limits and d's memory (the family's check_fit), o->save_dir (that it could be
+ * written; nothing is created), the tokenizer, the data file, then the model and its initial
+ * weights (seeded, or the model directory's safetensors). Records nothing anywhere, so a caller
+ * can open its store only after this succeeded. Returns 0 with *out ready for train_loop, 2 on
+ * an input error or 1 when the device failed (message printed, *out NULL). o may be NULL. */
+int train_prepare(const scenario *s, device *d, const train_options *o, trainer **out);
+/* Trains the prepared scenario: res says how it ended. Returns 0 when the run ends ok (and
+ * o->save_dir, when set, was written), 1 when it failed, diverged or was interrupted. */
+int train_loop(trainer *tr, const train_options *o, train_result *res);
+void train_free(trainer *tr);
+
+/* train_prepare, train_loop and train_free in one: 0, 1, or 2 on an input error (res->status
+ * TRAIN_FAILED, res->steps_done 0). */
+int train_run(const scenario *s, device *d, const train_options *o, train_result *res);
+
+/* the scenario's initial weights into m: seeded (the family's init with train.seed) or the
+ * model directory's safetensors (model.weights "pretrained"). 0, 1 or 2. */
+int train_initial_weights(model *m, const scenario *s);
+/* m's weights and the scenario's config as a Hugging Face model directory. 0 or 1. */
+int train_save(model *m, const scenario *s, const char *dir);
+
+#endif

@@ -1,0 +1,15 @@
+/* harness/util/json_util.h: small jansson helpers: how a JSON value's type is named in the config
+ * readers' error messages, and JSON text whose reals read back exactly in the fewest digits. */
+#ifndef JSON_UTIL_H
+#define JSON_UTIL_H
+
+#include <jansson.h>
+
+/* "an object", "an array", "a string", "an integer", "a real number", "a boolean" or "null" */
+const char *json_type_name(const json_t *v);
+
+/* json_dumps, but every real written in the fewest significant digits (15, 16 or 17) that read
+ * back to the same double: 0.003, not jansson's 0.0030000000000000001. malloc'd; NULL on error. */
+char *json_dumps_short(const json_t *root, size_t flags);
+
+#endif

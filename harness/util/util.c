@@ -1,0 +1,149 @@
+/* harness/util/util.c: small shared helpers: messages (control bytes escaped), files and paths,
+ * clocks, host identity, sha256 through OpenSSL's libcrypto, strict number parsing. */
+#define _POSIX_C_SOURCE 200809L
+#include "util.h"
+
+#include "escape.h"
+#include "input_file.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int log_quiet = 0;
+
+/* the message formatted, then written with its control bytes escaped (escape.h's esc_term):
+ * a name or a message that quotes user data cannot drive the terminal */
+static void vlog(const char *tag, const char *fmt, va_list ap)
+{
+    char small[2048], *text = small;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (text = malloc((size_t)n + 1)) != NULL)
+        vsnprintf(text, (size_t)n + 1, fmt, again);
+    va_end(again);
+    if (!text)
+        text = small; /* out of memory: the message truncated */
+    fprintf(stderr, "harness: %s", tag);
+    esc_term_n(stderr, text, n < 0 ? 0 : strlen(text));
+    fputc('\n', stderr);
+    if (text != small)
+        free(text);
+}
+
+void log_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("error: ", fmt, ap);
+    va_end(ap);
+}
+
+void log_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void log_info(const char *fmt, ...)
+{
+    if (log_quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("", fmt, ap);
+    va_end(ap);
+}
+
+char *read_file(const char *path, size_t *len)
+{
+    char why[INPUT_WHY_LEN];
+    return input_read(path, INPUT_ANY, len, why, sizeof why);
+}
+
+void path_dirname(const char *path, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, len, ".");
+    else if (slash == path)
+        snprintf(out, len, "/");
+    else
+        snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
+void path_join(const char *base, const char *rel, char *out, size_t len)
+{
+    if (rel[0] == '/' || !base[0] || strcmp(base, ".") == 0)
+        snprintf(out, len, "%s", rel);
+    else
+        snprintf(out, len, "%s/%s", base, rel);
+}
+
+double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+void iso_time_now(char *out, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void host_name(char *out, size_t len)
+{
+    if (gethostname(out, len) != 0)
+        snprintf(out, len, "unknown");
+    out[len - 1] = 0;
+}
+
+void sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL)) {
+        snprintf(out, 65, "sha256-failed");
+        return;
+    }
+    for (unsigned i = 0; i < mdlen && i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+int parse_long(const char *s, long *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "exec_record.h"
 #include "exec_run.h"
+#include "input_file.h"
 #include "util.h"
 
 #define MAX_LOGS REC_MAX_SOURCES
@@ -71,11 +72,13 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
 /* every log read whole before anything is recorded; 0 or 2 */
 static int read_logs(const ingest_args *a, char **text, size_t *len)
 {
-    for (int i = 0; i < a->n_logs; i++)
-        if (!(text[i] = read_file(a->logs[i], &len[i]))) {
-            log_error("ingest: %s: %s", a->logs[i], strerror(errno));
+    for (int i = 0; i < a->n_logs; i++) {
+        char why[INPUT_WHY_LEN]; /* "it is a FIFO (named pipe), not a regular file", ... */
+        if (!(text[i] = input_read(a->logs[i], INPUT_ANY, &len[i], why, sizeof why))) {
+            log_error("ingest: %s: %s", a->logs[i], why);
             return EXIT_USAGE;
         }
+    }
     return 0;
 }
 

@@ -38,6 +38,13 @@ expect 0 "ingest padded srun labels" -- "$H" ingest srun2.log --device a100 --db
 [ "$(sqlite3 x.db 'select group_concat(loss, " ") from (select * from steps where run_id = 2 order by step)')" = "2.0 1.0" ] \
   && pass || fail "rank 0's series under padded labels: $(sqlite3 x.db 'select step, loss from steps where run_id = 2')"
 
+echo "baseline record of a run without a scenario: exit 2, no file (it would not import)"
+cp x.db x.before
+expect 2 "record a run without scenario" -- "$H" baseline record 1 --label a100 --out b.baseline --db x.db
+says "no scenario"
+[ ! -e b.baseline ] && pass || fail "a baseline file that cannot be imported was written"
+cmp -s x.db x.before && pass || fail "the store changed"
+
 echo "report of runs whose logs have no step time or memory (a Trainer's) still plots"
 if command -v gnuplot >/dev/null; then
   expect 0 "report without tokens/s" -- "$H" report 1 2 --db x.db --out rep

@@ -180,6 +180,32 @@ static void test_deepspeed_and_ranks(void **state)
     assert_int_equal(ev.step.rank, 12);
 }
 
+/* srun --label's "N: " (padded to the widest task id) is a rank tag like torchrun's; a
+ * Trainer dict printed by several ranks counts each rank's logs on its own */
+static void test_srun_labels_and_trainer_ranks(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "0: {'loss': 2.5, 'learning_rate': 1e-4}", &ev));
+    assert_int_equal(ev.step.rank, 0);
+    assert_int_equal(ev.step.step, 1);
+    assert_true(read1(&r, "1: {'loss': 2.6, 'learning_rate': 1e-4}", &ev));
+    assert_int_equal(ev.step.rank, 1);
+    assert_int_equal(ev.step.step, 1);
+    assert_true(read1(&r, "0: {'loss': 2.4, 'learning_rate': 1e-4}", &ev));
+    assert_int_equal(ev.step.rank, 0);
+    assert_int_equal(ev.step.step, 2);
+    lp_reader t = fresh(NULL, NULL);
+    assert_true(read1(&t, " 7: HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5}", &ev));
+    assert_int_equal(ev.step.rank, 7);
+    assert_true(read1(&t, "12: HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5}", &ev));
+    assert_int_equal(ev.step.rank, 12);
+    /* a clock time is no label */
+    assert_true(read1(&t, "12:30:01 HARNESS_STEP {\"v\":1,\"step\":2,\"loss\":2.5}", &ev));
+    assert_int_equal(ev.step.rank, -1);
+}
+
 static void test_jsonl_keys(void **state)
 {
     (void)state;
@@ -237,6 +263,7 @@ int main(void)
         cmocka_unit_test(test_meta_locks_protocol), cmocka_unit_test(test_trainer),
         cmocka_unit_test(test_seed_running_mean), cmocka_unit_test(test_mllog),
         cmocka_unit_test(test_deepspeed_and_ranks), cmocka_unit_test(test_jsonl_keys),
+        cmocka_unit_test(test_srun_labels_and_trainer_ranks),
         cmocka_unit_test(test_first_format_is_kept), cmocka_unit_test(test_binary_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

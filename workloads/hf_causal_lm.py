@@ -47,12 +47,20 @@ def load_scenario(path):
     t, d, m = s["train"], s["data"], s["model"]
     model_dir = os.path.join(base, m["path"]) if "path" in m else None
     overrides = dict(m.get("overrides", {}))
-    if "overrides_path" in m:
-        with open(os.path.join(base, m["overrides_path"])) as f:
+    overrides_path = os.path.join(base, m["overrides_path"]) if "overrides_path" in m else None
+    if model_dir and "overrides" not in m and not overrides_path:  # as the harness: the
+        overrides_path = os.path.join(model_dir, "override_config.json")  # folder's own file
+        if not os.path.isfile(overrides_path):
+            overrides_path = None
+    if overrides_path:
+        with open(overrides_path) as f:
             overrides.update(json.load(f))
     config = m.get("config")
     if "config_path" in m:
-        with open(os.path.join(base, m["config_path"])) as f:
+        config_path = os.path.join(base, m["config_path"])
+        if os.path.isdir(config_path):  # a folder holding config.json (docs/scenario.md)
+            config_path = os.path.join(config_path, "config.json")
+        with open(config_path) as f:
             config = json.load(f)
     return {
         "name": s["name"], "model_dir": model_dir, "config": config, "overrides": overrides,
@@ -136,6 +144,7 @@ def build_model(sc, init_dir, torch):
         config = AutoConfig.from_pretrained(sc["model_dir"])
     else:
         cfg = dict(sc["config"])
+        cfg.pop("model_type", None)  # a config.json names it; for_model takes it first
         config = AutoConfig.for_model("gpt2", **cfg)
     apply_overrides(config, sc["overrides"], torch)
     config._attn_implementation = "eager"
@@ -170,7 +179,8 @@ def block_stream(n_blocks, world, rank, torch):
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", required=True)
     ap.add_argument("--init", help="the weights `harness init SCENARIO DIR` wrote")
     ap.add_argument("--device", default="auto", choices=["auto", "cuda", "musa", "npu", "xpu", "cpu"])
@@ -214,6 +224,9 @@ def main():
 
     ids = tokenize(sc)
     T, B = sc["seq_len"], sc["batch"]
+    if len(ids) // T < world:  # the sampler would deal no block to a rank: loop forever
+        sys.exit("hf_causal_lm: %s: %d tokens do not fill one block of seq_len %d per rank "
+                 "(%d ranks)" % (sc["data"], len(ids), T, world))
     blocks = torch.tensor(ids[:len(ids) // T * T], dtype=torch.long).view(-1, T)
     model = build_model(sc, args.init, torch).to(device)
     model.train()

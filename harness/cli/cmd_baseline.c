@@ -98,6 +98,10 @@ static int record(const bl_args *a)
         log_error("baseline record: run %lld is %s: a baseline must be a finished run (ok)",
                   (long long)id, b.status);
         rc = EXIT_USAGE;
+    } else if (!b.scenario_hash[0]) { /* the file would not import: say so before writing it */
+        log_error("baseline record: run %lld has no scenario (an exec or ingest without "
+                  "--scenario): record it again with --scenario FILE", (long long)id);
+        rc = EXIT_USAGE;
     } else if ((rc = record_path(a, &b, path, sizeof path)) == 0 &&
                (rc = baseline_save(path, &b)) == 0 &&
                (rc = store_set_baseline(st, b.scenario, b.label, id)) == 0) {

@@ -9,6 +9,7 @@
 #include "util/util.h"
 #include "commands.h"
 #include "ingest/ingest.h"
+#include "util/input_file.h"
 
 #define MAX_LOGS REC_MAX_SOURCES
 
@@ -26,7 +27,8 @@ static void ingest_usage(FILE *f)
         "                     [--keys FIELD=KEY,...] [--compare [--baseline B] [--baselines D]]\n\n"
         "Records one run from finished training logs with the parsers of 'harness exec'\n"
         "(docs/workloads.md). Several logs are the ranks of one run: a line's rank tag\n"
-        "([rank1]:, [default1]:, [Rank 1], \"rank\" in HARNESS_STEP) says whose it is, else\n"
+        "([rank1]:, [default1]:, [Rank 1], srun --label's 1:, \"rank\" in HARNESS_STEP) says\n"
+        "whose it is, else\n"
         "log k (from 0, in the order given) is rank k. Rank 0's steps are the run's steps;\n"
         "every rank's steps and memory are kept too. Each file is stored as the raw log.\n"
         "Then 'harness baseline record' can make the run a baseline.\n\n"
@@ -69,11 +71,13 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
 /* every log read whole before anything is recorded; 0 or 2 */
 static int read_logs(const ingest_args *a, char **text, size_t *len)
 {
-    for (int i = 0; i < a->n_logs; i++)
-        if (!(text[i] = read_file(a->logs[i], &len[i]))) {
-            log_error("ingest: %s: %s", a->logs[i], strerror(errno));
+    for (int i = 0; i < a->n_logs; i++) {
+        char why[INPUT_WHY_LEN]; /* "it is a FIFO (named pipe), not a regular file", ... */
+        if (!(text[i] = input_read(a->logs[i], INPUT_ANY, &len[i], why, sizeof why))) {
+            log_error("ingest: %s: %s", a->logs[i], why);
             return EXIT_USAGE;
         }
+    }
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -104,10 +105,23 @@ int child_start(char *const argv[], child_proc *c, char *err, size_t n)
     return 0;
 }
 
+/* an executable regular file (execvp refuses a directory, even one with its x bits set) */
+static int runnable(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || access(path, X_OK) != 0)
+        return 0;
+    if (!S_ISREG(st.st_mode)) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EACCES;
+        return 0;
+    }
+    return 1;
+}
+
 int child_findable(const char *prog, char *err, size_t n)
 {
     if (strchr(prog, '/')) {
-        if (access(prog, X_OK) == 0)
+        if (runnable(prog))
             return 0;
         snprintf(err, n, "cannot run '%s': %s", prog, strerror(errno));
         return 2;
@@ -117,7 +131,7 @@ int child_findable(const char *prog, char *err, size_t n)
         size_t len = strcspn(p, ":");
         char full[4096];
         if (snprintf(full, sizeof full, "%.*s/%s", (int)len, len ? p : ".", prog) <
-                (int)sizeof full && access(full, X_OK) == 0)
+                (int)sizeof full && runnable(full))
             return 0;
         p += len + (p[len] == ':');
     }

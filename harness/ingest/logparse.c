@@ -109,8 +109,24 @@ int lp_reader_init(lp_reader *r, const char *format, const char *keys, char *err
     return 0;
 }
 
-/* "[rank1]:", "[default1]:" (torchrun's tags), "[Rank 1]" (DeepSpeed): sets *rank, returns
- * how many bytes the tag takes at the start of line (0 when none) */
+/* "1: " or " 1: " (srun --label, padded to the widest task id): sets *rank, returns how many
+ * bytes the label takes (0 when none) */
+static size_t srun_label(const char *line, size_t len, int *rank)
+{
+    size_t i = 0, digits;
+    while (i < len && i < 8 && line[i] == ' ')
+        i++;
+    long v = 0;
+    for (digits = 0; i < len && line[i] >= '0' && line[i] <= '9' && digits < 6; digits++)
+        v = v * 10 + (line[i++] - '0');
+    if (!digits || i >= len || line[i] != ':' || (i + 1 < len && line[i + 1] != ' '))
+        return 0;
+    *rank = (int)v;
+    return i + 1 + (i + 1 < len);
+}
+
+/* "[rank1]:", "[default1]:" (torchrun's tags), "[Rank 1]" (DeepSpeed), "1: " (srun --label):
+ * sets *rank, returns how many bytes the tag takes at the start of line (0 when none) */
 static size_t rank_tag(const char *line, size_t len, int *rank)
 {
     static const char *const tags[] = {"[rank", "[default", "[Rank "};
@@ -129,7 +145,7 @@ static size_t rank_tag(const char *line, size_t len, int *rank)
             i++;
         return t == 2 ? 0 : i; /* DeepSpeed's tag sits mid-line too: left for the parser */
     }
-    return 0;
+    return srun_label(line, len, rank);
 }
 
 /* the DeepSpeed tag "[Rank N]" anywhere in a line (after the logger's prefix) */

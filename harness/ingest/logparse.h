@@ -48,7 +48,7 @@ typedef struct {
     char key_field[LP_MAX_KEYS][LP_KEY], key_json[LP_MAX_KEYS][LP_KEY];
     int n_keys;
     int line_rank;                    /* the rank tag of the line being parsed, -1 none */
-    int trainer_logs;                 /* trainer: log dicts with a loss seen so far */
+    int trainer_logs[LP_MAX_RANKS];   /* trainer: log dicts with a loss seen so far, per rank */
     lp_seed_mem seed[LP_MAX_RANKS];   /* seed: the previous running mean, per rank */
     int mllog_losses;                 /* mllog: loss events seen so far */
     double mllog_batch;               /* mllog: global_batch_size when logged, else 0 */

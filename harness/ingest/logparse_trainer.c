@@ -85,7 +85,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     ev->n_meta = 0; /* epoch and the like are per line, not the run's */
     ev->has_step = 1;
     ev->step.rank = -1;
-    ev->step.step = ++st->trainer_logs;
+    ev->step.step = ++st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank % LP_MAX_RANKS];
     return 1;
 }
 

@@ -260,12 +260,14 @@ static void bar_xtics(FILE *f, const report *r)
 static void bars(FILE *f, const report *r, const char *name, const char *ylabel, double scale,
                  int memory)
 {
+    int any = 0; /* a log without step times or memory (a Trainer's) has no bar at all */
     fprintf(f, "$%s << EOD\n", name);
     for (int i = 0; i < r->n; i++) {
         const report_row *w = &r->rows[i];
         double run = memory ? w->mem_peak : w->tokens_per_s;
         double base = !w->has_baseline ? NAN : memory ? w->res.base_mem_peak
                                                       : w->res.base_tokens_per_s;
+        any |= isfinite(run / scale) || isfinite(base / scale);
         fprintf(f, "%d", i);
         put_num(f, run / scale);
         put_num(f, base / scale);
@@ -273,16 +275,23 @@ static void bars(FILE *f, const report *r, const char *name, const char *ylabel,
     }
     fputs("EOD\n", f);
     fprintf(f, "set title '%s per run, with its baseline'\nunset logscale y\nset format y '%%g'\n"
-               "set xlabel ''\nset ylabel '%s'\nset yrange [0:*]\nset xrange [-0.5:%d.5]\n"
-               "set boxwidth 0.4\nset style fill solid 0.8\n", ylabel, ylabel, r->n - 1);
+               "set xlabel ''\nset ylabel '%s'\nset yrange [0:%s]\nset xrange [-0.5:%d.5]\n"
+               "set boxwidth 0.4\nset style fill solid 0.8\n", ylabel, ylabel, any ? "*" : "1",
+            r->n - 1);
+    if (!any) /* gnuplot refuses a plot whose every point is undefined */
+        fprintf(f, "set label 1 'no run or baseline has a %s figure' at graph 0.5,0.5 center\n",
+                ylabel);
     bar_xtics(f, r);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "plot $%s using ($1-0.2):2 with boxes ls 1 title 'run', "
-                              "$%s using ($1+0.2):3 with boxes ls 2 title 'baseline'",
-             name, name);
+    if (any)
+        snprintf(cmd, sizeof cmd, "plot $%s using ($1-0.2):2 with boxes ls 1 title 'run', "
+                                  "$%s using ($1+0.2):3 with boxes ls 2 title 'baseline'",
+                 name, name);
+    else
+        snprintf(cmd, sizeof cmd, "plot $%s using 1:(0) with points pt 0 notitle", name);
     int width = 900 + (r->n > 15 ? 40 * (r->n - 15) : 0);
     outputs(f, name, cmd, width > 8000 ? 8000 : width);
-    fputs("set xtics autofreq norotate\nset autoscale\n", f);
+    fputs("unset label 1\nset xtics autofreq norotate\nset autoscale\n", f);
 }
 
 /* ---- running gnuplot ---------------------------------------------------------------------- */

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tests/test_exec_edges.sh: exec/ingest/report cases found by acceptance testing: a program that is
+# a directory, logs that are not regular files, srun --label rank tags, a report without tokens/s.
+# usage: test_exec_edges.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$1"
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 2
+
+echo "exec of a directory: exit 2 before the store is created"
+mkdir prog.d && chmod 755 prog.d
+expect 2 "exec a directory" -- "$H" exec --db x.db -- ./prog.d
+says "Is a directory"
+[ ! -e x.db ] && pass || fail "exec of a directory created the store"
+mkdir -p bin/fakeprog && chmod 755 bin/fakeprog
+expect 2 "exec a directory found in PATH" -- env PATH="$T/bin:/usr/bin:/bin" "$H" exec --db x.db -- fakeprog
+[ ! -e x.db ] && pass || fail "exec of a directory in PATH created the store"
+
+echo "ingest of what is not a regular file says what it is"
+mkfifo pipe
+expect 2 "ingest a FIFO" -- timeout 20 "$H" ingest pipe --device a100 --db x.db
+says "FIFO"
+expect 2 "ingest /dev/zero" -- timeout 20 "$H" ingest /dev/zero --device a100 --db x.db
+says "character device"
+expect 2 "ingest a directory" -- "$H" ingest prog.d --device a100 --db x.db
+says "directory"
+[ ! -e x.db ] && pass || fail "a refused ingest created the store"
+
+echo "srun --label: '0: ' and ' 1: ' tag the ranks of one interleaved log"
+printf "0: {'loss': 2.5, 'learning_rate': 1e-4}\n1: {'loss': 2.6, 'learning_rate': 1e-4}\n0: {'loss': 2.4, 'learning_rate': 1e-4}\n1: {'loss': 2.3, 'learning_rate': 1e-4}\n" > srun.log
+expect 0 "ingest srun trainer log" -- "$H" ingest srun.log --device a100 --db x.db
+[ "$(sqlite3 x.db 'select group_concat(step || ":" || loss, " ") from (select * from steps where run_id = 1 order by step)')" = "1:2.5 2:2.4" ] \
+  && pass || fail "rank 0's Trainer series: $(sqlite3 x.db 'select step, loss from steps where run_id = 1')"
+[ "$(sqlite3 x.db 'select count(*) from rank_steps where run_id = 1 and rank = 1')" = 2 ] \
+  && pass || fail "rank 1's steps kept"
+printf ' 0: HARNESS_STEP {"v":1,"step":1,"loss":2.0}\n 1: HARNESS_STEP {"v":1,"step":1,"loss":3.0}\n10: HARNESS_STEP {"v":1,"step":1,"loss":4.0}\n 0: HARNESS_STEP {"v":1,"step":2,"loss":1.0}\n' > srun2.log
+expect 0 "ingest padded srun labels" -- "$H" ingest srun2.log --device a100 --db x.db
+[ "$(sqlite3 x.db 'select group_concat(loss, " ") from (select * from steps where run_id = 2 order by step)')" = "2.0 1.0" ] \
+  && pass || fail "rank 0's series under padded labels: $(sqlite3 x.db 'select step, loss from steps where run_id = 2')"
+
+echo "baseline record of a run without a scenario: exit 2, no file (it would not import)"
+cp x.db x.before
+expect 2 "record a run without scenario" -- "$H" baseline record 1 --label a100 --out b.baseline --db x.db
+says "no scenario"
+[ ! -e b.baseline ] && pass || fail "a baseline file that cannot be imported was written"
+cmp -s x.db x.before && pass || fail "the store changed"
+
+echo "report of runs whose logs have no step time or memory (a Trainer's) still plots"
+if command -v gnuplot >/dev/null; then
+  expect 0 "report without tokens/s" -- "$H" report 1 2 --db x.db --out rep
+  [ -s rep/plots/throughput.png ] && [ -s rep/plots/memory.png ] && pass \
+    || fail "the throughput and memory plots were drawn"
+else
+  echo "  (no gnuplot: report check skipped)"
+fi
+finish

@@ -3,7 +3,7 @@
 # a directory, logs that are not regular files, srun --label rank tags, a report without tokens/s.
 # usage: test_exec_edges.sh HARNESS_EXE SOURCE_DIR
 set -u
-H="$1"
+H="$1"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 2
 
@@ -53,4 +53,13 @@ if command -v gnuplot >/dev/null; then
 else
   echo "  (no gnuplot: report check skipped)"
 fi
+
+echo "history keeps device labels apart: an a100 log is no history of an s4000 run"
+printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.0,"step_ms":10,"tokens":100}\n' > h.log
+for d in a100 s4000 s4000; do
+  expect 0 "ingest as $d" -- "$H" ingest h.log --device $d --scenario "$SRC/scenarios/gpt2-tiny.json" --db hist.db
+done
+expect 0 "history of the second s4000 run" -- "$H" compare 3 --history --db hist.db --json
+tr -d ' \n' <"$T/out" | grep -q '"previous_runs":\[2\]' && pass \
+  || { fail "history of run 3 is run 2 alone (same label)"; grep -A4 previous_runs "$T/out"; }
 finish

@@ -21,8 +21,10 @@ int exec_begin_run(store *st, const scenario *s, const char *name, const char *d
     const char *env_ws = getenv("WORLD_SIZE");
     if (!env_ws || parse_long(env_ws, &ws) || ws < 1 || ws > 1000000)
         ws = s ? s->world_size : 1;
-    run_meta m = {s ? s->name : name, s ? s->json : NULL, s ? s->hash : NULL, device, "", "", "",
-                  "", (int)ws, s ? s->dtype : "", host, harness_git_commit, HARNESS_VERSION, 0,
+    /* device_name starts as the label (history and reports match on it) until the workload
+     * names its device (HARNESS_META device_name) */
+    run_meta m = {s ? s->name : name, s ? s->json : NULL, s ? s->hash : NULL, device, device, "",
+                  "", "", (int)ws, s ? s->dtype : "", host, harness_git_commit, HARNESS_VERSION, 0,
                   0 /* the workload's threads are its own */, from_log ? NAN : host_load_avg()};
     return store_begin_run(st, &m, run_id);
 }

@@ -615,7 +615,7 @@ void judge_history_print(FILE *f, const history_judgement *h)
     const history_result *r = &h->res;
     print_side(f, "run", &h->run, h->run_id);
     fprintf(f, "history    %d previous ok runs of this scenario on %s (window %d)\n", r->n,
-            term_safe(h->run.device_name), h->window);
+            term_safe(h->run.device_name[0] ? h->run.device_name : h->run.device), h->window);
     if (isfinite(r->value))
         fprintf(f, "throughput %.1f tok/s", r->value);
     else

@@ -29,6 +29,24 @@ typedef struct {
 
 typedef struct device device;
 
+/* The site word (counter c1) of each dropout a model draws, one per place in a layer, so no two
+ * dropouts of one step share Philox bits (docs/ops.md, "Philox layout"). */
+enum {
+    DROPOUT_SITE_EMBED = 0,      /* after the embeddings */
+    DROPOUT_SITE_ATTN_PROBS = 1, /* the attention probabilities (inside the attention ops) */
+    DROPOUT_SITE_ATTN_OUT = 2,   /* the attention block's output projection */
+    DROPOUT_SITE_MLP_OUT = 3     /* the MLP block's output */
+};
+
+/* Dropout of the attention probabilities for attention_masked_forward/backward: drop
+ * probability p in [0, 1], and the Philox key and counter words; the site is
+ * DROPOUT_SITE_ATTN_PROBS. A NULL pointer or p = 0 means no dropout. */
+typedef struct {
+    double p;
+    uint64_t seed;
+    uint32_t step, layer;
+} attn_dropout;
+
 /* ---- the backend table ----------------------------------------------------------------------
  * Conventions for every op:
  *  - all tensors are contiguous, row-major; dimension names follow GPT-2 (B batch, T time,
@@ -133,12 +151,19 @@ typedef struct device_i {
      * bit for bit attention_forward's). Query (b,t) attends to the keys s with keymask[b,s] != 0
      * (and s <= t when causal): their probabilities are HF BERT's (the additive large negative
      * gives the others exactly 0), the others get att = 0. A row with no key to attend to gets
-     * att = 0 everywhere, out = 0 and no gradient (docs/ops.md says why that is safe). */
+     * att = 0 everywhere, out = 0 and no gradient (docs/ops.md says why that is safe).
+     * drop (NULL or p = 0: none, results bit for bit as without it) drops attention
+     * probabilities as PyTorch's eager attention does: att keeps the softmax (pre-dropout);
+     * out = att_d . v with att_d[i] = keep_i ? att[i] * (1/(1-p)) : 0, keep_i drawn as
+     * dropout_forward draws it with site DROPOUT_SITE_ATTN_PROBS and i the flat index in att
+     * [B,NH,T,T] (which must be < 2^34). The backward redraws the same keep_i: dv += att_d^T dout,
+     * d(att) = keep_i * (1/(1-p)) * (dout v^T), then the softmax backward. */
     void (*attention_masked_forward)(device *d, dten out, dten att, dten qkv, dten keymask,
-                                     int B, int T, int C, int NH, int causal);
+                                     int B, int T, int C, int NH, int causal,
+                                     const attn_dropout *drop);
     void (*attention_masked_backward)(device *d, dten dqkv, dten scratch, dten dout, dten qkv,
                                       dten att, dten keymask, int B, int T, int C, int NH,
-                                      int causal);
+                                      int causal, const attn_dropout *drop);
 
     /* GELU, exact erf form (HF "gelu", BERT's hidden_act): 0.5x(1 + erf(x / sqrt(2))) */
     void (*gelu_erf_forward)(device *d, dten out, dten inp, int n);

@@ -100,6 +100,27 @@ int op_attention_backward_ok(device *d, const char *op, dten dqkv, dten scratch,
            device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T * T, DT_REAL);
 }
 
+int op_attn_dropout_ok(device *d, const char *op, const attn_dropout *drop, int B, int T, int NH)
+{
+    if (d->failed)
+        return 0;
+    if (!drop)
+        return 1;
+    if (!(drop->p >= 0 && drop->p <= 1)) {
+        device_fail(d, "%s: %s: attention dropout probability %g is outside [0, 1]", d->backend,
+                    op, drop->p);
+        return 0;
+    }
+    uint64_t n = (uint64_t)B * (uint64_t)NH * (uint64_t)T * (uint64_t)T;
+    if (n > (UINT64_C(1) << 34)) {
+        device_fail(d, "%s: %s: attention dropout over %llu probabilities: the Philox block "
+                    "counter reaches 2^34 elements at most", d->backend, op,
+                    (unsigned long long)n);
+        return 0;
+    }
+    return 1;
+}
+
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V)
 {
     return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &V, 1, 1) &&

@@ -30,6 +30,9 @@ int op_embedding_tt_ok(device *d, const char *op, dten wte, dten wpe, dten wtt, 
 int op_keymask_ok(device *d, const char *op, dten keymask, int B, int T);
 /* dropout: n >= 0, 0 <= p <= 1, x and y n reals, mask absent or n DT_I32 */
 int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dten mask);
+/* attention-probability dropout: drop NULL, or 0 <= p <= 1 and the B*NH*T*T probabilities
+ * indexable by the 32-bit Philox block counter (fewer than 2^34) */
+int op_attn_dropout_ok(device *d, const char *op, const attn_dropout *drop, int B, int T, int NH);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

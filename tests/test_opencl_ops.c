@@ -1,6 +1,6 @@
 /* tests/test_opencl_ops.c: the opencl backend beyond the op math `harness ops` checks: specs,
  * transfers, zero/copy on views, errors naming the op, bad ids, repeatable sums, timing, and
- * dropout masks equal to the cpu backend's bit for bit. */
+ * dropout masks (plain and of attention probabilities) equal to the cpu backend's. */
 
 /* Every test is skipped when the build or the machine has no OpenCL device. */
 #include <math.h>
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "device.h"
+#include "philox.h"
 #include "testutil.h"
 #ifdef HARNESS_OPENCL
 #include "opencl/opencl.h"
@@ -230,6 +231,122 @@ static void test_dropout_matches_cpu(void **state)
     free(x), free(o1), free(o2), free(g1), free(g2), free(m1), free(m2);
 }
 
+/* ---- attention-probability dropout: opencl against cpu -------------------------------------- */
+
+enum { AB = 3, AT = 6, AC = 16, ANH = 2, AHS = AC / ANH, AQKV = AB * AT * 3 * AC,
+       AOUT = AB * AT * AC, AATT = AB * ANH * AT * AT };
+
+typedef struct {
+    float qkv[AQKV], dout[AOUT];
+    int32_t km[AB * AT];
+    int causal;
+} adrop_in;
+
+typedef struct {
+    float out[AOUT], att[AATT], dqkv[AQKV];
+} adrop_out;
+
+/* forward and backward of the masked attention with dropout on one device (views at odd
+ * offsets, dqkv starting from zero) */
+static void adrop_run(const char *spec, const adrop_in *in, const attn_dropout *drop,
+                      adrop_out *o)
+{
+    char err[DEVICE_ERR];
+    device *d = strcmp(spec, "opencl") == 0 ? open_or_skip(spec)
+                                            : device_open(spec, err, sizeof err);
+    assert_non_null(d);
+    dten buf = device_alloc(d, 1 + 2 * AQKV + 2 * AOUT + 2 * AATT, DT_REAL);
+    dten kmb = device_alloc(d, 1 + AB * AT, DT_I32);
+    assert_true(buf.buf && kmb.buf);
+    dten qkv = dten_view(buf, 1, AQKV), dqkv = dten_view(buf, 1 + AQKV, AQKV);
+    dten out = dten_view(buf, 1 + 2 * AQKV, AOUT), dout = dten_view(buf, 1 + 2 * AQKV + AOUT, AOUT);
+    dten att = dten_view(buf, 1 + 2 * AQKV + 2 * AOUT, AATT);
+    dten sc = dten_view(buf, 1 + 2 * AQKV + 2 * AOUT + AATT, AATT);
+    dten km = dten_view(kmb, 1, AB * AT);
+    d->ops->upload(d, qkv, in->qkv);
+    d->ops->upload(d, dout, in->dout);
+    d->ops->upload_i32(d, km, in->km);
+    d->ops->zero(d, dqkv);
+    d->ops->attention_masked_forward(d, out, att, qkv, km, AB, AT, AC, ANH, in->causal, drop);
+    d->ops->attention_masked_backward(d, dqkv, sc, dout, qkv, att, km, AB, AT, AC, ANH,
+                                      in->causal, drop);
+    d->ops->download(d, o->out, out);
+    d->ops->download(d, o->att, att);
+    d->ops->download(d, o->dqkv, dqkv);
+    assert_null(device_error(d));
+    device_free(d, buf);
+    device_free(d, kmb);
+    device_close(d);
+}
+
+/* the zero patterns equal exactly and the values within NMSE 1e-10 (the contraction class) */
+static void assert_same_zeros_nmse(const float *a, const float *b, int n, const char *what)
+{
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        if ((a[i] == 0) != (b[i] == 0))
+            fail_msg("%s[%d]: opencl %g, cpu %g: zero patterns differ", what, i, a[i], b[i]);
+        num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+        den += (double)b[i] * b[i];
+    }
+    if (num > 1e-10 * den)
+        fail_msg("%s: NMSE %g over 1e-10", what, den > 0 ? num / den : num);
+}
+
+/* Inputs: random q and k, a key mask with padding (sequence 1 all padding); v one-hot (value
+ * s of head h is channel h*hs + s, hs >= T) so out[b,t,h*hs+s] is the dropped probability
+ * att_d[b,h,t,s] exactly, its zeros the mask; or v random for the gradients. */
+static void adrop_init(adrop_in *in, int causal, int onehot_v)
+{
+    uint64_t st = 77 + (uint64_t)causal + 2 * (uint64_t)onehot_v;
+    for (int i = 0; i < AQKV; i++) {
+        int c = i % (3 * AC);
+        in->qkv[i] = (float)tu_uniform(&st, -1.5, 1.5);
+        if (onehot_v && c >= 2 * AC)
+            in->qkv[i] = (float)((c - 2 * AC) % AHS == (i / (3 * AC)) % AT);
+    }
+    for (int i = 0; i < AOUT; i++)
+        in->dout[i] = (float)tu_uniform(&st, -1, 1);
+    for (int i = 0; i < AB * AT; i++)
+        in->km[i] = i / AT == 1 ? 0 : tu_uniform(&st, 0, 1) >= 0.3;
+    in->causal = causal;
+}
+
+static void test_attention_dropout_matches_cpu(void **state)
+{
+    static adrop_in in;
+    static adrop_out o1, o2;
+    const attn_dropout drop = {0.1, 0x5eed5eed5eedULL, 42, 3};
+    long dropped = 0;
+    for (int causal = 0; causal < 2; causal++)
+        for (int onehot = 0; onehot < 2; onehot++) {
+            adrop_init(&in, causal, onehot);
+            adrop_run("opencl", &in, &drop, &o1);
+            adrop_run("cpu", &in, &drop, &o2);
+            assert_same_zeros_nmse(o1.out, o2.out, AOUT, "out");
+            assert_same_zeros_nmse(o1.att, o2.att, AATT, "att");
+            assert_same_zeros_nmse(o1.dqkv, o2.dqkv, AQKV, "dqkv");
+            if (!onehot)
+                continue;
+            /* out holds att_d: zero exactly where philox.h drops a visible probability */
+            uint64_t thr = philox_dropout_threshold(drop.p);
+            for (int b = 0; b < AB; b++)
+                for (int h = 0; h < ANH; h++)
+                    for (int t = 0; t < AT; t++)
+                        for (int s = 0; s < AT; s++) {
+                            size_t i = (((size_t)b * ANH + h) * AT + t) * AT + s;
+                            int seen = o2.att[i] != 0;
+                            int keep = philox_dropout_keep(drop.seed, drop.step, drop.layer,
+                                                           DROPOUT_SITE_ATTN_PROBS, i, thr);
+                            float got = o1.out[((size_t)b * AT + t) * AC + h * AHS + s];
+                            if ((got != 0) != (seen && keep))
+                                fail_msg("att_d[%zu] = %g: seen %d keep %d", i, got, seen, keep);
+                            dropped += seen && !keep;
+                        }
+        }
+    assert_true(dropped > 0); /* the mask dropped something, so the test can fail */
+}
+
 /* an allocation larger than the device allows fails with the CL limit named */
 static void test_huge_alloc(void **state)
 {
@@ -300,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_bad_token),
         cmocka_unit_test(test_bad_token_type),
         cmocka_unit_test(test_dropout_matches_cpu),
+        cmocka_unit_test(test_attention_dropout_matches_cpu),
         cmocka_unit_test(test_huge_alloc),
         cmocka_unit_test(test_reductions_repeat),
         cmocka_unit_test(test_timing),

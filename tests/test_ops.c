@@ -523,6 +523,7 @@ typedef struct {
     double qkv[AQ_MAX], R[AO_MAX];
     int masked;           /* km is a key mask [B,T] (attention_masked_*) */
     int32_t km[AO_MAX];
+    attn_dropout drop;    /* probability dropout of the reference (p = 0: none) */
 } att_case;
 
 static void att_init(att_case *a, att_shape s, uint64_t seed)
@@ -535,6 +536,19 @@ static void att_init(att_case *a, att_shape s, uint64_t seed)
     rnd(a->qkv, a->nq, seed, -1.5, 1.5);
     rnd(a->R, a->no, seed + 1, -1, 1);
     a->masked = 0;
+    a->drop = (attn_dropout){0};
+}
+
+/* the reference's dropped probability of element i (flat index in att) with value x: kept and
+ * scaled by 1/(1-p) in double, or 0, as philox.h decides */
+static double att_ref_drop(const att_case *a, size_t i, double x)
+{
+    const attn_dropout *d = &a->drop;
+    if (d->p == 0)
+        return x;
+    int keep = philox_dropout_keep(d->seed, d->step, d->layer, DROPOUT_SITE_ATTN_PROBS, i,
+                                   philox_dropout_threshold(d->p));
+    return keep ? x / (1 - d->p) : 0;
 }
 
 /* key s of sequence b is seen by query t (causal edge, key mask) */
@@ -558,10 +572,12 @@ static void att_ref_row(const att_case *a, int b, int h, int t, double *ar, doub
         sum += (ar[s] = att_visible(a, b, t, s) ? exp(ar[s] - mx) : 0);
     for (int s = 0; s < T; s++) /* no visible key: the op's documented all-zero row */
         ar[s] = sum > 0 ? ar[s] / sum : 0;
+    size_t row = ((size_t)(b * a->s.NH + h) * T + t) * T; /* flat index of ar[0] in att */
     for (int j = 0; j < hs; j++) {
         o[j] = 0;
         for (int s = 0; s < T; s++)
-            o[j] += ar[s] * a->qkv[(size_t)(b * T + s) * 3 * C + 2 * C + h * hs + j];
+            o[j] += att_ref_drop(a, row + s, ar[s]) *
+                    a->qkv[(size_t)(b * T + s) * 3 * C + 2 * C + h * hs + j];
     }
 }
 
@@ -673,7 +689,7 @@ static void test_attention_masked_forward(void **state)
             dten out = put(&t, junk, a.no), att = put(&t, junk, a.na);
             t.d->ops->attention_masked_forward(t.d, out, att, put(&t, a.qkv, a.nq),
                                                put_i32(&t, a.km, a.no / s.C), s.B, s.T, s.C,
-                                               s.NH, s.causal);
+                                               s.NH, s.causal, NULL);
             get(&t, out, got);
             get(&t, att, ga);
             char what[128];
@@ -705,9 +721,9 @@ static void test_attention_masked_unmasked(void **state)
             dten sc = put(&t, junk, a.na), dout = put(&t, a.R, a.no);
             if (masked) {
                 t.d->ops->attention_masked_forward(t.d, out, att, qkv, (dten){0}, s.B, s.T, s.C,
-                                                   s.NH, s.causal);
+                                                   s.NH, s.causal, NULL);
                 t.d->ops->attention_masked_backward(t.d, dqkv, sc, dout, qkv, att, (dten){0},
-                                                    s.B, s.T, s.C, s.NH, s.causal);
+                                                    s.B, s.T, s.C, s.NH, s.causal, NULL);
             } else {
                 t.d->ops->attention_forward(t.d, out, att, qkv, s.B, s.T, s.C, s.NH, s.causal);
                 t.d->ops->attention_backward(t.d, dqkv, sc, dout, qkv, att, s.B, s.T, s.C, s.NH,
@@ -721,19 +737,25 @@ static void test_attention_masked_unmasked(void **state)
     assert_memory_equal(g1, g2, a.nq * sizeof g1[0]);
 }
 
-static void att_masked_bwd_run(const char *spec, const att_case *a, const double *pre,
-                               const double *junk, double *got)
+/* forward then backward of the masked op on one device with the case's key mask (if any) and
+ * dropout drop (NULL: none); dqkv into got, and out into out when out is not NULL */
+static void att_masked_bwd_run(const char *spec, const att_case *a, const attn_dropout *drop,
+                               const double *pre, const double *junk, double *got, double *out)
 {
     att_shape s = a->s;
     tdev t;
     tdev_open(&t, spec);
-    dten out = put(&t, junk, a->no), att = put(&t, junk, a->na), qkv = put(&t, a->qkv, a->nq);
-    dten km = put_i32(&t, a->km, a->no / s.C);
-    t.d->ops->attention_masked_forward(t.d, out, att, qkv, km, s.B, s.T, s.C, s.NH, s.causal);
+    dten o = put(&t, junk, a->no), att = put(&t, junk, a->na), qkv = put(&t, a->qkv, a->nq);
+    dten km = a->masked ? put_i32(&t, a->km, a->no / s.C) : (dten){0};
+    t.d->ops->attention_masked_forward(t.d, o, att, qkv, km, s.B, s.T, s.C, s.NH, s.causal,
+                                       drop);
     dten dqkv = put(&t, pre, a->nq);
     t.d->ops->attention_masked_backward(t.d, dqkv, put(&t, junk, a->na), put(&t, a->R, a->no),
-                                        qkv, att, km, s.B, s.T, s.C, s.NH, s.causal);
+                                        qkv, att, km, s.B, s.T, s.C, s.NH, s.causal, drop);
+    no_error(&t);
     get(&t, dqkv, got);
+    if (out)
+        get(&t, o, out);
     tdev_close(&t);
 }
 
@@ -747,10 +769,110 @@ static void test_attention_masked_backward(void **state)
         att_init(&a, MSHAPES[i], 560 + 10 * i);
         att_mask_init(&a, 561 + 10 * i);
         fd_grad(att_loss, &a, a.qkv, a.nq, fd);
-        att_masked_bwd_run("cpu64", &a, pre, junk, g64);
+        att_masked_bwd_run("cpu64", &a, NULL, pre, junk, g64, NULL);
         assert_added(g64, pre, fd, a.nq, FD_TOL, "cpu64", "masked dqkv vs finite differences");
-        att_masked_bwd_run("cpu", &a, pre, junk, g32);
+        att_masked_bwd_run("cpu", &a, NULL, pre, junk, g32, NULL);
         assert_close(g32, g64, a.nq, 2e-5, "cpu", "masked dqkv vs cpu64");
+    }
+}
+
+/* ---- attention-probability dropout -------------------------------------------------------- */
+
+#define AD_SEED 0x0fedcba987654321ULL
+
+/* att stays the softmax, out uses the dropped probabilities: both against the double reference
+ * drawing its mask from philox.h, key-masked and not, causal and full, p = 0.1, 0.5 and 1 */
+static void test_attention_dropout_forward(void **state)
+{
+    static att_case a;
+    static double want[AO_MAX], wa[AA_MAX], got[AO_MAX], ga[AA_MAX], junk[AA_MAX], plain[AO_MAX];
+    const double ps[3] = {0.1, 0.5, 1};
+    rnd(junk, AA_MAX, 582, -5, 5);
+    for (size_t i = 0; i < sizeof MSHAPES / sizeof MSHAPES[0]; i++)
+        for (int k = 0; k < 3; k++) {
+            att_shape s = MSHAPES[i];
+            att_init(&a, s, 580 + 10 * i);
+            if (i != 1)
+                att_mask_init(&a, 581 + 10 * i);
+            att_ref(&a, plain, wa);
+            a.drop = (attn_dropout){ps[k], AD_SEED, 17 + (uint32_t)k, 2 + (uint32_t)i};
+            att_ref(&a, want, wa);
+            if (k == 0) /* the dropout changes the output (else the test could not fail) */
+                assert_true(memcmp(plain, want, a.no * sizeof want[0]) != 0);
+            for (int dv = 0; dv < 2; dv++) {
+                tdev t;
+                tdev_open(&t, DEVS[dv].spec);
+                dten out = put(&t, junk, a.no), att = put(&t, junk, a.na);
+                dten km = a.masked ? put_i32(&t, a.km, a.no / s.C) : (dten){0};
+                t.d->ops->attention_masked_forward(t.d, out, att, put(&t, a.qkv, a.nq), km, s.B,
+                                                   s.T, s.C, s.NH, s.causal, &a.drop);
+                no_error(&t);
+                get(&t, out, got);
+                get(&t, att, ga);
+                char what[128];
+                snprintf(what, sizeof what, "attention dropout p=%g T=%d causal=%d masked=%d",
+                         ps[k], s.T, s.causal, a.masked);
+                assert_close(got, want, a.no, DEVS[dv].tol, DEVS[dv].spec, what);
+                assert_close(ga, wa, a.na, DEVS[dv].tol, DEVS[dv].spec, what);
+                tdev_close(&t);
+            }
+        }
+}
+
+/* with dropout on the mask is fixed for fixed counters, so the op is differentiable: cpu64's
+ * dqkv against central differences of the reference, cpu's against cpu64's */
+static void test_attention_dropout_backward(void **state)
+{
+    static att_case a;
+    static double pre[AQ_MAX], fd[AQ_MAX], g64[AQ_MAX], g32[AQ_MAX], junk[AQ_MAX];
+    rnd(pre, AQ_MAX, 591, -1, 1);
+    rnd(junk, AQ_MAX, 592, -5, 5);
+    const double ps[2] = {0.1, 0.5};
+    for (size_t i = 0; i < sizeof MSHAPES / sizeof MSHAPES[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            att_init(&a, MSHAPES[i], 600 + 10 * i);
+            if (i != 2)
+                att_mask_init(&a, 601 + 10 * i);
+            a.drop = (attn_dropout){ps[k], AD_SEED, 3 + (uint32_t)k, (uint32_t)i};
+            fd_grad(att_loss, &a, a.qkv, a.nq, fd);
+            att_masked_bwd_run("cpu64", &a, &a.drop, pre, junk, g64, NULL);
+            assert_added(g64, pre, fd, a.nq, FD_TOL, "cpu64",
+                         "dropout dqkv vs finite differences");
+            att_masked_bwd_run("cpu", &a, &a.drop, pre, junk, g32, NULL);
+            assert_close(g32, g64, a.nq, 2e-5, "cpu", "dropout dqkv vs cpu64");
+        }
+}
+
+/* p = 0 through a dropout struct gives the results of no dropout (NULL) bit for bit; a p
+ * outside [0, 1] is a device error naming the op */
+static void test_attention_dropout_off(void **state)
+{
+    static att_case a;
+    static double o1[AO_MAX], o2[AO_MAX], g1[AQ_MAX], g2[AQ_MAX], pre[AQ_MAX], junk[AQ_MAX];
+    rnd(pre, AQ_MAX, 611, -1, 1);
+    rnd(junk, AQ_MAX, 612, -5, 5);
+    att_init(&a, MSHAPES[0], 610);
+    att_mask_init(&a, 613);
+    const attn_dropout zero = {0, AD_SEED, 1, 1};
+    for (int k = 0; k < 2; k++) {
+        att_masked_bwd_run(DEVS[k].spec, &a, NULL, pre, junk, g1, o1);
+        att_masked_bwd_run(DEVS[k].spec, &a, &zero, pre, junk, g2, o2);
+        assert_memory_equal(o1, o2, a.no * sizeof o1[0]);
+        assert_memory_equal(g1, g2, a.nq * sizeof g1[0]);
+        const double bad[2] = {-0.1, 1.5};
+        for (int j = 0; j < 2; j++) {
+            att_shape s = a.s;
+            tdev t;
+            tdev_open(&t, DEVS[k].spec);
+            attn_dropout dr = {bad[j], AD_SEED, 1, 1};
+            t.d->ops->attention_masked_forward(t.d, put(&t, junk, a.no), put(&t, junk, a.na),
+                                               put(&t, a.qkv, a.nq), (dten){0}, s.B, s.T, s.C,
+                                               s.NH, s.causal, &dr);
+            const char *e = device_error(t.d);
+            if (!e || !strstr(e, "attention_masked_forward: attention dropout probability"))
+                fail_msg("%s: p=%g: error '%s'", DEVS[k].spec, bad[j], e ? e : "(none)");
+            tdev_close(&t);
+        }
     }
 }
 
@@ -1584,6 +1706,9 @@ int main(void)
         cmocka_unit_test(test_attention_masked_forward),
         cmocka_unit_test(test_attention_masked_unmasked),
         cmocka_unit_test(test_attention_masked_backward),
+        cmocka_unit_test(test_attention_dropout_forward),
+        cmocka_unit_test(test_attention_dropout_backward),
+        cmocka_unit_test(test_attention_dropout_off),
         cmocka_unit_test(test_embedding_tt_forward),
         cmocka_unit_test(test_embedding_tt_backward),
         cmocka_unit_test(test_gelu_erf_forward),

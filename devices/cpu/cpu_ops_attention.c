@@ -1,15 +1,62 @@
 /* devices/cpu/cpu_ops_attention.c: the cpu backend's multi-head self-attention (causal or not,
- * with an optional key mask), parallel over (b, h) heads: per-head GEMMs plus a softmax loop. */
+ * optional key mask and probability dropout), parallel over (b, h) heads: per-head GEMMs plus
+ * a softmax loop. */
 #include "cpu_real.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
+
+#include "philox.h"
 
 #define NT CblasNoTrans
 #define TR CblasTrans
 
 /* key s is seen by a query when the key mask row km (NULL: no mask) does not mark it padding */
 #define VISIBLE(km, s) (!(km) || (km)[s] != 0)
+
+/* The attention-probability dropout of one call: the Philox key and counter words, threshold
+ * and keep scale; a walk draws keep decisions for rising flat indices of att, one Philox block
+ * per 4 elements. */
+typedef struct {
+    uint64_t seed;
+    uint32_t step, layer;
+    philox_u64 thr;
+    real keep_scale;
+} att_drop;
+
+typedef struct {
+    const att_drop *dr;
+    philox_u32 blk;
+    int have;
+    philox_ctr r;
+} drop_walk;
+
+/* drop (NULL or p = 0: none) as the op applies it into dr; returns dr, or NULL for no dropout */
+static const att_drop *att_drop_make(att_drop *dr, const attn_dropout *drop)
+{
+    if (!drop || drop->p == 0)
+        return NULL;
+    dr->seed = drop->seed;
+    dr->step = drop->step;
+    dr->layer = drop->layer;
+    dr->thr = philox_dropout_threshold(drop->p);
+    dr->keep_scale = drop->p < 1 ? (real)(1.0 / (1.0 - drop->p)) : 0;
+    return dr;
+}
+
+/* x dropped or kept and scaled, as element i (flat index in att) of the dropout decides */
+static real drop_apply(drop_walk *w, size_t i, real x)
+{
+    philox_u32 blk = (philox_u32)(i >> 2);
+    if (!w->have || blk != w->blk) {
+        w->r = philox_dropout_block(w->dr->seed, w->dr->step, w->dr->layer,
+                                    DROPOUT_SITE_ATTN_PROBS, blk);
+        w->blk = blk;
+        w->have = 1;
+    }
+    return philox_keep(w->r.v[i & 3], w->dr->thr) ? x * w->dr->keep_scale : 0;
+}
 
 /* row t of S (scores, already scaled) becomes softmax over the visible s < send, zero at the
  * others; a row with no visible key becomes all zero */
@@ -30,18 +77,27 @@ static void softmax_row(real *row, int T, int send, const int32_t *km)
         row[s] = 0;
 }
 
-/* One head of one sequence: P = softmax(scale Q K^T) (causal and key masks), O = P V. x points
- * at the head's q channels of row 0 (k at +C, v at +2C, rows 3C apart), o at its output channels
- * (rows C apart), p at its [T,T] att block, km at the sequence's key mask row (or NULL). The
- * GEMMs run single-threaded inside the parallel loop. */
+/* One head of one sequence: P = softmax(scale Q K^T) (causal and key masks), O = P V, or with
+ * dropout dr O = Pd V, Pd = dropout(P) made in pd ([T,T]; base: the flat index of P[0,0] in
+ * att). x points at the head's q channels of row 0 (k at +C, v at +2C, rows 3C apart), o at
+ * its output channels (rows C apart), p at its [T,T] att block, km at the sequence's key mask
+ * row (or NULL). The GEMMs run single-threaded inside the parallel loop. */
 static void att_head_forward(real *o, real *p, const real *x, int T, int C, int hs, int causal,
-                             real scale, const int32_t *km)
+                             real scale, const int32_t *km, const att_drop *dr, size_t base,
+                             real *pd)
 {
     int C3 = 3 * C;
     cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, scale, x, C3, x + C, C3, 0, p, T);
     for (int t = 0; t < T; t++)
         softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T, km);
-    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, p, T, x + 2 * C, C3, 0, o, C);
+    const real *pv = p;
+    if (dr) {
+        drop_walk w = {.dr = dr};
+        for (size_t j = 0; j < (size_t)T * T; j++)
+            pd[j] = drop_apply(&w, base + j, p[j]);
+        pv = pd;
+    }
+    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, pv, T, x + 2 * C, C3, 0, o, C);
 }
 
 /* the key mask row of sequence b, or NULL without a mask */
@@ -51,10 +107,11 @@ static const int32_t *mask_row(dten keymask, size_t b, int T)
 }
 
 static void attention_forward_op(device *d, const char *op, dten out, dten att, dten qkv,
-                                 dten keymask, int B, int T, int C, int NH, int causal)
+                                 dten keymask, int B, int T, int C, int NH, int causal,
+                                 const attn_dropout *drop)
 {
     if (!op_attention_ok(d, op, qkv, att, out, B, T, C, NH) ||
-        !op_keymask_ok(d, op, keymask, B, T))
+        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
         return;
     int hs = C / NH;
     real scale = (real)(1.0 / sqrt((double)hs));
@@ -62,40 +119,65 @@ static void attention_forward_op(device *d, const char *op, dten out, dten att, 
     real *o = RP(out), *a = RP(att);
     long heads = (long)B * NH;
     size_t TT = (size_t)T * T;
-#pragma omp parallel for schedule(static)
-    for (long bh = 0; bh < heads; bh++) {
-        size_t b = (size_t)(bh / NH), h = (size_t)(bh % NH) * hs;
-        att_head_forward(o + b * T * C + h, a + bh * TT, x + 3 * b * T * C + h, T, C, hs, causal,
-                         scale, mask_row(keymask, b, T));
+    att_drop drs;
+    const att_drop *dr = att_drop_make(&drs, drop);
+    int short_of_memory = 0;
+#pragma omp parallel
+    {
+        real *pd = dr ? malloc(TT * sizeof *pd) : NULL; /* this thread's dropped P */
+        if (dr && !pd) {
+#pragma omp atomic write
+            short_of_memory = 1;
+        }
+#pragma omp for schedule(static)
+        for (long bh = 0; bh < heads; bh++) {
+            size_t b = (size_t)(bh / NH), h = (size_t)(bh % NH) * hs;
+            if (!dr || pd)
+                att_head_forward(o + b * T * C + h, a + bh * TT, x + 3 * b * T * C + h, T, C,
+                                 hs, causal, scale, mask_row(keymask, b, T), dr,
+                                 (size_t)bh * TT, pd);
+        }
+        free(pd);
     }
+    if (short_of_memory)
+        device_fail(d, "%s: %s: no memory for a %dx%d dropped attention block", d->backend, op,
+                    T, T);
 }
 
 static void cpu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,
                                   int NH, int causal)
 {
-    attention_forward_op(d, "attention_forward", out, att, qkv, (dten){0}, B, T, C, NH, causal);
+    attention_forward_op(d, "attention_forward", out, att, qkv, (dten){0}, B, T, C, NH, causal,
+                         NULL);
 }
 
 static void cpu_attention_masked_forward(device *d, dten out, dten att, dten qkv, dten keymask,
-                                         int B, int T, int C, int NH, int causal)
+                                         int B, int T, int C, int NH, int causal,
+                                         const attn_dropout *drop)
 {
     attention_forward_op(d, "attention_masked_forward", out, att, qkv, keymask, B, T, C, NH,
-                         causal);
+                         causal, drop);
 }
 
 /* Backward of one head (pointers as in att_head_forward; g at its dout channels, w its [T,T]
- * scratch): w = dO V^T; the softmax backward scaled by 1/sqrt(hs):
- * w[t,s] = scale * P[t,s] (w[t,s] - sum_s' P[t,s'] w[t,s']); then dQ += w K, dK += w^T Q;
- * then w = P (masked) and dV += w^T dO. */
+ * scratch): w = dO V^T (with dropout dr: w = dropout(w), the forward's keep decisions); the
+ * softmax backward scaled by 1/sqrt(hs): w[t,s] = scale * P[t,s] (w[t,s] - sum_s' P[t,s']
+ * w[t,s']); then dQ += w K, dK += w^T Q; then w = P (masked; with dr dropout(P)) and
+ * dV += w^T dO. */
 static void att_head_backward(real *dx, real *w, const real *x, const real *g, const real *p,
-                              int T, int C, int hs, int causal, real scale, const int32_t *km)
+                              int T, int C, int hs, int causal, real scale, const int32_t *km,
+                              const att_drop *dr, size_t base)
 {
     int C3 = 3 * C;
+    drop_walk dw = {.dr = dr};
     cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, 1, g, C, x + 2 * C, C3, 0, w, T);
     for (int t = 0; t < T; t++) {
         int send = causal ? t + 1 : T;
         const real *prow = p + (size_t)t * T;
         real *wr = w + (size_t)t * T;
+        if (dr)
+            for (int s = 0; s < send; s++)
+                wr[s] = drop_apply(&dw, base + (size_t)t * T + s, wr[s]);
         double dsum = 0;
         for (int s = 0; s < send; s++)
             if (VISIBLE(km, s))
@@ -113,17 +195,23 @@ static void att_head_backward(real *dx, real *w, const real *x, const real *g, c
         int send = causal ? t + 1 : T;
         for (int s = 0; s < T; s++)
             w[(size_t)t * T + s] = s < send && VISIBLE(km, s) ? p[(size_t)t * T + s] : 0;
+        if (dr)
+            for (int s = 0; s < send; s++)
+                w[(size_t)t * T + s] = drop_apply(&dw, base + (size_t)t * T + s,
+                                                  w[(size_t)t * T + s]);
     }
     cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, g, C, 1, dx + 2 * C, C3);
 }
 
 static void attention_backward_op(device *d, const char *op, dten dqkv, dten scratch, dten dout,
                                   dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
-                                  int causal)
+                                  int causal, const attn_dropout *drop)
 {
     if (!op_attention_backward_ok(d, op, dqkv, scratch, dout, qkv, att, B, T, C, NH) ||
-        !op_keymask_ok(d, op, keymask, B, T))
+        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
         return;
+    att_drop drs;
+    const att_drop *dr = att_drop_make(&drs, drop);
     int hs = C / NH;
     real scale = (real)(1.0 / sqrt((double)hs));
     const real *x = RP(qkv), *g = RP(dout), *a = RP(att);
@@ -135,7 +223,7 @@ static void attention_backward_op(device *d, const char *op, dten dqkv, dten scr
         size_t b = (size_t)(bh / NH), off = 3 * b * T * C + (size_t)(bh % NH) * hs;
         att_head_backward(dx + off, work + bh * TT, x + off,
                           g + b * T * C + (size_t)(bh % NH) * hs, a + bh * TT, T, C, hs, causal,
-                          scale, mask_row(keymask, b, T));
+                          scale, mask_row(keymask, b, T), dr, (size_t)bh * TT);
     }
 }
 
@@ -143,15 +231,15 @@ static void cpu_attention_backward(device *d, dten dqkv, dten scratch, dten dout
                                    dten att, int B, int T, int C, int NH, int causal)
 {
     attention_backward_op(d, "attention_backward", dqkv, scratch, dout, qkv, att, (dten){0}, B,
-                          T, C, NH, causal);
+                          T, C, NH, causal, NULL);
 }
 
 static void cpu_attention_masked_backward(device *d, dten dqkv, dten scratch, dten dout,
                                           dten qkv, dten att, dten keymask, int B, int T, int C,
-                                          int NH, int causal)
+                                          int NH, int causal, const attn_dropout *drop)
 {
     attention_backward_op(d, "attention_masked_backward", dqkv, scratch, dout, qkv, att, keymask,
-                          B, T, C, NH, causal);
+                          B, T, C, NH, causal, drop);
 }
 
 void cpu_fill_attention(device_i *ops)

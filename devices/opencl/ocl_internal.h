@@ -112,6 +112,13 @@ void ocl_op_begin(device *d);
 /* a marker command that starts the op's span when timing is on (before CLBlast calls) */
 void ocl_op_marker(device *d, const char *op);
 
+/* ---- dropout (ocl_ops_dropout.c), also the attention ops' probability dropout ---- */
+/* y (+)= dropout(x) over n elements (keep decisions as devices/philox.h draws them); mask, when
+ * it has a buffer, gets them. Arguments checked by the caller. 1, or 0 after device_fail */
+int ocl_dropout_launch(device *d, const char *op, dten y, dten mask, dten x, size_t n,
+                       int accumulate, double p, uint64_t seed, uint32_t step, uint32_t layer,
+                       uint32_t site);
+
 /* ---- program (ocl_program.c) ---- */
 /* builds the embedded kernels (common.cl and devices/philox.h first) for c->dev and creates every kernel; 0, or 1 with err written */
 int ocl_build_program(ocl_ctx *c, char *err, size_t errlen);

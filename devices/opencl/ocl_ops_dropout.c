@@ -3,14 +3,10 @@
 #include "ocl_internal.h"
 #include "philox.h"
 
-/* y (+)= dropout(x); mask (optional) gets the keep decisions */
-static void dropout_op(device *d, const char *op, dten y, dten mask, dten x, int n,
+int ocl_dropout_launch(device *d, const char *op, dten y, dten mask, dten x, size_t n,
                        int accumulate, double p, uint64_t seed, uint32_t step, uint32_t layer,
                        uint32_t site)
 {
-    if (!op_dropout_ok(d, op, n, p, y, x, mask))
-        return;
-    ocl_op_begin(d);
     ocl_args a = {0};
     oa_ten(&a, y);
     if (mask.buf) {
@@ -21,7 +17,7 @@ static void dropout_op(device *d, const char *op, dten y, dten mask, dten x, int
     }
     oa_int(&a, mask.buf != NULL);
     oa_ten(&a, x);
-    oa_int(&a, n);
+    oa_ulong(&a, n);
     oa_int(&a, accumulate);
     oa_ulong(&a, (size_t)philox_dropout_threshold(p));
     oa_float(&a, p < 1 ? 1.0 / (1.0 - p) : 0.0);
@@ -29,7 +25,18 @@ static void dropout_op(device *d, const char *op, dten y, dten mask, dten x, int
     oa_ulong(&a, step);
     oa_ulong(&a, layer);
     oa_ulong(&a, site);
-    if (ocl_launch(d, op, K_DROPOUT_APPLY, &a, ((size_t)n + 3) / 4))
+    return ocl_launch(d, op, K_DROPOUT_APPLY, &a, (n + 3) / 4);
+}
+
+/* y (+)= dropout(x); mask (optional) gets the keep decisions */
+static void dropout_op(device *d, const char *op, dten y, dten mask, dten x, int n,
+                       int accumulate, double p, uint64_t seed, uint32_t step, uint32_t layer,
+                       uint32_t site)
+{
+    if (!op_dropout_ok(d, op, n, p, y, x, mask))
+        return;
+    ocl_op_begin(d);
+    if (ocl_dropout_launch(d, op, y, mask, x, (size_t)n, accumulate, p, seed, step, layer, site))
         ocl_fault(d, op, y, (size_t)n);
 }
 

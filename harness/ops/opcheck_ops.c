@@ -56,8 +56,11 @@ static void desc_emb_tt(const oc_shape *s, char *o, size_t l)
 }
 static void desc_att_masked(const oc_shape *s, char *o, size_t l)
 {
-    snprintf(o, l, "B=%d T=%d C=%d NH=%d %s%s", s->B, s->T, s->C, s->NH,
-             s->causal ? "causal" : "full", s->masked ? " key-masked" : " no mask");
+    int k = snprintf(o, l, "B=%d T=%d C=%d NH=%d %s%s", s->B, s->T, s->C, s->NH,
+                     s->causal ? "causal" : "full", s->masked ? " key-masked" : " no mask");
+    if (s->p > 0 && k >= 0 && (size_t)k < l)
+        snprintf(o + k, l - (size_t)k, " dropout p=%g step=%d layer=%d", s->p, s->step,
+                 s->layer);
 }
 static void desc_dropout(const oc_shape *s, char *o, size_t l)
 {
@@ -268,10 +271,17 @@ static dten mask_view(const oc_shape *s, const dten *t, int i)
 {
     return s->masked ? t[i] : (dten){0};
 }
+/* a case's probability dropout (seed OC_DROPOUT_SEED), or NULL when its p is 0 */
+static const attn_dropout *att_drop(const oc_shape *s, attn_dropout *dr)
+{
+    *dr = (attn_dropout){s->p, OC_DROPOUT_SEED, (uint32_t)s->step, (uint32_t)s->layer};
+    return s->p > 0 ? dr : NULL;
+}
 static double att_masked_fwd_run(device *d, const oc_shape *s, const dten *t)
 {
+    attn_dropout dr;
     OPS(d)->attention_masked_forward(d, t[0], t[1], t[2], mask_view(s, t, 3), s->B, s->T, s->C,
-                                     s->NH, s->causal);
+                                     s->NH, s->causal, att_drop(s, &dr));
     return 0;
 }
 static int att_masked_bwd_t(const oc_shape *s, oc_tensor *t)
@@ -283,8 +293,9 @@ static int att_masked_bwd_t(const oc_shape *s, oc_tensor *t)
 }
 static double att_masked_bwd_run(device *d, const oc_shape *s, const dten *t)
 {
+    attn_dropout dr;
     OPS(d)->attention_masked_backward(d, t[0], t[1], t[2], t[3], t[4], mask_view(s, t, 5), s->B,
-                                      s->T, s->C, s->NH, s->causal);
+                                      s->T, s->C, s->NH, s->causal, att_drop(s, &dr));
     return 0;
 }
 
@@ -596,10 +607,18 @@ static const oc_case TEST_CASES[] = {
     {OP(O_ATT_M_F), {.B = 3, .T = 5, .C = 12, .NH = 3, .causal = 1, .masked = 1}},
     {OP(O_ATT_M_F), {.B = 2, .T = 7, .C = 8, .NH = 2, .causal = 0, .masked = 0}},
     {OP(O_ATT_M_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .causal = 0, .masked = 1}},
+    {OP(O_ATT_M_F), {.B = 3, .T = 7, .C = 8, .NH = 2, .masked = 1, .p = 0.1, .step = 5, .layer = 1}},
+    {OP(O_ATT_M_F), {.B = 3, .T = 5, .C = 12, .NH = 3, .causal = 1, .masked = 1, .p = 0.5,
+                     .step = 2, .layer = 3}},
+    {OP(O_ATT_M_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .masked = 1, .p = 0.1, .step = 9}},
     {OP(O_ATT_M_B), {.B = 3, .T = 7, .C = 8, .NH = 2, .causal = 0, .masked = 1}},
     {OP(O_ATT_M_B), {.B = 3, .T = 5, .C = 12, .NH = 3, .causal = 1, .masked = 1}},
     {OP(O_ATT_M_B), {.B = 2, .T = 7, .C = 8, .NH = 2, .causal = 0, .masked = 0}},
     {OP(O_ATT_M_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .causal = 0, .masked = 1}},
+    {OP(O_ATT_M_B), {.B = 3, .T = 7, .C = 8, .NH = 2, .masked = 1, .p = 0.1, .step = 5, .layer = 1}},
+    {OP(O_ATT_M_B), {.B = 3, .T = 5, .C = 12, .NH = 3, .causal = 1, .masked = 1, .p = 0.5,
+                     .step = 2, .layer = 3}},
+    {OP(O_ATT_M_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .masked = 1, .p = 0.1, .step = 9}},
     {OP(O_GELU_ERF_F), {.n = 91}},
     {OP(O_GELU_ERF_F), {.n = 131072}},
     {OP(O_GELU_ERF_B), {.n = 91}},
@@ -689,6 +708,12 @@ static const oc_grad_case GRAD_CASES[] = {
     {"attention_masked_forward", "attention_masked_backward",
      {.B = 2, .T = 5, .C = 6, .NH = 3, .causal = 1, .masked = 1},
      {W_RANDOM}, {ZERO, SCRATCH, DOUT(0), FWD(2), FWD(1), FWD(3)}, {{0, 2}}, 1},
+    {"attention_masked_forward", "attention_masked_backward",
+     {.B = 3, .T = 5, .C = 8, .NH = 2, .causal = 0, .masked = 1, .p = 0.25, .step = 4, .layer = 2},
+     {W_RANDOM}, {ZERO, SCRATCH, DOUT(0), FWD(2), FWD(1), FWD(3)}, {{0, 2}}, 1},
+    {"attention_masked_forward", "attention_masked_backward",
+     {.B = 2, .T = 5, .C = 6, .NH = 3, .causal = 1, .masked = 0, .p = 0.25, .step = 1, .layer = 0},
+     {W_RANDOM}, {ZERO, SCRATCH, DOUT(0), FWD(2), FWD(1)}, {{0, 2}}, 1},
     {"gelu_erf_forward", "gelu_erf_backward", {.n = 37}, {W_RANDOM}, {ZERO, FWD(1), DOUT(0)},
      {{0, 1}}, 1},
     {"dropout_forward", "dropout_backward", {.n = 37, .p = 0.25, .step = 2, .layer = 1},

@@ -1,6 +1,6 @@
 /* devices/opencl/kernels/attention.cl: multi-head self-attention on qkv[B,T,3C] ([q | k | v],
- * head h on channels [h*hs, (h+1)*hs)), causal or not, with an optional key mask, forward and
- * backward, without atomics. */
+ * head h on channels [h*hs, (h+1)*hs)), causal or not, with an optional key mask and dropout of
+ * the probabilities, forward and backward, without atomics. */
 
 /* Forward: one item per query row (b,h,t) for the softmax row of att, then one per output
  * element for att . v. Backward: one item per query row for the softmax backward (into
@@ -13,6 +13,33 @@
 
 /* the offset of (b, t) in qkv, without the view offset */
 #define QKV_ROW(b, t) (((size_t)(b) * T + (t)) * 3 * (size_t)C)
+
+/* Probability dropout: kernels that apply it take these (has_drop 0: none; else the threshold,
+ * the keep scale 1/(1-p) and the Philox key and counter words of devices/philox.h); element i
+ * is the flat index in att [B,NH,T,T]. */
+#define DROP_PARAMS                                                                             \
+    int has_drop, ulong thr, float keep_scale, ulong seed, ulong step, ulong layer, ulong site
+
+/* one work-item's walk over keep decisions: a Philox block is drawn when i enters a new one */
+typedef struct {
+    uint blk;
+    int have;
+    philox_ctr r;
+} drop_walk;
+
+/* x kept and scaled, or 0, as element i's keep decision says */
+float drop_apply(drop_walk *w, size_t i, float x, ulong thr, float keep_scale, ulong seed,
+                 ulong step, ulong layer, ulong site)
+{
+    uint blk = (uint)(i >> 2);
+    if (!w->have || blk != w->blk) {
+        w->r = philox_dropout_block(seed, (uint)step, (uint)layer, (uint)site, blk);
+        w->blk = blk;
+        w->have = 1;
+    }
+    return philox_keep(w->r.v[i & 3], thr) ? x * keep_scale : 0.0f;
+}
+#define DROP(w, i, x) drop_apply(w, i, x, thr, keep_scale, seed, step, layer, site)
 
 /* att[b,h,t,:] = softmax_s(q_t . k_s * scale) over the visible s < send, 0 at the others */
 __kernel void attention_softmax(__global float *att, ulong att_off, __global const float *qkv,
@@ -50,10 +77,11 @@ __kernel void attention_softmax(__global float *att, ulong att_off, __global con
         a[s] = 0;
 }
 
-/* out[b,t,h*hs+j] = sum_s att[b,h,t,s] v_s[j]: one item per output element */
+/* out[b,t,h*hs+j] = sum_s att_d[b,h,t,s] v_s[j] (att_d = att without dropout): one item per
+ * output element */
 __kernel void attention_value(__global float *out, ulong out_off, __global const float *att,
                               ulong att_off, __global const float *qkv, ulong qkv_off, int B,
-                              int T, int C, int NH, int causal)
+                              int T, int C, int NH, int causal, DROP_PARAMS)
 {
     size_t i = get_global_id(0);
     if (i >= (size_t)B * T * C)
@@ -63,20 +91,26 @@ __kernel void attention_value(__global float *out, ulong out_off, __global const
     int t = bt % T, send = causal ? t + 1 : T;
     __global const float *a = att + att_off + ((b * NH + h) * T + t) * (size_t)T;
     __global const float *v = qkv + qkv_off + QKV_ROW(b, 0) + 2 * C + c;
+    size_t base = ((b * NH + h) * T + t) * (size_t)T;
+    drop_walk w = {0};
     float y = 0;
-    for (int s = 0; s < send; s++)
-        y += a[s] * v[(size_t)s * 3 * C];
+    for (int s = 0; s < send; s++) {
+        float as = has_drop ? DROP(&w, base + s, a[s]) : a[s];
+        y += as * v[(size_t)s * 3 * C];
+    }
     out[out_off + i] = y;
 }
 
-/* per query row: datt[s] = dout_t . v_s; dpre[s] = att[s] (datt[s] - sum_s' att datt) * scale
- * into scratch over the visible s (0 past send and at masked keys) */
+/* per query row: datt[s] = dout_t . v_s (with dropout: dropped and scaled as att was);
+ * dpre[s] = att[s] (datt[s] - sum_s' att datt) * scale into scratch over the visible s (0 past
+ * send and at masked keys) */
 __kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
                                       __global const float *dout, ulong dout_off,
                                       __global const float *qkv, ulong qkv_off,
                                       __global const float *att, ulong att_off, int B, int T,
                                       int C, int NH, int causal, float scale,
-                                      __global const int *km, ulong km_off, int has_mask)
+                                      __global const int *km, ulong km_off, int has_mask,
+                                      DROP_PARAMS)
 {
     size_t r = get_global_id(0);
     if (r >= (size_t)B * NH * T)
@@ -87,6 +121,7 @@ __kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
     __global const float *a = att + att_off + r * T;
     __global float *w = scratch + sc_off + r * T;
     int send = causal ? t + 1 : T;
+    drop_walk dw = {0};
     acc_t dsum = 0;
     for (int s = 0; s < send; s++) {
         if (!VISIBLE(b, s))
@@ -95,6 +130,8 @@ __kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
         float dot = 0;
         for (int j = 0; j < hs; j++)
             dot += go[j] * v[j];
+        if (has_drop)
+            dot = DROP(&dw, r * T + s, dot);
         w[s] = dot;
         dsum += (acc_t)a[s] * dot;
     }
@@ -124,15 +161,16 @@ __kernel void attention_backward_dq(__global float *dqkv, ulong dqkv_off,
     dqkv[dqkv_off + QKV_ROW(b, t) + c] += acc;
 }
 
-/* dk_s[j] += sum_t dpre[t][s] q_t[j]; dv_s[j] += sum_t att[t][s] dout_t[j], over the query rows
- * t that see key s (t >= s when causal; none when s is masked): one item per element of dk/dv */
+/* dk_s[j] += sum_t dpre[t][s] q_t[j] when do_dk; dv_s[j] += sum_t att[t][s] dout_t[j] when
+ * do_dv, over the query rows t that see key s (t >= s when causal; none when s is masked): one
+ * item per element of dk/dv. With dropout att is the dropped probabilities (in scratch). */
 __kernel void attention_backward_dkv(__global float *dqkv, ulong dqkv_off,
                                      __global const float *scratch, ulong sc_off,
                                      __global const float *dout, ulong dout_off,
                                      __global const float *qkv, ulong qkv_off,
                                      __global const float *att, ulong att_off, int B, int T,
                                      int C, int NH, int causal, __global const int *km,
-                                     ulong km_off, int has_mask)
+                                     ulong km_off, int has_mask, int do_dk, int do_dv)
 {
     size_t i = get_global_id(0);
     if (i >= (size_t)B * T * C)
@@ -146,10 +184,14 @@ __kernel void attention_backward_dkv(__global float *dqkv, ulong dqkv_off,
     float dk = 0, dv = 0;
     for (int t = causal ? s : 0; VISIBLE(b, s) && t < T; t++) {
         size_t ts = head + (size_t)t * T + s;
-        dk += scratch[sc_off + ts] * q[(size_t)t * 3 * C];
-        dv += att[att_off + ts] * go[(size_t)t * C];
+        if (do_dk)
+            dk += scratch[sc_off + ts] * q[(size_t)t * 3 * C];
+        if (do_dv)
+            dv += att[att_off + ts] * go[(size_t)t * C];
     }
     __global float *row = dqkv + dqkv_off + QKV_ROW(b, s);
-    row[C + c] += dk;
-    row[2 * C + c] += dv;
+    if (do_dk)
+        row[C + c] += dk;
+    if (do_dv)
+        row[2 * C + c] += dv;
 }

@@ -4,17 +4,17 @@
 /* y[i] (+)= keep_i ? x[i] * scale : 0; mask[i] = keep_i when has_mask. The key is the seed's two
  * halves, the counter {block, site, layer, step} (docs/ops.md, "Philox layout"). */
 __kernel void dropout_apply(__global float *y, ulong y_off, __global int *mask, ulong mask_off,
-                            int has_mask, __global const float *x, ulong x_off, int n,
+                            int has_mask, __global const float *x, ulong x_off, ulong n,
                             int accumulate, ulong thr, float scale, ulong seed, ulong step,
                             ulong layer, ulong site)
 {
     size_t blk = get_global_id(0);
-    if (blk >= ((size_t)n + 3) / 4)
+    if (blk >= (n + 3) / 4)
         return;
     philox_ctr r = philox_dropout_block(seed, (uint)step, (uint)layer, (uint)site, (uint)blk);
     for (int j = 0; j < 4; j++) {
         size_t i = blk * 4 + j;
-        if (i >= (size_t)n)
+        if (i >= n)
             break;
         int keep = philox_keep(r.v[j], thr);
         float v = keep ? x[x_off + i] * scale : 0.0f;

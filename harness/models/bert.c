@@ -502,7 +502,7 @@ static void layer_forward(bert *m, int l, dten x)
     linear_forward(d, a->qkv, x, qkv_view(m->param_mem, m, l, Q_W),
                    qkv_view(m->param_mem, m, l, Q_B), BT, C, 3 * C);
     o->attention_masked_forward(d, a->atty, a->att, a->qkv, mask, m->B, m->T, C,
-                                m->c.num_attention_heads, 0);
+                                m->c.num_attention_heads, 0, NULL);
     linear_forward(d, a->attproj, a->atty, P(m, l, AO_W), P(m, l, AO_B), BT, C, C);
     o->add(d, a->res1, x, a->attproj, BT * C);
     o->layernorm_forward(d, a->ln1, a->ln1_mean, a->ln1_rstd, a->res1, P(m, l, LN1_W),
@@ -626,7 +626,7 @@ static void layer_backward(bert *m, int l, dten x)
                     BT, C, C);
     o->zero(d, m->dqkv);
     o->attention_masked_backward(d, m->dqkv, m->datt, m->dtmp2, a->qkv, a->att, mask, m->B,
-                                 m->T, C, m->c.num_attention_heads, 0);
+                                 m->T, C, m->c.num_attention_heads, 0, NULL);
     linear_backward(d, m->dres, qkv_view(m->grad_mem, m, l, Q_W),
                     qkv_view(m->grad_mem, m, l, Q_B), m->dqkv, x,
                     qkv_view(m->param_mem, m, l, Q_W), BT, C, 3 * C);

@@ -67,6 +67,8 @@ static int add_example(mlm_dataset *ds, const id_list *ids, int before, int afte
 static int add_stream(mlm_dataset *ds, const id_list *all, const uint8_t *marks, size_t *cap)
 {
     size_t T = (size_t)ds->seq_len, rows = all->n / T;
+    if (rows == 0) /* no full row: the caller refuses the file (and memcpy may not take NULL) */
+        return 0;
     if (reserve_rows(ds, rows, cap))
         return -1;
     memcpy(ds->ids, all->ids, rows * T * sizeof *ds->ids);

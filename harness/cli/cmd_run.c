@@ -13,7 +13,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
-            "                            [--quiet]\n"
+            "                            [--dump-batches FILE] [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
             "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
             "Trains the scenario on one device and records every step in the store. The\n"
@@ -30,6 +30,8 @@ static void run_usage(FILE *f)
             "  --save DIR     write the final weights as a Hugging Face model directory\n"
             "                 (config.json + model.safetensors) when the run ends ok; DIR (or\n"
             "                 its nearest existing parent) must be a writable directory\n"
+            "  --dump-batches FILE  write every step's batch (input ids, token types,\n"
+            "                 attention mask, labels) to FILE as one JSON line per step\n"
             "  --quiet        print only the final line\n"
             "  --compare      compare each run with its baseline (docs/compare.md)\n"
             "  --baseline B   with --compare: the baseline of every run instead of the default\n"
@@ -47,6 +49,7 @@ static int check_nonempty(const run_args *a)
         const char *what, *value;
     } given[] = {{"--db", a->db},           {"--device", a->device},
                  {"--save", a->save},       {"--baseline", a->baseline},
+                 {"--dump-batches", a->dump_batches},
                  {"--baselines", a->baselines}};
     for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
         if (given[i].value && cmd_nonempty("run", given[i].what, given[i].value))
@@ -82,6 +85,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             a->db = argv[++i];
         } else if (strcmp(arg, "--save") == 0 && has_value) {
             a->save = argv[++i];
+        } else if (strcmp(arg, "--dump-batches") == 0 && has_value) {
+            a->dump_batches = argv[++i];
         } else if (strcmp(arg, "--steps") == 0 && has_value) {
             if (parse_long(argv[++i], &a->steps) || a->steps < 1 || a->steps > 100000000) {
                 log_error("run: --steps: '%s' is not a number of steps >= 1", argv[i]);
@@ -107,8 +112,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
                   a->scenarios[1]);
         return EXIT_USAGE;
     }
-    if (a->compare && a->save) {
-        log_error("run: --save goes with one run, not with --compare");
+    if (a->compare && (a->save || a->dump_batches)) {
+        log_error("run: --save and --dump-batches go with one run, not with --compare");
         return EXIT_USAGE;
     }
     if (!a->compare && (a->baseline || a->baselines)) {

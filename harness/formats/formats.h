@@ -6,5 +6,6 @@
 #include "safetensors.h"
 #include "tokenizer.h"
 #include "data.h"
+#include "data_mlm.h"
 
 #endif

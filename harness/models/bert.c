@@ -98,16 +98,16 @@ static size_t build_param_table(bert *m)
                            N_HEAD_PARAMS, sizeof *m->params);
     if (!m->params)
         return 0;
-    add_param(m, &off, "bert.embeddings.word_embeddings.weight", V, C, PARAM_EMBEDDING);
-    add_param(m, &off, "bert.embeddings.position_embeddings.weight", c->max_position_embeddings,
+    add_param(m, &off, "embeddings.word_embeddings.weight", V, C, PARAM_EMBEDDING);
+    add_param(m, &off, "embeddings.position_embeddings.weight", c->max_position_embeddings,
               C, PARAM_EMBEDDING);
-    add_param(m, &off, "bert.embeddings.token_type_embeddings.weight", c->type_vocab_size, C,
+    add_param(m, &off, "embeddings.token_type_embeddings.weight", c->type_vocab_size, C,
               PARAM_EMBEDDING);
-    add_param(m, &off, "bert.embeddings.LayerNorm.weight", C, 0, PARAM_NORM);
-    add_param(m, &off, "bert.embeddings.LayerNorm.bias", C, 0, PARAM_BIAS);
+    add_param(m, &off, "embeddings.LayerNorm.weight", C, 0, PARAM_NORM);
+    add_param(m, &off, "embeddings.LayerNorm.bias", C, 0, PARAM_BIAS);
     for (int l = 0; l < c->num_hidden_layers; l++)
         for (int k = 0; k < PARAMS_PER_LAYER; k++) {
-            snprintf(name, sizeof name, "bert.encoder.layer.%d.%s", l, LAYER[k].suffix);
+            snprintf(name, sizeof name, "encoder.layer.%d.%s", l, LAYER[k].suffix);
             add_param(m, &off, name, dim(c, LAYER[k].rows), dim(c, LAYER[k].cols), LAYER[k].role);
         }
     add_param(m, &off, "cls.predictions.bias", V, 0, PARAM_BIAS);
@@ -123,6 +123,11 @@ const param_info *bert_param(const bert *m, int i) { return &m->params[i]; }
 size_t bert_param_count(const bert *m) { return m->param_mem.n; }
 dten bert_all_params(const bert *m) { return m->param_mem; }
 dten bert_all_grads(const bert *m) { return m->grad_mem; }
+
+void bert_state(const bert *m, model_state *st)
+{
+    *st = (model_state){m->n_params, m->params, m->param_mem, m->grad_mem, m->m_mem, m->v_mem};
+}
 
 dten bert_param_view(const bert *m, int i)
 {
@@ -169,6 +174,8 @@ static int exact_index(const bert *m, const char *name)
 int bert_param_index(const bert *m, const char *name, int *alias)
 {
     char spelled[128];
+    if (strncmp(name, "bert.", 5) == 0) /* BertForMaskedLM's spelling; BertModel's has none */
+        name += 5;
     int i = exact_index(m, name), is_alias = 0;
     if (i < 0 && strcmp(name, "cls.predictions.decoder.weight") == 0)
         i = WORD, is_alias = 1;
@@ -188,10 +195,11 @@ int bert_param_index(const bert *m, const char *name, int *alias)
 
 int bert_name_unused(const char *name)
 {
-    return strncmp(name, "bert.pooler.", 12) == 0 ||
-           strncmp(name, "cls.seq_relationship.", 21) == 0 ||
-           strcmp(name, "bert.embeddings.position_ids") == 0 ||
-           strcmp(name, "bert.embeddings.token_type_ids") == 0;
+    if (strncmp(name, "bert.", 5) == 0)
+        name += 5;
+    return strncmp(name, "pooler.", 7) == 0 || strncmp(name, "cls.seq_relationship.", 21) == 0 ||
+           strcmp(name, "embeddings.position_ids") == 0 ||
+           strcmp(name, "embeddings.token_type_ids") == 0;
 }
 
 /* ---- sizes, in 64 bits, before anything is allocated ----------------------------------------- */
@@ -446,14 +454,8 @@ static void init_param(const param_info *p, float *w, rng_state *r, double std)
     }
 }
 
-int bert_init_weights(bert *m, uint64_t seed)
+void bert_init_host(const bert *m, uint64_t seed, float *host)
 {
-    size_t np = m->param_mem.n;
-    float *host = malloc(np * sizeof *host);
-    if (!host) {
-        log_error("bert: out of host memory for %zu initial weights", np);
-        return 1;
-    }
     rng_state r;
     rng_seed(&r, seed);
     double std = m->c.initializer_range ? m->c.initializer_range : 0.02;
@@ -462,6 +464,17 @@ int bert_init_weights(bert *m, uint64_t seed)
     if (m->c.pad_token_id >= 0)
         memset(host + m->params[WORD].offset + (size_t)m->c.pad_token_id * m->c.hidden_size, 0,
                (size_t)m->c.hidden_size * sizeof *host);
+}
+
+int bert_init_weights(bert *m, uint64_t seed)
+{
+    size_t np = m->param_mem.n;
+    float *host = malloc(np * sizeof *host);
+    if (!host) {
+        log_error("bert: out of host memory for %zu initial weights", np);
+        return 1;
+    }
+    bert_init_host(m, seed, host);
     int rc = bert_set_weights(m, host);
     free(host);
     return rc;

@@ -25,8 +25,10 @@ void bert_free(bert *m);
 
 /* The parameter table, in memory order: transformers' named_parameters() order of
  * BertForMaskedLM, except that each layer's query, key and value weights come first and then
- * their three biases (so they form one [3C, C] matrix and one [3C] bias). Names are the full
- * Hugging Face names ("bert.embeddings.word_embeddings.weight", "cls.predictions.bias"). */
+ * their three biases (so they form one [3C, C] matrix and one [3C] bias). Names are Hugging
+ * Face's without BertForMaskedLM's "bert." prefix ("embeddings.word_embeddings.weight",
+ * "encoder.layer.0.attention.self.query.weight"); the head's keep theirs ("cls.predictions.bias"),
+ * as the model family interface (model.h: hf_prefix, unprefixed) spells them. */
 int bert_n_params(const bert *m);
 const param_info *bert_param(const bert *m, int i);
 size_t bert_param_count(const bert *m); /* total elements */
@@ -35,16 +37,20 @@ dten bert_grad_view(const bert *m, int i);
 dten bert_all_params(const bert *m);
 dten bert_all_grads(const bert *m);
 size_t bert_activation_bytes(const bert *m);
+/* the table and the four allocations, for the model interface (model.h) */
+void bert_state(const bert *m, model_state *st);
 size_t bert_state_bytes(const bert *m);
 
-/* The table index a checkpoint tensor name maps to, or -1: the table's own names, the tied
+/* The table index a checkpoint tensor name maps to, or -1: the table's own names (with or
+ * without "bert.", so BertForMaskedLM's and BertModel's checkpoints both match), the tied
  * aliases a BertForMaskedLM checkpoint may list ("cls.predictions.decoder.weight" is the word
  * embeddings, "cls.predictions.decoder.bias" is "cls.predictions.bias") and the old TF-converted
  * spellings "LayerNorm.gamma"/"LayerNorm.beta" for ".weight"/".bias". *alias (may be NULL) is
  * set to 1 when the name was one of those aliases. */
 int bert_param_index(const bert *m, const char *name, int *alias);
 /* 1 for checkpoint names BertForMaskedLM does not use and transformers skips on loading
- * (bert.pooler.*, cls.seq_relationship.*, the position_ids/token_type_ids buffers), else 0 */
+ * (bert.pooler.*, cls.seq_relationship.*, the position_ids/token_type_ids buffers; "bert." may
+ * be absent), else 0 */
 int bert_name_unused(const char *name);
 
 /* transformers' BertPreTrainedModel._init_weights: normal(0, std) for every Linear and Embedding
@@ -54,6 +60,8 @@ int bert_name_unused(const char *name);
  * a weight drawn in row-major order (the padding row too, before it is zeroed); AdamW state
  * zeroed. 0 or 1. */
 int bert_init_weights(bert *m, uint64_t seed);
+/* the same initial weights into host[bert_param_count], nothing uploaded */
+void bert_init_host(const bert *m, uint64_t seed, float *host);
 /* weights from host[bert_param_count] (every parameter at its offset); AdamW state zeroed */
 int bert_set_weights(bert *m, const float *host);
 /* the weights (or, with grads set, the gradients) into host[bert_param_count]. 0 or 1. */

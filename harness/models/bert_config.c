@@ -11,14 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/input_file.h"
-#include "util/json_locate.h"
-#include "util/json_util.h"
 #include "util/util.h"
 
 /* ---- the keys the harness models ------------------------------------------------------------ */
 
-typedef enum { F_INT, F_REAL, F_STRING, F_BOOL, F_PAD } field_type;
+typedef enum { F_INT, F_REAL, F_STRING, F_BOOL, F_PAD, F_DTYPE } field_type;
 
 typedef struct {
     const char *key;
@@ -45,6 +42,7 @@ static const field FIELDS[] = {
     FIELD(tie_word_embeddings, F_BOOL),
     FIELD(is_decoder, F_BOOL),
     FIELD(add_cross_attention, F_BOOL),
+    FIELD(torch_dtype, F_DTYPE),
 };
 #define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
 #define STRING_LEN 32 /* hidden_act and position_embedding_type */
@@ -67,49 +65,7 @@ void bert_config_defaults(bert_config *c)
     c->pad_token_id = 0;
     snprintf(c->position_embedding_type, sizeof c->position_embedding_type, "absolute");
     c->tie_word_embeddings = 1;
-}
-
-/* ---- messages: `where` is "FILE" or "FILE: PREFIX" (the dotted path of the config object) --- */
-
-/* copies FILE into file and returns PREFIX, or NULL when where names only a file */
-static const char *split_where(const char *where, char *file, size_t len)
-{
-    const char *sep = NULL;
-    for (const char *p = strstr(where, ": "); p; p = strstr(p + 1, ": "))
-        sep = p;
-    const char *prefix = sep ? sep + 2 : NULL;
-    if (prefix && (!*prefix || strspn(prefix, "abcdefghijklmnopqrstuvwxyz"
-                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.") !=
-                                   strlen(prefix)))
-        prefix = NULL;
-    int n = prefix ? (int)(sep - where) : (int)strlen(where);
-    snprintf(file, len, "%.*s", n, where);
-    return prefix;
-}
-
-/* "FILE:LINE: FIELD: message" (the line found by re-reading FILE); "WHERE: FIELD: message" when
- * FILE cannot be read. Always returns 2 (an input error). */
-__attribute__((format(printf, 3, 4))) static int cfg_error(const char *where, const char *key,
-                                                           const char *fmt, ...)
-{
-    char file[PATH_MAX], field_name[256], msg[512], why[INPUT_WHY_LEN], loc[PATH_MAX + 16];
-    const char *prefix = split_where(where ? where : "config", file, sizeof file);
-    if (prefix && *key)
-        snprintf(field_name, sizeof field_name, "%s.%s", prefix, key);
-    else
-        snprintf(field_name, sizeof field_name, "%s", prefix ? prefix : key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    char *text = input_read(file, INPUT_MODEL_CONFIG, NULL, why, sizeof why);
-    if (text)
-        snprintf(loc, sizeof loc, "%s:%d", file, json_locate_line(text, field_name));
-    else
-        snprintf(loc, sizeof loc, "%s", file);
-    free(text);
-    log_error("%s: %s%s%s", loc, field_name, field_name[0] ? ": " : "", msg);
-    return 2;
+    snprintf(c->torch_dtype, sizeof c->torch_dtype, "float32");
 }
 
 /* ---- reading one key ------------------------------------------------------------------------ */
@@ -117,10 +73,10 @@ __attribute__((format(printf, 3, 4))) static int cfg_error(const char *where, co
 static int set_int(int *out, json_t *v, const char *where, const char *key)
 {
     if (!json_is_integer(v))
-        return cfg_error(where, key, "must be an integer, not %s", json_type_name(v));
+        return config_error(where, key, "must be an integer, not %s", json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < INT_MIN || i > INT_MAX)
-        return cfg_error(where, key, "%lld does not fit in an int", (long long)i);
+        return config_error(where, key, "%lld does not fit in an int", (long long)i);
     *out = (int)i;
     return 0;
 }
@@ -136,45 +92,61 @@ static int set_field(bert_config *c, const field *f, json_t *v, const char *wher
             return 0;
         }
         if (json_is_integer(v) && json_integer_value(v) < 0) /* torch counts from the end */
-            return cfg_error(where, f->key, "%lld: a negative padding index is not "
+            return config_error(where, f->key, "%lld: a negative padding index is not "
                              "implemented (use an id >= 0, or null)",
                              (long long)json_integer_value(v));
         return set_int((int *)at, v, where, f->key);
     case F_REAL:
         if (!json_is_number(v))
-            return cfg_error(where, f->key, "must be a number, not %s", json_type_name(v));
+            return config_error(where, f->key, "must be a number, not %s", json_type_name(v));
         *(double *)at = json_number_value(v);
         return 0;
     case F_BOOL:
         if (!json_is_boolean(v))
-            return cfg_error(where, f->key, "must be true or false, not %s", json_type_name(v));
+            return config_error(where, f->key, "must be true or false, not %s", json_type_name(v));
         *(int *)at = json_is_true(v);
         return 0;
+    case F_DTYPE: return config_set_dtype(at, sizeof ((bert_config *)0)->torch_dtype, v, where);
     case F_STRING:
         if (!json_is_string(v))
-            return cfg_error(where, f->key, "must be a string, not %s", json_type_name(v));
+            return config_error(where, f->key, "must be a string, not %s", json_type_name(v));
         if (strlen(json_string_value(v)) >= STRING_LEN)
-            return cfg_error(where, f->key, "\"%.40s...\" is too long", json_string_value(v));
+            return config_error(where, f->key, "\"%.40s...\" is too long", json_string_value(v));
         snprintf(at, STRING_LEN, "%s", json_string_value(v));
         return 0;
     }
-    return cfg_error(where, f->key, "internal error: unknown field type");
+    return config_error(where, f->key, "internal error: unknown field type");
 }
 
 int bert_config_from_json(bert_config *c, json_t *obj, const char *where)
 {
     if (!json_is_object(obj))
-        return cfg_error(where, "", "a model config must be a JSON object, not %s",
+        return config_error(where, "", "a model config must be a JSON object, not %s",
                          obj ? json_type_name(obj) : "nothing");
     for (size_t i = 0; i < NFIELDS; i++) {
         json_t *v = json_object_get(obj, FIELDS[i].key);
-        if (!v)
-            continue;
+        if (!v || FIELDS[i].type == F_DTYPE)
+            continue; /* absent; torch_dtype below */
         int rc = set_field(c, &FIELDS[i], v, where);
         if (rc)
             return rc;
     }
-    return 0;
+    return config_read_dtype(c->torch_dtype, sizeof c->torch_dtype, obj, where);
+}
+
+/* config_set_fn for BertConfig's keys */
+static int bert_set_key(void *c, const char *key, json_t *v, const char *where)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (strcmp(FIELDS[i].key, key) == 0)
+            return v ? set_field(c, &FIELDS[i], v, where) : 0;
+    return -1;
+}
+
+int bert_config_apply_overrides(bert_config *c, json_t *config, json_t *overrides,
+                                const char *where)
+{
+    return config_apply_overrides(c, bert_set_key, config, overrides, where);
 }
 
 /* ---- sizes ---------------------------------------------------------------------------------- */
@@ -198,7 +170,7 @@ static int check_tensor(const char *where, const char *key, int v, uint64_t n, c
 {
     if (n <= BERT_MAX_ELEMENTS)
         return 0;
-    return cfg_error(where, key, "%d is too large: %s would have %llu elements, over the limit "
+    return config_error(where, key, "%d is too large: %s would have %llu elements, over the limit "
                      "of %llu", v, what, (unsigned long long)n,
                      (unsigned long long)BERT_MAX_ELEMENTS);
 }
@@ -245,12 +217,12 @@ static int check_sizes(const bert_config *c, const char *where)
                  {"type_vocab_size", c->type_vocab_size}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].v <= 0)
-            return cfg_error(where, sizes[i].key, "must be > 0, got %d", sizes[i].v);
+            return config_error(where, sizes[i].key, "must be > 0, got %d", sizes[i].v);
     if (c->hidden_size % c->num_attention_heads != 0)
-        return cfg_error(where, "hidden_size", "%d is not divisible by num_attention_heads (%d)",
+        return config_error(where, "hidden_size", "%d is not divisible by num_attention_heads (%d)",
                          c->hidden_size, c->num_attention_heads);
     if (c->pad_token_id < -1 || c->pad_token_id >= c->vocab_size)
-        return cfg_error(where, "pad_token_id", "%d is outside the vocabulary (vocab_size %d)",
+        return config_error(where, "pad_token_id", "%d is outside the vocabulary (vocab_size %d)",
                          c->pad_token_id, c->vocab_size);
     return check_products(c, where);
 }
@@ -260,20 +232,20 @@ static int check_sizes(const bert_config *c, const char *where)
 static int check_architecture(const bert_config *c, const char *where)
 {
     if (strcmp(c->hidden_act, "gelu") != 0)
-        return cfg_error(where, "hidden_act", "\"%s\" is not implemented: use gelu (exact erf)",
+        return config_error(where, "hidden_act", "\"%s\" is not implemented: use gelu (exact erf)",
                          c->hidden_act);
     if (strcmp(c->position_embedding_type, "absolute") != 0)
-        return cfg_error(where, "position_embedding_type",
+        return config_error(where, "position_embedding_type",
                          "\"%s\" is not implemented: use absolute", c->position_embedding_type);
     if (!c->tie_word_embeddings)
-        return cfg_error(where, "tie_word_embeddings",
+        return config_error(where, "tie_word_embeddings",
                          "false is not implemented: the MLM decoder must be tied to the word "
                          "embeddings");
     if (c->is_decoder)
-        return cfg_error(where, "is_decoder", "true is not implemented: BertForMaskedLM is a "
+        return config_error(where, "is_decoder", "true is not implemented: BertForMaskedLM is a "
                          "bidirectional encoder");
     if (c->add_cross_attention)
-        return cfg_error(where, "add_cross_attention", "true is not implemented");
+        return config_error(where, "add_cross_attention", "true is not implemented");
     return 0;
 }
 
@@ -287,9 +259,9 @@ static int check_dropouts(const bert_config *c, const char *where)
              {"attention_probs_dropout_prob", c->attention_probs_dropout_prob}};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
         if (!(d[i].p >= 0 && d[i].p < 1))
-            return cfg_error(where, d[i].key, "must be in [0, 1), got %g", d[i].p);
+            return config_error(where, d[i].key, "must be in [0, 1), got %g", d[i].p);
         if (d[i].p != 0)
-            return cfg_error(where, d[i].key,
+            return config_error(where, d[i].key,
                              "dropout is not implemented for BERT yet: set %s to 0 (e.g. in "
                              "overrides)", d[i].key);
     }
@@ -304,9 +276,9 @@ int bert_config_validate(const bert_config *c, const char *where)
     if (rc)
         return rc;
     if (!(c->layer_norm_eps > 0) || !isfinite(c->layer_norm_eps))
-        return cfg_error(where, "layer_norm_eps", "must be > 0, got %g", c->layer_norm_eps);
+        return config_error(where, "layer_norm_eps", "must be > 0, got %g", c->layer_norm_eps);
     if (!(c->initializer_range >= 0) || !isfinite(c->initializer_range))
-        return cfg_error(where, "initializer_range", "must be >= 0, got %g",
+        return config_error(where, "initializer_range", "must be >= 0, got %g",
                          c->initializer_range);
     return check_dropouts(c, where);
 }

@@ -30,6 +30,7 @@ typedef struct {
     int tie_word_embeddings;             /* 1 (the MLM decoder is the word embeddings) */
     int is_decoder;                      /* 0 (BertForMaskedLM is bidirectional) */
     int add_cross_attention;             /* 0 */
+    char torch_dtype[16];                /* "float32" unless the config says otherwise */
 } bert_config;
 
 /* BertConfig's defaults (bert-base-uncased's sizes) */
@@ -40,6 +41,11 @@ void bert_config_defaults(bert_config *c);
  * source in messages ("FILE" or "FILE: dotted.path"), as gpt2_config_from_json does. A key of
  * the wrong JSON type is an error naming the key. Returns 0, or 2 after printing a message. */
 int bert_config_from_json(bert_config *c, json_t *obj, const char *where);
+
+/* config_apply_overrides (model_config.h: the override_config.json rules) with BertConfig's
+ * keys. Returns 0, or 2 after a message. */
+int bert_config_apply_overrides(bert_config *c, json_t *config, json_t *overrides,
+                                const char *where);
 
 /* the number of parameter elements of c in 64 bits (UINT64_MAX when even that overflows):
  * embeddings (V + P + types) C + 2C; per layer 4 C^2 + 2 C I + 9 C + I; MLM head C^2 + 3C + V */

@@ -183,10 +183,19 @@ typedef struct {
     model *m;
     const model_family *f;
     float *host;
-    char *seen;         /* per parameter */
+    char *seen;         /* per parameter: 0, 1 by its name, 2 by an alias spelling */
     const st_tensor *lm_head;
     const st_file *lm_head_file;
 } loader;
+
+/* the parameter a checkpoint name (prefix stripped) is, or -1; *alias 1 for another spelling */
+static int find_index(const loader *L, const char *name, int *alias)
+{
+    *alias = 0;
+    if (L->f->checkpoint_index)
+        return L->f->checkpoint_index(model_impl(L->m), name, alias);
+    return model_find_param(L->m, name);
+}
 
 static int load_one(loader *L, const st_file *f, const st_tensor *t)
 {
@@ -200,19 +209,21 @@ static int load_one(loader *L, const st_file *f, const st_tensor *t)
     }
     if (L->f->ignored_tensor && L->f->ignored_tensor(name))
         return 0;
-    int i = model_find_param(L->m, name);
+    int alias, i = find_index(L, name, &alias);
     if (i < 0) {
         log_error("%s: unexpected tensor \"%.96s\": not a parameter of this %s config",
                   f->path, t->name, L->f->name);
         return EXIT_USAGE;
     }
     const param_info *p = model_param(L->m, i);
-    if (L->seen[i]) {
+    if (alias && L->seen[i]) /* the same tensor under its own name too: that one counts */
+        return check_shape(p, t, f->path);
+    if (L->seen[i] == 1 && !alias) {
         log_error("%s: tensor \"%s\" is given twice (with and without \"%s\")", f->path,
                   p->name, prefix);
         return EXIT_USAGE;
     }
-    L->seen[i] = 1;
+    L->seen[i] = alias ? 2 : 1;
     int rc = check_shape(p, t, f->path);
     return rc ? rc : st_read_f32(f, t, L->host + p->offset);
 }
@@ -229,6 +240,39 @@ static int check_missing(const loader *L, const char *dir)
     model_hf_name(L->m, first, name, sizeof name);
     log_error("%s: the weights lack tensor \"%s\"%s", dir, name, missing > 1 ? " (and others)" : "");
     return EXIT_USAGE;
+}
+
+/* a base-model checkpoint (BertModel's) lacks the head: those tensors take the family's seeded
+ * init, as from_pretrained initialises what a checkpoint lacks, with a warning naming them */
+static int init_missing_head(loader *L, const char *dir, uint64_t seed)
+{
+    int missing = 0;
+    for (int i = 0; i < model_n_params(L->m); i++)
+        if (!L->seen[i] && !model_param_is_head(L->m, i))
+            return 0; /* a tensor of the base model: check_missing refuses it */
+        else if (!L->seen[i])
+            missing++;
+    if (!missing)
+        return 0;
+    float *init = malloc(model_param_count(L->m) * sizeof *init);
+    if (!init || model_init_host(L->m, seed, init)) {
+        free(init);
+        log_error("%s: out of host memory for the initial weights of the head", dir);
+        return EXIT_FAIL;
+    }
+    for (int i = 0; i < model_n_params(L->m); i++) {
+        const param_info *p = model_param(L->m, i);
+        if (L->seen[i])
+            continue;
+        char name[128];
+        model_hf_name(L->m, i, name, sizeof name);
+        log_warn("%s: the weights lack the head tensor \"%s\": seeded init (train.seed %llu)",
+                 dir, name, (unsigned long long)seed);
+        memcpy(L->host + p->offset, init + p->offset, p->n * sizeof *init);
+        L->seen[i] = 1;
+    }
+    free(init);
+    return 0;
 }
 
 /* the tied head (GPT-2 lm_head.weight) is tied to parameter 0 (wte): transformers keeps wte's
@@ -250,7 +294,7 @@ static int check_lm_head(const loader *L)
     return 0;
 }
 
-int checkpoint_load(model *m, const char *dir)
+static int load(model *m, const char *dir, int head_may_miss, uint64_t seed)
 {
     st_set s;
     int rc = st_set_open_dir(dir, &s);
@@ -269,6 +313,8 @@ int checkpoint_load(model *m, const char *dir)
     }
     for (int i = 0; i < s.n && !rc; i++)
         rc = load_one(&L, s.of[i], s.t[i]);
+    if (!rc && head_may_miss)
+        rc = init_missing_head(&L, dir, seed);
     if (!rc)
         rc = check_missing(&L, dir);
     if (!rc)
@@ -279,4 +325,11 @@ int checkpoint_load(model *m, const char *dir)
     free(L.seen);
     st_set_close(&s);
     return rc;
+}
+
+int checkpoint_load(model *m, const char *dir) { return load(m, dir, 0, 0); }
+
+int checkpoint_load_pretrained(model *m, const char *dir, uint64_t seed)
+{
+    return load(m, dir, 1, seed);
 }

@@ -4,6 +4,7 @@
 #define CHECKPOINT_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "model.h"
 
@@ -30,6 +31,13 @@ json_t *checkpoint_config_json(const model_family *f, const model_config_u *c, j
  * misshapen tensor, or one of a dtype other than F32/F16/BF16/F64, is an error naming it.
  * Returns 0, or 2 after printing a message. */
 int checkpoint_load(model *m, const char *dir);
+
+/* checkpoint_load, except that when DIR lacks only head tensors (those outside the base model,
+ * named under the family's `unprefixed`: BertForMaskedLM's cls.* in a BertModel checkpoint)
+ * they take the family's seeded init from `seed` (the values model_init_weights gives them),
+ * each with a warning naming it; a missing tensor of the base model is still an error. What
+ * a scenario's "weights": "pretrained" loads. Returns 0, 1 or 2. */
+int checkpoint_load_pretrained(model *m, const char *dir, uint64_t seed);
 
 /* 1 when DIR holds model.safetensors or model.safetensors.index.json */
 int checkpoint_exists(const char *dir);

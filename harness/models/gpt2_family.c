@@ -13,8 +13,8 @@ static int config_from_json(model_config_u *c, json_t *obj, const char *where)
     return gpt2_config_from_json(&c->gpt2, obj, where);
 }
 
-static int config_apply_overrides(model_config_u *c, json_t *config, json_t *overrides,
-                                  const char *where)
+static int apply_overrides(model_config_u *c, json_t *config, json_t *overrides,
+                           const char *where)
 {
     return gpt2_config_apply_overrides(&c->gpt2, config, overrides, where);
 }
@@ -107,7 +107,7 @@ const model_family gpt2_family = {
     .needs = 0,
     .config_defaults = config_defaults,
     .config_from_json = config_from_json,
-    .config_apply_overrides = config_apply_overrides,
+    .config_apply_overrides = apply_overrides,
     .config_validate = config_validate,
     .config_json = config_json,
     .config_sizes = config_sizes,

@@ -10,9 +10,10 @@
 #include "util/util.h"
 
 extern const model_family gpt2_family; /* gpt2_family.c */
+extern const model_family bert_family; /* bert_family.c */
 
 /* every family the harness knows; a new one adds its table here */
-static const model_family *const families[] = {&gpt2_family};
+static const model_family *const families[] = {&gpt2_family, &bert_family};
 
 const model_family *model_family_find(const char *name)
 {
@@ -91,15 +92,19 @@ dten model_grad_view(const model *m, int i)
     return dten_view(m->st.grad_mem, m->st.params[i].offset, m->st.params[i].n);
 }
 
-void model_hf_name(const model *m, int i, char *out, size_t len)
+int model_param_is_head(const model *m, int i)
 {
     const char *name = m->st.params[i].name;
     for (const char *const *u = m->f->unprefixed; u && *u; u++)
-        if (strncmp(name, *u, strlen(*u)) == 0) {
-            snprintf(out, len, "%s", name);
-            return;
-        }
-    snprintf(out, len, "%s%s", m->f->hf_prefix, name);
+        if (strncmp(name, *u, strlen(*u)) == 0)
+            return 1;
+    return 0;
+}
+
+void model_hf_name(const model *m, int i, char *out, size_t len)
+{
+    const char *name = m->st.params[i].name;
+    snprintf(out, len, "%s%s", model_param_is_head(m, i) ? "" : m->f->hf_prefix, name);
 }
 
 size_t model_activation_bytes(const model *m) { return m->f->activation_bytes(m->impl); }
@@ -130,6 +135,11 @@ int model_init_weights(model *m, uint64_t seed)
         rc = model_set_weights(m, host);
     free(host);
     return rc;
+}
+
+int model_init_host(model *m, uint64_t seed, float *host)
+{
+    return m->f->init_weights(m->impl, seed, host);
 }
 
 int model_set_weights(model *m, const float *host)

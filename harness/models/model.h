@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "device.h"
+#include "bert_config.h"
 #include "model_config.h"
 
 /* the label value that adds nothing to the loss (PyTorch's CrossEntropyLoss ignore_index) */
@@ -31,6 +32,7 @@ typedef struct {
  * them. A new family adds its member here. */
 typedef union {
     gpt2_config gpt2;
+    bert_config bert;
 } model_config_u;
 
 /* one batch, as a Hugging Face model takes it: [B*T] each, row-major by sequence */
@@ -109,8 +111,13 @@ typedef struct model_family {
     /* zeroes the gradients, backpropagates the last forward's loss; 0 or 1 */
     int (*backward)(void *impl);
     size_t (*activation_bytes)(const void *impl);
-    /* 1 for a tensor of old checkpoints that is a buffer, not a parameter (GPT-2's attn.bias) */
+    /* 1 for a tensor of old checkpoints that is a buffer, not a parameter (GPT-2's attn.bias),
+     * or one the model does not use and from_pretrained skips (BERT's pooler) */
     int (*ignored_tensor)(const char *name_without_prefix);
+    /* optional (NULL: exact names only): the parameter index of a checkpoint name the table
+     * spells otherwise (BERT's cls.predictions.decoder.bias, TF's LayerNorm.gamma/beta), with
+     * *alias set to 1 for such a spelling; -1 when the name is no parameter */
+    int (*checkpoint_index)(const void *impl, const char *name_without_prefix, int *alias);
 } model_family;
 
 /* ---- registry ---- */
@@ -147,6 +154,11 @@ size_t model_state_bytes(const model *m);
 
 /* the family's seeded init, uploaded; the AdamW state zeroed. 0 or 1 */
 int model_init_weights(model *m, uint64_t seed);
+/* the family's seeded init into host[model_param_count], nothing uploaded. 0 or 1 */
+int model_init_host(model *m, uint64_t seed, float *host);
+/* 1 when parameter i is part of the head outside the base model (its name starts with one of
+ * the family's `unprefixed`: BERT's "cls."), which a base-model checkpoint lacks */
+int model_param_is_head(const model *m, int i);
 /* weights from host[model_param_count] (at the param offsets); AdamW state zeroed. 0 or 1 */
 int model_set_weights(model *m, const float *host);
 /* the weights (or, with grads set, the gradients) into host[model_param_count]. 0 or 1 */

@@ -55,7 +55,7 @@ static const char *const DTYPES[][2] = {
     {"bfloat16", "bfloat16"}, {"float64", "float64"}, {"double", "float64"},
 };
 
-static const char *map_dtype(const char *name)
+const char *config_dtype_name(const char *name)
 {
     if (strncmp(name, "torch.", 6) == 0)
         name += 6;
@@ -125,8 +125,7 @@ static void report(int warning, const char *where, const char *key, const char *
         log_error("%s: %s%s%s", loc, field_name, sep, msg);
 }
 
-__attribute__((format(printf, 3, 4))) static int cfg_error(const char *where, const char *key,
-                                                           const char *fmt, ...)
+int config_error(const char *where, const char *key, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -135,8 +134,7 @@ __attribute__((format(printf, 3, 4))) static int cfg_error(const char *where, co
     return 2;
 }
 
-__attribute__((format(printf, 3, 4))) static void cfg_warn(const char *where, const char *key,
-                                                           const char *fmt, ...)
+void config_warn(const char *where, const char *key, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -149,10 +147,10 @@ __attribute__((format(printf, 3, 4))) static void cfg_warn(const char *where, co
 static int set_int(int *out, json_t *v, const char *where, const char *key)
 {
     if (!json_is_integer(v))
-        return cfg_error(where, key, "must be an integer, not %s", json_type_name(v));
+        return config_error(where, key, "must be an integer, not %s", json_type_name(v));
     json_int_t i = json_integer_value(v);
     if (i < INT_MIN || i > INT_MAX)
-        return cfg_error(where, key, "%lld does not fit in an int", (long long)i);
+        return config_error(where, key, "%lld does not fit in an int", (long long)i);
     *out = (int)i;
     return 0;
 }
@@ -160,7 +158,7 @@ static int set_int(int *out, json_t *v, const char *where, const char *key)
 static int set_real(double *out, json_t *v, const char *where, const char *key)
 {
     if (!json_is_number(v))
-        return cfg_error(where, key, "must be a number, not %s", json_type_name(v));
+        return config_error(where, key, "must be a number, not %s", json_type_name(v));
     *out = json_number_value(v);
     return 0;
 }
@@ -170,29 +168,40 @@ static int set_activation(gpt2_config *c, json_t *v, const char *where)
 {
     const char *key = "activation_function";
     if (!json_is_string(v))
-        return cfg_error(where, key, "must be a string, not %s", json_type_name(v));
+        return config_error(where, key, "must be a string, not %s", json_type_name(v));
     const char *name = json_string_value(v);
     if (strcmp(name, "gelu_pytorch_tanh") == 0)
         name = "gelu_new";
     if (strlen(name) >= sizeof c->activation_function)
-        return cfg_error(where, key, "\"%.40s...\" is too long", name);
+        return config_error(where, key, "\"%.40s...\" is too long", name);
     snprintf(c->activation_function, sizeof c->activation_function, "%s", name);
     return 0;
 }
 
-static int set_dtype(gpt2_config *c, json_t *v, const char *where)
+int config_set_dtype(char *out, size_t len, json_t *v, const char *where)
 {
     const char *key = "torch_dtype";
     if (!json_is_string(v))
-        return cfg_error(where, key, "must be a string naming a dtype, not %s", json_type_name(v));
-    const char *name = map_dtype(json_string_value(v));
+        return config_error(where, key, "must be a string naming a dtype, not %s",
+                            json_type_name(v));
+    const char *name = config_dtype_name(json_string_value(v));
     if (!name)
-        return cfg_error(where, key,
-                         "unknown dtype \"%.64s\" (float32, float16, bfloat16, float64 or their "
-                         "torch aliases float, half, double)",
-                         json_string_value(v));
-    snprintf(c->torch_dtype, sizeof c->torch_dtype, "%s", name);
+        return config_error(where, key,
+                            "unknown dtype \"%.64s\" (float32, float16, bfloat16, float64 or "
+                            "their torch aliases float, half, double)",
+                            json_string_value(v));
+    snprintf(out, len, "%s", name);
     return 0;
+}
+
+int config_read_dtype(char *out, size_t len, json_t *obj, const char *where)
+{
+    json_t *td = json_object_get(obj, "torch_dtype"), *dt = json_object_get(obj, "dtype");
+    if (td && !json_is_null(td))
+        return config_set_dtype(out, len, td, where);
+    if (dt && !json_is_null(dt)) /* transformers 5 writes "dtype" where 4.x wrote "torch_dtype" */
+        return config_set_dtype(out, len, dt, where);
+    return 0; /* absent or null: transformers' default, float32 */
 }
 
 static int set_field(gpt2_config *c, const field *f, json_t *v, const char *where)
@@ -202,29 +211,25 @@ static int set_field(gpt2_config *c, const field *f, json_t *v, const char *wher
     case F_INT: return set_int((int *)at, v, where, f->key);
     case F_REAL: return set_real((double *)at, v, where, f->key);
     case F_ACTIVATION: return set_activation(c, v, where);
-    case F_DTYPE: return set_dtype(c, v, where);
+    case F_DTYPE: return config_set_dtype(c->torch_dtype, sizeof c->torch_dtype, v, where);
     }
-    return cfg_error(where, f->key, "internal error: unknown field type");
+    return config_error(where, f->key, "internal error: unknown field type");
 }
 
 int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where)
 {
     if (!json_is_object(obj))
-        return cfg_error(where, "", "a model config must be a JSON object, not %s",
-                         obj ? json_type_name(obj) : "nothing");
+        return config_error(where, "", "a model config must be a JSON object, not %s",
+                            obj ? json_type_name(obj) : "nothing");
     for (size_t i = 0; i < NFIELDS; i++) {
         json_t *v = json_object_get(obj, FIELDS[i].key);
-        if (!v || (FIELDS[i].type == F_DTYPE && json_is_null(v)))
-            continue; /* absent, or torch_dtype null (transformers' default: float32) */
+        if (!v || FIELDS[i].type == F_DTYPE)
+            continue; /* absent; torch_dtype below */
         int rc = set_field(c, &FIELDS[i], v, where);
         if (rc)
             return rc;
     }
-    /* transformers 5 writes "dtype" where 4.x wrote "torch_dtype" */
-    json_t *td = json_object_get(obj, "torch_dtype"), *dt = json_object_get(obj, "dtype");
-    if ((!td || json_is_null(td)) && dt && !json_is_null(dt))
-        return set_dtype(c, dt, where);
-    return 0;
+    return config_read_dtype(c->torch_dtype, sizeof c->torch_dtype, obj, where);
 }
 
 /* ---- overrides ------------------------------------------------------------------------------ */
@@ -240,44 +245,59 @@ static int same_type(const json_t *cur, const json_t *v)
     return json_typeof(cur) == json_typeof(v);
 }
 
-static int apply_one(gpt2_config *c, json_t *config, const char *key, json_t *v,
+static int apply_one(void *c, config_set_fn set, json_t *config, const char *key, json_t *v,
                      const char *where)
 {
-    const field *f = find_field(key);
     json_t *cur = json_object_get(config, key);
-    if (!cur && !f) {
-        cfg_warn(where, key, "the config has no key \"%s\": override skipped", key);
+    int modelled = set(c, key, NULL, where) == 0;
+    if (!cur && !modelled) {
+        config_warn(where, key, "the config has no key \"%s\": override skipped", key);
         return 0;
     }
     if (cur && json_is_null(cur)) {
-        cfg_warn(where, key, "\"%s\" is null in the config: override skipped", key);
+        config_warn(where, key, "\"%s\" is null in the config: override skipped", key);
         return 0;
     }
-    if (f)
-        return set_field(c, f, v, where);
+    if (modelled)
+        return set(c, key, v, where);
     if (!same_type(cur, v))
-        return cfg_error(where, key, "must be %s like the config's value, not %s",
-                         json_type_name(cur), json_type_name(v));
+        return config_error(where, key, "must be %s like the config's value, not %s",
+                            json_type_name(cur), json_type_name(v));
     return 0; /* a key the harness does not model: accepted, no effect */
+}
+
+int config_apply_overrides(void *c, config_set_fn set, json_t *config, json_t *overrides,
+                           const char *where)
+{
+    if (!json_is_object(overrides))
+        return config_error(where, "", "overrides must be a JSON object, not %s",
+                            overrides ? json_type_name(overrides) : "nothing");
+    if (!json_is_object(config))
+        return config_error(where, "", "overrides need the model config as a JSON object");
+    const char *key;
+    json_t *v;
+    json_object_foreach(overrides, key, v)
+    {
+        int rc = apply_one(c, set, config, key, v, where);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* config_set_fn for GPT2Config's keys */
+static int gpt2_set_key(void *c, const char *key, json_t *v, const char *where)
+{
+    const field *f = find_field(key);
+    if (!f)
+        return -1;
+    return v ? set_field(c, f, v, where) : 0;
 }
 
 int gpt2_config_apply_overrides(gpt2_config *c, json_t *config, json_t *overrides,
                                 const char *where)
 {
-    if (!json_is_object(overrides))
-        return cfg_error(where, "", "overrides must be a JSON object, not %s",
-                         overrides ? json_type_name(overrides) : "nothing");
-    if (!json_is_object(config))
-        return cfg_error(where, "", "overrides need the model config as a JSON object");
-    const char *key;
-    json_t *v;
-    json_object_foreach(overrides, key, v)
-    {
-        int rc = apply_one(c, config, key, v, where);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return config_apply_overrides(c, gpt2_set_key, config, overrides, where);
 }
 
 /* ---- validation ----------------------------------------------------------------------------- */
@@ -308,24 +328,24 @@ static int check_products(const gpt2_config *c, const char *where)
     uint64_t fc = size_mul(4, size_mul(C, C)), wte = size_mul((uint64_t)c->vocab_size, C);
     uint64_t wpe = size_mul((uint64_t)c->n_positions, C), all = gpt2_config_param_count(c);
     if (fc > max)
-        return cfg_error(where, "n_embd",
+        return config_error(where, "n_embd",
                          "%d is too large: mlp.c_fc.weight (n_embd x 4 n_embd) would have %llu "
                          "elements, over the limit of %llu per tensor",
                          c->n_embd, (unsigned long long)fc, (unsigned long long)max);
     if (wte > max)
-        return cfg_error(where, "vocab_size",
+        return config_error(where, "vocab_size",
                          "%d x n_embd %d = %llu elements in wte.weight, over the limit of %llu "
                          "per tensor",
                          c->vocab_size, c->n_embd, (unsigned long long)wte,
                          (unsigned long long)max);
     if (wpe > max)
-        return cfg_error(where, "n_positions",
+        return config_error(where, "n_positions",
                          "%d x n_embd %d = %llu elements in wpe.weight, over the limit of %llu "
                          "per tensor",
                          c->n_positions, c->n_embd, (unsigned long long)wpe,
                          (unsigned long long)max);
     if (all > max)
-        return cfg_error(where, "n_layer",
+        return config_error(where, "n_layer",
                          "%d layers of n_embd %d make %llu parameters, over the limit of %llu "
                          "parameters in all",
                          c->n_layer, c->n_embd, (unsigned long long)all, (unsigned long long)max);
@@ -342,9 +362,9 @@ static int check_sizes(const gpt2_config *c, const char *where)
                  {"n_head", c->n_head}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (sizes[i].v <= 0)
-            return cfg_error(where, sizes[i].key, "must be > 0, got %d", sizes[i].v);
+            return config_error(where, sizes[i].key, "must be > 0, got %d", sizes[i].v);
     if (c->n_embd % c->n_head != 0)
-        return cfg_error(where, "n_embd", "%d is not divisible by n_head (%d)", c->n_embd,
+        return config_error(where, "n_embd", "%d is not divisible by n_head (%d)", c->n_embd,
                          c->n_head);
     return check_products(c, where);
 }
@@ -363,9 +383,9 @@ static int check_dropouts(const gpt2_config *c, const char *where)
              {"summary_first_dropout", c->summary_first_dropout, 0}};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
         if (!(d[i].p >= 0 && d[i].p < 1))
-            return cfg_error(where, d[i].key, "must be in [0, 1), got %g", d[i].p);
+            return config_error(where, d[i].key, "must be in [0, 1), got %g", d[i].p);
         if (d[i].used && d[i].p != 0)
-            return cfg_error(where, d[i].key,
+            return config_error(where, d[i].key,
                              "dropout is not implemented yet: set %s to 0 (e.g. in overrides)",
                              d[i].key);
     }
@@ -379,16 +399,16 @@ int gpt2_config_validate(const gpt2_config *c, const char *where)
         return rc;
     if (strcmp(c->activation_function, "gelu_new") != 0 &&
         strcmp(c->activation_function, "gelu_pytorch_tanh") != 0)
-        return cfg_error(where, "activation_function",
+        return config_error(where, "activation_function",
                          "\"%s\" is not implemented: use gelu_new (or gelu_pytorch_tanh)",
                          c->activation_function);
     if (!(c->layer_norm_epsilon > 0) || !isfinite(c->layer_norm_epsilon))
-        return cfg_error(where, "layer_norm_epsilon", "must be > 0, got %g",
+        return config_error(where, "layer_norm_epsilon", "must be > 0, got %g",
                          c->layer_norm_epsilon);
     if (!(c->initializer_range >= 0) || !isfinite(c->initializer_range))
-        return cfg_error(where, "initializer_range", "must be >= 0, got %g",
+        return config_error(where, "initializer_range", "must be >= 0, got %g",
                          c->initializer_range);
-    if (!map_dtype(c->torch_dtype))
-        return cfg_error(where, "torch_dtype", "unknown dtype \"%s\"", c->torch_dtype);
+    if (!config_dtype_name(c->torch_dtype))
+        return config_error(where, "torch_dtype", "unknown dtype \"%s\"", c->torch_dtype);
     return check_dropouts(c, where);
 }

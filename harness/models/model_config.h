@@ -1,10 +1,11 @@
-/* harness/models/model_config.h: a GPT-2 model configuration with Hugging Face GPT2Config's keys and
- * defaults, read from a JSON object (config.json or a scenario's inline config) plus overrides. */
+/* harness/models/model_config.h: the config rules every family shares (override_config.json rules,
+ * dtype names, messages naming file, line and key) and GPT-2's config with GPT2Config's keys. */
 #ifndef MODEL_CONFIG_H
 #define MODEL_CONFIG_H
 
 #include <jansson.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The most elements one tensor, and all parameters together, may have: the device interface
@@ -37,13 +38,40 @@ void gpt2_config_defaults(gpt2_config *c);
  * JSON type is an error. Returns 0, or 2 after printing a message. */
 int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where);
 
-/* Applies override_config.json rules (the seed workflow's): a key the config does not have is
- * warned about and skipped; a key whose current value is null is warned about and skipped;
- * `torch_dtype` must name a dtype ("float32", "float16", "bfloat16", "float64"); a value of
- * another JSON type than the config's is an error. `config` is the raw config object (to see
- * which keys exist and which are null); the result lands in c. Returns 0, or 2. */
+/* config_apply_overrides with GPT2Config's keys. Returns 0, or 2. */
 int gpt2_config_apply_overrides(gpt2_config *c, json_t *config, json_t *overrides,
                                 const char *where);
+
+/* ---- shared by every family's config ---- */
+
+/* Messages about config key `key` (may be ""), `where` being "FILE" or "FILE: dotted.path":
+ * "FILE:LINE: dotted.path.key: message", the line found by re-reading FILE. config_error
+ * returns 2 (an input error). */
+__attribute__((format(printf, 3, 4))) int config_error(const char *where, const char *key,
+                                                       const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void config_warn(const char *where, const char *key,
+                                                       const char *fmt, ...);
+
+/* the dtype name the harness records for a torch dtype name ("torch.float" -> "float32"), or
+ * NULL when it names none of float32, float16, bfloat16, float64 and their aliases */
+const char *config_dtype_name(const char *name);
+/* torch_dtype from value v into out (a dtype name, else an error naming the key): 0 or 2 */
+int config_set_dtype(char *out, size_t len, json_t *v, const char *where);
+/* torch_dtype, or transformers 5's "dtype", from obj into out when present and not null */
+int config_read_dtype(char *out, size_t len, json_t *obj, const char *where);
+
+/* A family's setter for one config key: with v NULL, 0 when the family models `key` and -1 when
+ * not; with v, sets the key (0, or 2 after a message: wrong JSON type, out of range). */
+typedef int (*config_set_fn)(void *c, const char *key, json_t *v, const char *where);
+
+/* Applies override_config.json rules (the seed workflow's) to any family's config c: a key that
+ * neither the raw config nor the family has is warned about and skipped; a key whose value in
+ * the raw config is null is warned about and skipped; a key the family models is set through
+ * `set` (torch_dtype must name a dtype); any other key must have the JSON type of the config's
+ * value (an integer key takes only an integer, a real key any number) and has no effect.
+ * `config` is the raw config object. Returns 0, or 2 after a message. */
+int config_apply_overrides(void *c, config_set_fn set, json_t *config, json_t *overrides,
+                           const char *where);
 
 /* a * b, or UINT64_MAX when the product does not fit in 64 bits */
 uint64_t size_mul(uint64_t a, uint64_t b);

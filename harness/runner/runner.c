@@ -51,7 +51,7 @@ static const char *status_name(train_status st)
 
 static train_options run_options(const run_args *a)
 {
-    train_options o = {(int)a->steps, &stop_requested, NULL, NULL, a->save};
+    train_options o = {(int)a->steps, &stop_requested, NULL, NULL, a->save, a->dump_batches};
     return o;
 }
 

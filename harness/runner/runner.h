@@ -16,6 +16,7 @@ typedef struct {
     long steps;
     int quiet;
     const char *save; /* --save DIR: the final weights as a Hugging Face model directory */
+    const char *dump_batches; /* --dump-batches FILE: every step's batch as a JSON line */
     /* --compare */
     int compare;
     const char *scenarios[RUN_MAX_SCENARIOS];

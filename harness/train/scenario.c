@@ -447,6 +447,9 @@ static int load_objective(const src *dx, json_t *d, scenario *s)
         if (json_object_get(d, "mlm_probability") || json_object_get(d, "line_by_line"))
             return fail(dx, json_object_get(d, "line_by_line") ? "line_by_line" : "mlm_probability",
                         "is only for \"objective\": \"mlm\"");
+        if (s->fam && s->fam->labels == LABELS_MLM)
+            return fail(dx, "objective", "the %s family trains masked LM: set \"objective\": "
+                        "\"mlm\"", s->family);
         return 0;
     }
     if (strcmp(s->family, "bert") != 0)

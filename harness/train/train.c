@@ -2,6 +2,7 @@
  * gradient-norm clipping, transformers' LR schedules, AdamW, one step_record per step. */
 #include "train.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +31,33 @@ struct trainer {
     const scenario *s;
     device *d;
     model *model;
+    int mlm;           /* data.objective "mlm": batches from mlm_data, else from data */
     dataset data;
-    int32_t *inputs, *targets;
+    mlm_dataset mlm_data;
+    int32_t *inputs, *targets, *types, *mask; /* [B*T] each; types, mask only for mlm */
     int steps;
+    FILE *dump; /* train_options.dump_batches, open */
+    const char *dump_path;
 };
+
+/* the batch of optimizer step `step` (1-based) for rank 0; *tokens: the tokens it counts
+ * (causal: every position, B*T; mlm: the positions that are not padding) */
+static model_batch next_batch(struct trainer *tr, int step, int64_t *tokens)
+{
+    const scenario *s = tr->s;
+    int B = s->batch_size, T = s->seq_len;
+    if (!tr->mlm) {
+        dataset_batch(&tr->data, step - 1, B, 0, s->world_size, tr->inputs, tr->targets);
+        *tokens = (int64_t)B * T;
+        return (model_batch){B, T, tr->inputs, NULL, NULL, tr->targets};
+    }
+    mlm_batch(&tr->mlm_data, s->seed, step - 1, B, 0, s->world_size, tr->inputs, tr->types,
+              tr->mask, tr->targets);
+    *tokens = 0;
+    for (size_t i = 0; i < (size_t)B * (size_t)T; i++)
+        *tokens += tr->mask[i] != 0;
+    return (model_batch){B, T, tr->inputs, tr->types, tr->mask, tr->targets};
+}
 
 /* one optimizer step (1-based); fills r, returns 0, or 1 after a device error */
 static int train_step(struct trainer *tr, int step, step_record *r)
@@ -42,9 +66,13 @@ static int train_step(struct trainer *tr, int step, step_record *r)
     device *d = tr->d;
     thread_policy_adapt();
     double t0 = now_ms();
-    dataset_batch(&tr->data, step - 1, s->batch_size, 0, s->world_size, tr->inputs, tr->targets);
+    int64_t tokens;
+    model_batch b = next_batch(tr, step, &tokens);
     double loss = 0;
-    model_batch b = {s->batch_size, s->seq_len, tr->inputs, NULL, NULL, tr->targets};
+    if (tr->dump && train_dump_batch(tr->dump, step, &b)) {
+        log_error("%s: writing the batch of step %d failed", tr->dump_path, step);
+        return 1;
+    }
     if (model_forward(tr->model, &b, &loss) || model_backward(tr->model))
         return 1;
     double norm = model_grad_norm(tr->model);
@@ -62,7 +90,7 @@ static int train_step(struct trainer *tr, int step, step_record *r)
     r->loss = loss;
     r->grad_norm = norm;
     r->lr = p.lr;
-    r->tokens = (int64_t)s->batch_size * s->seq_len * s->world_size;
+    r->tokens = tokens * s->world_size; /* every rank's batch is as large as rank 0's */
     r->step_ms = ms;
     r->tokens_per_s = ms > 0 ? r->tokens / (ms / 1e3) : 0;
     r->mem_peak_bytes = (int64_t)d->mem_peak;
@@ -82,24 +110,53 @@ static int check_fit(const scenario *s, const device *d)
     return EXIT_USAGE;
 }
 
-/* the tokenizer and the data file, tokenized into tr->data */
+/* the data file, tokenized: causal blocks into tr->data, or masked-LM rows into tr->mlm_data;
+ * *ids: the largest id the data holds plus one */
+static int load_dataset(struct trainer *tr, const scenario *s, tokenizer *tok, int *ids)
+{
+    if (!tr->mlm) {
+        int rc = dataset_load_tok(s->data_path, tok, s->seq_len, &tr->data);
+        *ids = tr->data.vocab_size;
+        return rc;
+    }
+    mlm_options o = {s->seq_len, s->line_by_line, s->mlm_probability};
+    int rc = mlm_dataset_load(s->data_path, tok, &o, &tr->mlm_data);
+    *ids = tr->mlm_data.vocab_size;
+    return rc;
+}
+
+/* the tokenizer and the data file, tokenized, within the model's vocabulary */
 static int load_data(struct trainer *tr, const scenario *s)
 {
     tokenizer *tok;
     int rc = tokenizer_open(s->tokenizer, s->tokenizer_path, &tok);
     if (rc)
         return rc;
-    rc = dataset_load_tok(s->data_path, tok, s->seq_len, &tr->data);
+    int ids = 0;
+    tr->mlm = strcmp(s->objective, "mlm") == 0;
+    rc = load_dataset(tr, s, tok, &ids);
     tokenizer_free(tok);
     if (rc)
         return rc;
     int vocab = s->fam->config_sizes(&s->model).vocab_size;
-    if (tr->data.vocab_size > vocab) {
+    if (ids > vocab) {
         log_error("%s: the %s tokenizer has %d ids but model vocab_size is %d", s->path,
-                  s->tokenizer, tr->data.vocab_size, vocab);
+                  s->tokenizer, ids, vocab);
         return EXIT_USAGE;
     }
     return 0;
+}
+
+/* the objective gives every batch field the family reads */
+static int check_objective(struct trainer *tr, const scenario *s)
+{
+    int gives_mlm = tr->mlm;
+    if ((s->fam->labels == LABELS_MLM) == gives_mlm)
+        return 0;
+    log_error("%s: the %s family needs %s labels, data.objective is \"%s\"", s->path,
+              s->fam->name, s->fam->labels == LABELS_MLM ? "masked-LM" : "causal-LM",
+              s->objective);
+    return EXIT_USAGE;
 }
 
 static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const train_options *o)
@@ -119,17 +176,20 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         rc = load_data(tr, s);
     if (rc)
         return rc;
+    if ((rc = check_objective(tr, s)))
+        return rc;
+    if (o && o->dump_batches && !(tr->dump = fopen(tr->dump_path = o->dump_batches, "w"))) {
+        log_error("%s: cannot write the batch dump: %s", o->dump_batches, strerror(errno));
+        return EXIT_USAGE;
+    }
     size_t bt = (size_t)s->batch_size * (size_t)s->seq_len; /* <= INT_MAX: check_fit */
     tr->inputs = malloc(bt * sizeof *tr->inputs);
     tr->targets = malloc(bt * sizeof *tr->targets);
-    if (!tr->inputs || !tr->targets) {
+    tr->types = tr->mlm ? malloc(bt * sizeof *tr->types) : NULL;
+    tr->mask = tr->mlm ? malloc(bt * sizeof *tr->mask) : NULL;
+    if (!tr->inputs || !tr->targets || (tr->mlm && (!tr->types || !tr->mask))) {
         log_error("out of host memory for a batch of %zu tokens", bt);
         return EXIT_FAIL;
-    }
-    if (s->fam->labels != LABELS_CAUSAL || s->fam->needs) {
-        log_error("%s: the %s family needs masked-LM labels, an attention mask or token types, "
-                  "which the datasets of this build do not give yet", s->path, s->fam->name);
-        return EXIT_USAGE;
     }
     tr->model = model_create(s->fam, d, &s->model, s->batch_size, s->seq_len);
     if (!tr->model)
@@ -143,8 +203,13 @@ void train_free(trainer *tr)
         return;
     model_free(tr->model);
     dataset_free(&tr->data);
+    mlm_dataset_free(&tr->mlm_data);
     free(tr->inputs);
     free(tr->targets);
+    free(tr->types);
+    free(tr->mask);
+    if (tr->dump)
+        fclose(tr->dump);
     free(tr);
 }
 
@@ -172,7 +237,7 @@ int train_prepare(const scenario *s, device *d, const train_options *o, trainer 
 int train_initial_weights(model *m, const scenario *s)
 {
     if (strcmp(s->weights, "pretrained") == 0)
-        return checkpoint_load(m, s->model_dir);
+        return checkpoint_load_pretrained(m, s->model_dir, s->seed);
     return model_init_weights(m, s->seed) ? EXIT_FAIL : 0;
 }
 
@@ -182,6 +247,32 @@ int train_save(model *m, const scenario *s, const char *dir)
     int rc = checkpoint_save(m, &s->model, src, dir);
     json_decref(src);
     return rc;
+}
+
+/* one [n] array of ints, or null */
+static void dump_ints(FILE *f, const char *key, const int32_t *v, size_t n)
+{
+    fprintf(f, ",\"%s\":", key);
+    if (!v) {
+        fputs("null", f);
+        return;
+    }
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, i ? ",%d" : "%d", (int)v[i]);
+    fputc(']', f);
+}
+
+int train_dump_batch(FILE *f, int step, const model_batch *b)
+{
+    size_t n = (size_t)b->B * (size_t)b->T;
+    fprintf(f, "{\"step\":%d,\"B\":%d,\"T\":%d", step, b->B, b->T);
+    dump_ints(f, "input_ids", b->input_ids, n);
+    dump_ints(f, "token_type_ids", b->token_type_ids, n);
+    dump_ints(f, "attention_mask", b->attention_mask, n);
+    dump_ints(f, "labels", b->labels, n);
+    fputs("}\n", f);
+    return fflush(f) != 0 || ferror(f) ? 1 : 0;
 }
 
 static int finish(train_result *res, train_status st, const char *fmt, const char *arg)

@@ -4,6 +4,7 @@
 #define TRAIN_H
 
 #include <signal.h>
+#include <stdio.h>
 
 #include "device.h"
 #include "scenario.h"
@@ -23,6 +24,9 @@ typedef struct {
     /* when set, the final weights are written there as a Hugging Face model directory
      * (harness/models/checkpoint.h) after a run that ends ok */
     const char *save_dir;
+    /* when set, every step's batch is written there as one JSON line (docs/checkpoints.md:
+     * "Batch dumps"), so another implementation can train on the same batches */
+    const char *dump_batches;
 } train_options;
 
 typedef enum { TRAIN_OK, TRAIN_FAILED, TRAIN_DIVERGED, TRAIN_INTERRUPTED } train_status;
@@ -57,6 +61,10 @@ int train_run(const scenario *s, device *d, const train_options *o, train_result
 /* the scenario's initial weights into m: seeded (the family's init with train.seed) or the
  * model directory's safetensors (model.weights "pretrained"). 0, 1 or 2. */
 int train_initial_weights(model *m, const scenario *s);
+/* one JSON line {"step", "B", "T", "input_ids", "token_type_ids", "attention_mask", "labels"}
+ * (each field [B*T] row-major; token_type_ids and attention_mask null when the batch has none)
+ * to f. 0, or 1 after a message (a write failed). */
+int train_dump_batch(FILE *f, int step, const model_batch *b);
 /* m's weights and the scenario's config as a Hugging Face model directory. 0 or 1. */
 int train_save(model *m, const scenario *s, const char *dir);
 

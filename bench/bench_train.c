@@ -85,7 +85,7 @@ static double time_steps(model *m, device *d, const bench_cfg *c, int steps, int
     double t0 = now_ms(), loss;
     for (int s = 1; s <= steps; s++) {
         random_batch(in, tg, c->batch * c->seq, c->seq, c->vocab, &seed);
-        if (model_forward(m, &(model_batch){c->batch, c->seq, in, NULL, NULL, tg}, &loss) ||
+        if (model_forward(m, &(model_batch){c->batch, c->seq, in, NULL, NULL, tg, 0, 0}, &loss) ||
             model_backward(m))
             return -1;
         double norm = model_grad_norm(m);

@@ -140,7 +140,7 @@ static double *harness_grads(fixture *f, model *m, const dataset *ds)
     double *g = malloc(model_param_count(m) * sizeof *g), loss;
     assert_true(in && tg && g);
     dataset_batch(ds, 0, B, 0, 1, in, tg);
-    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg}, &loss), 0);
+    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg, 0, 0}, &loss), 0);
     assert_int_equal(model_backward(m), 0);
     f->d->ops->download_f64(f->d, g, model_all_grads(m));
     assert_null(device_error(f->d));

@@ -38,6 +38,8 @@ struct bert {
     dten tokens, types, keymask, labels;
     int has_mask; /* the last forward had an attention mask */
     int n_valid;  /* labels not ignored in the last forward */
+    uint64_t drop_seed; /* dropout counters for the next forward and its backward */
+    uint32_t drop_step;
 };
 
 /* ---- parameter table ------------------------------------------------------------------------ */
@@ -503,7 +505,33 @@ static void linear_forward(device *d, dten out, dten inp, dten w, dten b, int N,
     d->ops->bias_add(d, out, b, N, OC);
 }
 
-/* x: the layer's input [B*T, C]; its output is layers[l].ln2 */
+void bert_set_dropout_counters(bert *m, uint64_t seed, uint32_t step)
+{
+    m->drop_seed = seed;
+    m->drop_step = step;
+}
+
+/* hidden_dropout_prob on x in place at (layer, site); nothing when it is 0 */
+static void hidden_dropout(bert *m, dten x, uint32_t layer, uint32_t site)
+{
+    double p = m->c.hidden_dropout_prob;
+    if (p > 0)
+        m->d->ops->dropout_forward(m->d, x, (dten){0}, x, (int)x.n, p, m->drop_seed,
+                                   m->drop_step, layer, site);
+}
+
+/* attention_probs_dropout_prob of layer l, or NULL when it is 0 (no dropout code) */
+static const attn_dropout *attn_drop(const bert *m, int l, attn_dropout *buf)
+{
+    if (m->c.attention_probs_dropout_prob == 0)
+        return NULL;
+    *buf = (attn_dropout){m->c.attention_probs_dropout_prob, m->drop_seed, m->drop_step,
+                          (uint32_t)l};
+    return buf;
+}
+
+/* x: the layer's input [B*T, C]; its output is layers[l].ln2. Dropout as HF BertLayer: on the
+ * attention probabilities, and on each dense output before its residual and LayerNorm */
 static void layer_forward(bert *m, int l, dten x)
 {
     device *d = m->d;
@@ -514,15 +542,18 @@ static void layer_forward(bert *m, int l, dten x)
     dten mask = m->has_mask ? m->keymask : (dten){0};
     linear_forward(d, a->qkv, x, qkv_view(m->param_mem, m, l, Q_W),
                    qkv_view(m->param_mem, m, l, Q_B), BT, C, 3 * C);
+    attn_dropout drop;
     o->attention_masked_forward(d, a->atty, a->att, a->qkv, mask, m->B, m->T, C,
-                                m->c.num_attention_heads, 0, NULL);
+                                m->c.num_attention_heads, 0, attn_drop(m, l, &drop));
     linear_forward(d, a->attproj, a->atty, P(m, l, AO_W), P(m, l, AO_B), BT, C, C);
+    hidden_dropout(m, a->attproj, (uint32_t)l, DROPOUT_SITE_ATTN_OUT);
     o->add(d, a->res1, x, a->attproj, BT * C);
     o->layernorm_forward(d, a->ln1, a->ln1_mean, a->ln1_rstd, a->res1, P(m, l, LN1_W),
                          P(m, l, LN1_B), BT, C, eps);
     linear_forward(d, a->inter, a->ln1, P(m, l, IN_W), P(m, l, IN_B), BT, C, I);
     o->gelu_erf_forward(d, a->inter_gelu, a->inter, BT * I);
     linear_forward(d, a->outproj, a->inter_gelu, P(m, l, OUT_W), P(m, l, OUT_B), BT, I, C);
+    hidden_dropout(m, a->outproj, (uint32_t)l, DROPOUT_SITE_MLP_OUT);
     o->add(d, a->res2, a->ln1, a->outproj, BT * C);
     o->layernorm_forward(d, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, P(m, l, LN2_W),
                          P(m, l, LN2_B), BT, C, eps);
@@ -590,6 +621,7 @@ int bert_forward(bert *m, const int32_t *input_ids, const int32_t *token_type_id
                             m->B, m->T, C);
     o->layernorm_forward(d, m->emb_ln, m->emb_mean, m->emb_rstd, m->emb, PE(m, EMB_LN_W),
                          PE(m, EMB_LN_B), BT, C, m->c.layer_norm_eps);
+    hidden_dropout(m, m->emb_ln, 0, DROPOUT_SITE_EMBED); /* BertEmbeddings' dropout */
     dten h = m->emb_ln;
     for (int l = 0; l < m->c.num_hidden_layers; l++) {
         layer_forward(m, l, h);
@@ -612,6 +644,20 @@ static void linear_backward(device *d, dten dinp, dten dw, dten db, dten dout, d
     d->ops->bias_backward(d, db, dout, N, OC);
 }
 
+/* dL/d(a hidden dropout's input) from dout = dL/d(its output), into the first n of `into` (a
+ * scratch free at the call), or dout itself when hidden_dropout_prob is 0 */
+static dten dropout_grad(bert *m, dten into, dten dout, uint32_t layer, uint32_t site)
+{
+    double p = m->c.hidden_dropout_prob;
+    if (p == 0)
+        return dout;
+    dten g = dten_view(into, 0, dout.n);
+    m->d->ops->zero(m->d, g);
+    m->d->ops->dropout_backward(m->d, g, dout, (int)dout.n, p, m->drop_seed, m->drop_step, layer,
+                                site);
+    return g;
+}
+
 /* dres holds dL/d(layer output ln2) on entry and dL/d(layer input x) on return */
 static void layer_backward(bert *m, int l, dten x)
 {
@@ -624,7 +670,8 @@ static void layer_backward(bert *m, int l, dten x)
     o->zero(d, m->dtmp);
     o->layernorm_backward(d, m->dtmp, G(m, l, LN2_W), G(m, l, LN2_B), m->dres, a->res2,
                           P(m, l, LN2_W), a->ln2_mean, a->ln2_rstd, BT, C);
-    linear_backward(d, m->dinter_gelu, G(m, l, OUT_W), G(m, l, OUT_B), m->dtmp, a->inter_gelu,
+    dten dproj = dropout_grad(m, m->dqkv, m->dtmp, (uint32_t)l, DROPOUT_SITE_MLP_OUT);
+    linear_backward(d, m->dinter_gelu, G(m, l, OUT_W), G(m, l, OUT_B), dproj, a->inter_gelu,
                     P(m, l, OUT_W), BT, I, C);
     o->zero(d, m->dinter);
     o->gelu_erf_backward(d, m->dinter, a->inter, m->dinter_gelu, BT * I);
@@ -635,11 +682,13 @@ static void layer_backward(bert *m, int l, dten x)
     o->zero(d, m->dtmp);
     o->layernorm_backward(d, m->dtmp, G(m, l, LN1_W), G(m, l, LN1_B), m->dres, a->res1,
                           P(m, l, LN1_W), a->ln1_mean, a->ln1_rstd, BT, C);
-    linear_backward(d, m->dtmp2, G(m, l, AO_W), G(m, l, AO_B), m->dtmp, a->atty, P(m, l, AO_W),
+    dproj = dropout_grad(m, m->dqkv, m->dtmp, (uint32_t)l, DROPOUT_SITE_ATTN_OUT);
+    linear_backward(d, m->dtmp2, G(m, l, AO_W), G(m, l, AO_B), dproj, a->atty, P(m, l, AO_W),
                     BT, C, C);
     o->zero(d, m->dqkv);
+    attn_dropout drop;
     o->attention_masked_backward(d, m->dqkv, m->datt, m->dtmp2, a->qkv, a->att, mask, m->B,
-                                 m->T, C, m->c.num_attention_heads, 0, NULL);
+                                 m->T, C, m->c.num_attention_heads, 0, attn_drop(m, l, &drop));
     linear_backward(d, m->dres, qkv_view(m->grad_mem, m, l, Q_W),
                     qkv_view(m->grad_mem, m, l, Q_B), m->dqkv, x,
                     qkv_view(m->param_mem, m, l, Q_W), BT, C, 3 * C);
@@ -677,8 +726,9 @@ static void embeddings_backward(bert *m)
         padrow = dten_view(bert_grad_view(m, WORD), (size_t)m->c.pad_token_id * C, (size_t)C);
         o->copy(d, m->dpadrow, padrow);
     }
+    dten dln = dropout_grad(m, m->dtmp2, m->dres, 0, DROPOUT_SITE_EMBED);
     o->zero(d, m->dtmp);
-    o->layernorm_backward(d, m->dtmp, GE(m, EMB_LN_W), GE(m, EMB_LN_B), m->dres, m->emb,
+    o->layernorm_backward(d, m->dtmp, GE(m, EMB_LN_W), GE(m, EMB_LN_B), dln, m->emb,
                           PE(m, EMB_LN_W), m->emb_mean, m->emb_rstd, BT, C);
     o->embedding_tt_backward(d, GE(m, WORD), GE(m, POS), GE(m, TYPE), m->dtmp, m->tokens,
                              m->types, m->B, m->T, C);

@@ -67,6 +67,14 @@ int bert_set_weights(bert *m, const float *host);
 /* the weights (or, with grads set, the gradients) into host[bert_param_count]. 0 or 1. */
 int bert_get_weights(bert *m, float *host, int grads);
 
+/* The dropout counters (docs/ops.md, Philox layout) the next forward and its backward draw
+ * with: seed (the scenario's train.seed) and step (the optimizer step, from 1); 0 and 0 until
+ * set. Dropout as HF BertForMaskedLM in training: hidden_dropout_prob after the embeddings'
+ * LayerNorm (site EMBED, layer 0) and on attention.output.dense's and output.dense's outputs
+ * before their residual and LayerNorm (ATTN_OUT, MLP_OUT, layer l); attention_probs_dropout_prob
+ * on the attention probabilities; none in the MLM head. A dropout of 0 runs no dropout code. */
+void bert_set_dropout_counters(bert *m, uint64_t seed, uint32_t step);
+
 /* forward on input_ids[B*T] with token_type_ids[B*T] (NULL: all 0, as transformers) and
  * attention_mask[B*T] (NULL: all 1; 0 = padding, a key no query attends to), position ids
  * 0..T-1; labels[B*T] (-100: no prediction). *loss = mean cross-entropy over the labels that are

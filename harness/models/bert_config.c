@@ -249,7 +249,7 @@ static int check_architecture(const bert_config *c, const char *where)
     return 0;
 }
 
-/* range [0, 1) for both dropouts, and 0: dropout is not wired into BERT yet */
+/* range [0, 1) for both dropouts (bert.c applies them) */
 static int check_dropouts(const bert_config *c, const char *where)
 {
     const struct {
@@ -257,14 +257,9 @@ static int check_dropouts(const bert_config *c, const char *where)
         double p;
     } d[] = {{"hidden_dropout_prob", c->hidden_dropout_prob},
              {"attention_probs_dropout_prob", c->attention_probs_dropout_prob}};
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (!(d[i].p >= 0 && d[i].p < 1))
             return config_error(where, d[i].key, "must be in [0, 1), got %g", d[i].p);
-        if (d[i].p != 0)
-            return config_error(where, d[i].key,
-                             "dropout is not implemented for BERT yet: set %s to 0 (e.g. in "
-                             "overrides)", d[i].key);
-    }
     return 0;
 }
 

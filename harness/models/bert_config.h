@@ -55,8 +55,7 @@ uint64_t bert_config_param_count(const bert_config *c);
  * every parameter tensor and the total within BERT_MAX_ELEMENTS (refused by the key that makes
  * them too large), hidden_act "gelu", position_embedding_type "absolute", tie_word_embeddings
  * true, is_decoder and add_cross_attention false, pad_token_id within the vocabulary (or null),
- * layer_norm_eps > 0, both dropouts in [0, 1) and 0 (dropout is not wired into BERT yet: a
- * non-zero one is refused with its name). Returns 0, or 2 after printing a message naming
+ * layer_norm_eps > 0, both dropouts in [0, 1). Returns 0, or 2 after printing a message naming
  * `where` and the key. */
 int bert_config_validate(const bert_config *c, const char *where);
 

@@ -87,6 +87,7 @@ static int init_weights(void *impl, uint64_t seed, float *host)
 
 static int forward(void *impl, const model_batch *b, double *loss)
 {
+    bert_set_dropout_counters(impl, b->seed, b->step);
     return bert_forward(impl, b->input_ids, b->token_type_ids, b->attention_mask, b->labels,
                         loss);
 }

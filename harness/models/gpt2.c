@@ -36,6 +36,8 @@ struct gpt2 {
     dten dres, dtmp, dqkv, dfch, dfch_gelu, datt, dlogits;
     dten tokens, targets; /* DT_I32 [B*T] */
     int n_valid;          /* targets not ignored in the last forward */
+    uint64_t drop_seed;   /* the last forward's dropout counters, redrawn by backward */
+    uint32_t drop_step;
 };
 
 /* ---- parameter table ------------------------------------------------------------------------ */
@@ -358,6 +360,24 @@ static void linear_forward(device *d, dten out, dten inp, dten w, dten b, int N,
     d->ops->bias_add(d, out, b, N, OC);
 }
 
+/* dropout of x in place at (layer, site) with the last forward's counters; nothing when p = 0 */
+static void dropout_in_place(gpt2 *m, dten x, double p, uint32_t layer, uint32_t site)
+{
+    if (p > 0)
+        m->d->ops->dropout_forward(m->d, x, (dten){0}, x, (int)x.n, p, m->drop_seed,
+                                   m->drop_step, layer, site);
+}
+
+/* attention-probability dropout of layer l, or NULL when attn_pdrop is 0 (no dropout code) */
+static const attn_dropout *attn_drop(const gpt2 *m, int l, attn_dropout *buf)
+{
+    if (m->c.attn_pdrop == 0)
+        return NULL;
+    *buf = (attn_dropout){m->c.attn_pdrop, m->drop_seed, m->drop_step, (uint32_t)l};
+    return buf;
+}
+
+/* HF GPT2Block: attn_dropout on the probabilities, resid_dropout after each c_proj */
 static void layer_forward(gpt2 *m, int l, dten residual)
 {
     device *d = m->d;
@@ -368,14 +388,18 @@ static void layer_forward(gpt2 *m, int l, dten residual)
     o->layernorm_forward(d, a->ln1, a->ln1_mean, a->ln1_rstd, residual, P(m, l, LN1_W),
                          P(m, l, LN1_B), BT, C, eps);
     linear_forward(d, a->qkv, a->ln1, P(m, l, ATTN_W), P(m, l, ATTN_B), BT, C, 3 * C);
-    o->attention_forward(d, a->atty, a->att, a->qkv, m->B, m->T, C, m->c.n_head, 1);
+    attn_dropout drop;
+    o->attention_masked_forward(d, a->atty, a->att, a->qkv, (dten){0}, m->B, m->T, C,
+                                m->c.n_head, 1, attn_drop(m, l, &drop));
     linear_forward(d, a->attproj, a->atty, P(m, l, APROJ_W), P(m, l, APROJ_B), BT, C, C);
+    dropout_in_place(m, a->attproj, m->c.resid_pdrop, (uint32_t)l, DROPOUT_SITE_ATTN_OUT);
     o->add(d, a->residual2, residual, a->attproj, BT * C);
     o->layernorm_forward(d, a->ln2, a->ln2_mean, a->ln2_rstd, a->residual2, P(m, l, LN2_W),
                          P(m, l, LN2_B), BT, C, eps);
     linear_forward(d, a->fch, a->ln2, P(m, l, FC_W), P(m, l, FC_B), BT, C, 4 * C);
     o->gelu_forward(d, a->fch_gelu, a->fch, BT * 4 * C);
     linear_forward(d, a->fcproj, a->fch_gelu, P(m, l, FCPROJ_W), P(m, l, FCPROJ_B), BT, 4 * C, C);
+    dropout_in_place(m, a->fcproj, m->c.resid_pdrop, (uint32_t)l, DROPOUT_SITE_MLP_OUT);
     o->add(d, a->residual3, a->residual2, a->fcproj, BT * C);
 }
 
@@ -407,10 +431,13 @@ int gpt2_forward(gpt2 *m, const model_batch *b, double *loss)
         }
         m->n_valid += targets[i] != IGNORE_INDEX;
     }
+    m->drop_seed = b->seed;
+    m->drop_step = b->step;
     o->upload_i32(d, m->tokens, inputs);
     o->upload_i32(d, m->targets, targets);
     o->embedding_forward(d, m->encoded, m->tokens, gpt2_param_view(m, WTE),
                          gpt2_param_view(m, WPE), B, T, C);
+    dropout_in_place(m, m->encoded, m->c.embd_pdrop, 0, DROPOUT_SITE_EMBED); /* HF's self.drop */
     dten residual = m->encoded;
     for (int l = 0; l < m->c.n_layer; l++) {
         layer_forward(m, l, residual);
@@ -439,6 +466,19 @@ static void linear_backward(device *d, dten dinp, dten dw, dten db, dten dout, d
     d->ops->bias_backward(d, db, dout, N, OC);
 }
 
+/* dL/d(a dropout's input) from dout = dL/d(its output), in the first n of dqkv (free whenever
+ * this is called), or dout itself when p = 0 */
+static dten dropout_grad(gpt2 *m, dten dout, double p, uint32_t layer, uint32_t site)
+{
+    if (p == 0)
+        return dout;
+    dten g = dten_view(m->dqkv, 0, dout.n);
+    m->d->ops->zero(m->d, g);
+    m->d->ops->dropout_backward(m->d, g, dout, (int)dout.n, p, m->drop_seed, m->drop_step,
+                                layer, site);
+    return g;
+}
+
 /* dres holds dL/d(residual3) of layer l on entry and dL/d(layer input) on return */
 static void layer_backward(gpt2 *m, int l, dten residual)
 {
@@ -447,7 +487,9 @@ static void layer_backward(gpt2 *m, int l, dten residual)
     layer_acts *a = &m->layers[l];
     int BT = m->B * m->T, C = m->c.n_embd;
     /* MLP branch: residual3 = residual2 + c_proj(gelu(c_fc(ln_2(residual2)))) */
-    linear_backward(d, m->dfch_gelu, G(m, l, FCPROJ_W), G(m, l, FCPROJ_B), m->dres, a->fch_gelu,
+    double pr = m->c.resid_pdrop;
+    dten dproj = dropout_grad(m, m->dres, pr, (uint32_t)l, DROPOUT_SITE_MLP_OUT);
+    linear_backward(d, m->dfch_gelu, G(m, l, FCPROJ_W), G(m, l, FCPROJ_B), dproj, a->fch_gelu,
                     P(m, l, FCPROJ_W), BT, 4 * C, C);
     o->zero(d, m->dfch);
     o->gelu_backward(d, m->dfch, a->fch, m->dfch_gelu, BT * 4 * C);
@@ -456,11 +498,13 @@ static void layer_backward(gpt2 *m, int l, dten residual)
     o->layernorm_backward(d, m->dres, G(m, l, LN2_W), G(m, l, LN2_B), m->dtmp, a->residual2,
                           P(m, l, LN2_W), a->ln2_mean, a->ln2_rstd, BT, C);
     /* attention branch: residual2 = residual + c_proj(attn(c_attn(ln_1(residual)))) */
-    linear_backward(d, m->dtmp, G(m, l, APROJ_W), G(m, l, APROJ_B), m->dres, a->atty,
+    dproj = dropout_grad(m, m->dres, pr, (uint32_t)l, DROPOUT_SITE_ATTN_OUT);
+    linear_backward(d, m->dtmp, G(m, l, APROJ_W), G(m, l, APROJ_B), dproj, a->atty,
                     P(m, l, APROJ_W), BT, C, C);
     o->zero(d, m->dqkv);
-    o->attention_backward(d, m->dqkv, m->datt, m->dtmp, a->qkv, a->att, m->B, m->T, C,
-                          m->c.n_head, 1);
+    attn_dropout drop;
+    o->attention_masked_backward(d, m->dqkv, m->datt, m->dtmp, a->qkv, a->att, (dten){0}, m->B,
+                                 m->T, C, m->c.n_head, 1, attn_drop(m, l, &drop));
     linear_backward(d, m->dtmp, G(m, l, ATTN_W), G(m, l, ATTN_B), m->dqkv, a->ln1,
                     P(m, l, ATTN_W), BT, C, 3 * C);
     o->layernorm_backward(d, m->dres, G(m, l, LN1_W), G(m, l, LN1_B), m->dtmp, residual,
@@ -488,7 +532,8 @@ int gpt2_backward(gpt2 *m)
                           BT, C);
     for (int l = L - 1; l >= 0; l--)
         layer_backward(m, l, l ? m->layers[l - 1].residual3 : m->encoded);
-    o->embedding_backward(d, gpt2_grad_view(m, WTE), gpt2_grad_view(m, WPE), m->dres, m->tokens,
+    dten demb = dropout_grad(m, m->dres, m->c.embd_pdrop, 0, DROPOUT_SITE_EMBED);
+    o->embedding_backward(d, gpt2_grad_view(m, WTE), gpt2_grad_view(m, WPE), demb, m->tokens,
                           m->B, m->T, C);
     return check_device(m, "backward");
 }

@@ -369,26 +369,20 @@ static int check_sizes(const gpt2_config *c, const char *where)
     return check_products(c, where);
 }
 
-/* range [0, 1) for every dropout; the ones the model applies must be 0 (not implemented yet);
- * summary_first_dropout is not used by the LM head, so any value in range is accepted */
+/* range [0, 1) for every dropout (gpt2.c applies the first three; summary_first_dropout is not
+ * used by the LM head, so any value in range is accepted) */
 static int check_dropouts(const gpt2_config *c, const char *where)
 {
     const struct {
         const char *key;
         double p;
-        int used;
-    } d[] = {{"resid_pdrop", c->resid_pdrop, 1},
-             {"embd_pdrop", c->embd_pdrop, 1},
-             {"attn_pdrop", c->attn_pdrop, 1},
-             {"summary_first_dropout", c->summary_first_dropout, 0}};
-    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+    } d[] = {{"resid_pdrop", c->resid_pdrop},
+             {"embd_pdrop", c->embd_pdrop},
+             {"attn_pdrop", c->attn_pdrop},
+             {"summary_first_dropout", c->summary_first_dropout}};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (!(d[i].p >= 0 && d[i].p < 1))
             return config_error(where, d[i].key, "must be in [0, 1), got %g", d[i].p);
-        if (d[i].used && d[i].p != 0)
-            return config_error(where, d[i].key,
-                             "dropout is not implemented yet: set %s to 0 (e.g. in overrides)",
-                             d[i].key);
-    }
     return 0;
 }
 

@@ -83,8 +83,7 @@ uint64_t gpt2_config_param_count(const gpt2_config *c);
 
 /* Checks values the harness can train: positive sizes, n_embd % n_head == 0, every parameter
  * tensor and the parameter total within GPT2_MAX_ELEMENTS (refused by the field that makes them
- * too large), gelu_new, all dropouts 0 (dropout is not implemented yet: a non-zero one is
- * refused, with its name).
+ * too large), gelu_new, every dropout in [0, 1).
  * Returns 0, or 2 after printing a message naming `where` and the key. */
 int gpt2_config_validate(const gpt2_config *c, const char *where);
 

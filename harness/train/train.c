@@ -40,8 +40,9 @@ struct trainer {
     const char *dump_path;
 };
 
-/* the batch of optimizer step `step` (1-based) for rank 0; *tokens: the tokens it counts
- * (causal: every position, B*T; mlm: the positions that are not padding) */
+/* the batch of optimizer step `step` (1-based) for rank 0, with train.seed and step as its
+ * dropout counters; *tokens: the tokens it counts (causal: every position, B*T; mlm: the
+ * positions that are not padding) */
 static model_batch next_batch(struct trainer *tr, int step, int64_t *tokens)
 {
     const scenario *s = tr->s;
@@ -49,14 +50,16 @@ static model_batch next_batch(struct trainer *tr, int step, int64_t *tokens)
     if (!tr->mlm) {
         dataset_batch(&tr->data, step - 1, B, 0, s->world_size, tr->inputs, tr->targets);
         *tokens = (int64_t)B * T;
-        return (model_batch){B, T, tr->inputs, NULL, NULL, tr->targets};
+        return (model_batch){B, T, tr->inputs, NULL, NULL, tr->targets, s->seed,
+                             (uint32_t)step};
     }
     mlm_batch(&tr->mlm_data, s->seed, step - 1, B, 0, s->world_size, tr->inputs, tr->types,
               tr->mask, tr->targets);
     *tokens = 0;
     for (size_t i = 0; i < (size_t)B * (size_t)T; i++)
         *tokens += tr->mask[i] != 0;
-    return (model_batch){B, T, tr->inputs, tr->types, tr->mask, tr->targets};
+    return (model_batch){B, T, tr->inputs, tr->types, tr->mask, tr->targets, s->seed,
+                         (uint32_t)step};
 }
 
 /* one optimizer step (1-based); fills r, returns 0, or 1 after a device error */

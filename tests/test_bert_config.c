@@ -83,8 +83,8 @@ static void test_refusals(void **state)
         "{\"tie_word_embeddings\": false}",
         "{\"is_decoder\": true}",
         "{\"add_cross_attention\": true}",
-        "{\"hidden_dropout_prob\": 0.1}",
-        "{\"attention_probs_dropout_prob\": 0.1}",
+        "{\"hidden_dropout_prob\": 1}",
+        "{\"hidden_dropout_prob\": -0.1}",
         "{\"attention_probs_dropout_prob\": 1.5}",
         "{\"num_attention_heads\": 5}",
         "{\"hidden_size\": 0}",
@@ -113,10 +113,22 @@ static void test_refusals(void **state)
     }
 }
 
+/* BertConfig's default dropouts (0.1), and any value in [0, 1), are accepted */
+static void test_dropout_accepted(void **state)
+{
+    bert_config c;
+    bert_config_defaults(&c);
+    assert_int_equal(bert_config_validate(&c, "test.json"), 0);
+    c.hidden_dropout_prob = 0.999;
+    c.attention_probs_dropout_prob = 0.5;
+    assert_int_equal(bert_config_validate(&c, "test.json"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults), cmocka_unit_test(test_reads_keys),
-        cmocka_unit_test(test_wrong_types), cmocka_unit_test(test_refusals)};
+        cmocka_unit_test(test_wrong_types), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_dropout_accepted)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,6 +174,16 @@ static void test_config_file_inline_overrides(void **state)
     scenario_free(&s);
 }
 
+/* a config file's dropouts (0.1 each) are trained as they are, no override needed */
+static void test_config_file_dropout(void **state)
+{
+    scenario s;
+    assert_int_equal(load_captured("config_file_dropout.json", &s), 0);
+    assert_true(s.model.gpt2.resid_pdrop == 0.1 && s.model.gpt2.embd_pdrop == 0.1);
+    assert_true(s.model.gpt2.attn_pdrop == 0.1);
+    scenario_free(&s);
+}
+
 static void test_override_missing_key(void **state)
 {
     scenario s;
@@ -235,16 +245,13 @@ static const bad_case BAD[] = {
     {"bad_both_config.json", "bad_both_config.json:5: model.config_path: give model.config or "
                              "model.config_path, not both"},
     {"bad_no_config.json", "bad_no_config.json:3: model: needs \"config\""},
-    {"bad_dropout.json", "bad_dropout.json:6: model.config.attn_pdrop: dropout is not "
-                         "implemented yet: set attn_pdrop to 0 (e.g. in overrides)"},
+    {"bad_dropout.json", "bad_dropout.json:6: model.config.attn_pdrop: must be in [0, 1), got 1"},
     {"bad_heads.json", "bad_heads.json:5: model.config.n_embd: 16 is not divisible by n_head"},
     {"bad_config_type.json", "bad_config_type.json:5: model.config.n_layer: must be an "
                              "integer, not a real number"},
     {"bad_config_path_missing.json", "bad_config_path_missing.json:5: model.config_path: "
                                      "cannot read "},
     {"bad_config_path_malformed.json", "malformed/config.json:4:10: invalid JSON: "},
-    {"bad_config_file_dropout.json", "gpt2-tiny/config.json:17: resid_pdrop: dropout is not "
-                                     "implemented yet"},
     {"bad_config_file_type.json", "bad_config_file_type.json:4: model.overrides.use_cache: "
                                   "must be a boolean like the config's value, not an integer"},
     {"bad_override_type.json", "bad_override_type.json:7: model.overrides.n_layer: must be an "
@@ -414,8 +421,17 @@ static void test_validate(void **state)
 {
     gpt2_config c;
     gpt2_config_defaults(&c);
-    assert_int_equal(validate(&c), 2); /* dropout 0.1 by default */
-    assert_non_null(strstr(captured, "dropout is not implemented yet"));
+    assert_int_equal(validate(&c), 0); /* every dropout 0.1 by default: trained as it is */
+    c.attn_pdrop = 1.0; /* [0, 1) */
+    assert_int_equal(validate(&c), 2);
+    assert_non_null(strstr(captured, "cfg.json: attn_pdrop: must be in [0, 1), got 1"));
+    c.attn_pdrop = 0.1;
+    c.resid_pdrop = -0.1;
+    assert_int_equal(validate(&c), 2);
+    assert_non_null(strstr(captured, "cfg.json: resid_pdrop: must be in [0, 1), got -0.1"));
+    c.resid_pdrop = 0.1;
+    c.embd_pdrop = 0.999;
+    assert_int_equal(validate(&c), 0);
     c.attn_pdrop = c.embd_pdrop = c.resid_pdrop = 0;
     assert_int_equal(validate(&c), 0); /* summary_first_dropout 0.1: unused, accepted */
     snprintf(c.activation_function, sizeof c.activation_function, "gelu_pytorch_tanh");
@@ -522,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_hash),
         cmocka_unit_test(test_config_dir),
         cmocka_unit_test(test_config_file_inline_overrides),
+        cmocka_unit_test(test_config_file_dropout),
         cmocka_unit_test(test_override_missing_key),
         cmocka_unit_test(test_override_null_key),
         cmocka_unit_test(test_override_dtype),

@@ -1,5 +1,6 @@
 /* tests/test_bert_parity.c: BertForMaskedLM trains like transformers: step-0 loss and gradients
- * and 25 AdamW steps' losses against tests/fixtures/bert-a, and opencl against cpu. */
+ * and 25 AdamW steps' losses against tests/fixtures/bert-a, and opencl against cpu (also with
+ * dropout 0.1, whose masks every device draws alike). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +29,10 @@
 #define MAX_LOSS64_REL 1e-12 /* cpu64 against transformers in float64, same weights */
 #define MAX_OPENCL_NMSE 1e-8 /* opencl vs cpu, every gradient tensor (docs/checkpoints.md) */
 #define MAX_OPENCL_LOSS_REL 1e-5
+/* opencl vs cpu training with dropout: test_opencl_train's fp32 bounds */
+#define DROPOUT_STEPS 10
+#define DROPOUT_LOSS_RTOL 1e-4
+#define DROPOUT_NORM_RTOL 1e-3
 
 #define FIXTURE "tests/fixtures/bert-a"
 
@@ -120,7 +125,8 @@ static void load_weights(bert *m, const char *path)
     st_close(&f);
 }
 
-static void fixture_open(fixture *f, const char *dev)
+/* the fixture's model on dev, with both dropouts set to dropout (0: the fixture's own config) */
+static void fixture_open(fixture *f, const char *dev, double dropout)
 {
     memset(f, 0, sizeof *f);
     json_t *cfg = load_json("config.json");
@@ -128,6 +134,8 @@ static void fixture_open(fixture *f, const char *dev)
     assert_int_equal(bert_config_from_json(&f->c, cfg, fixture_path("config.json")), 0);
     assert_int_equal(bert_config_validate(&f->c, fixture_path("config.json")), 0);
     json_decref(cfg);
+    if (dropout > 0)
+        f->c.hidden_dropout_prob = f->c.attention_probs_dropout_prob = dropout;
     load_batches(&f->b);
     f->ref = load_json("reference.json");
     char err[DEVICE_ERR];
@@ -285,7 +293,7 @@ static double ref_number(const fixture *f, const char *key)
 static void test_step0_cpu64(void **state)
 {
     fixture f;
-    fixture_open(&f, "cpu64");
+    fixture_open(&f, "cpu64", 0);
     double loss, *g = step0_grads(&f, &loss), ref = ref_number(&f, "step0_loss_fp64");
     double *r64 = read_ref(f.m, "grads0_fp64.safetensors");
     worst w = compare_all(f.m, g, r64, r64);
@@ -306,7 +314,7 @@ static void test_step0_cpu64(void **state)
 static void test_step0_cpu(void **state)
 {
     fixture f;
-    fixture_open(&f, "cpu");
+    fixture_open(&f, "cpu", 0);
     double loss, *g = step0_grads(&f, &loss), ref = ref_number(&f, "step0_loss_fp32");
     double *r32 = read_ref(f.m, "grads0.safetensors");
     double *r64 = read_ref(f.m, "grads0_fp64.safetensors");
@@ -329,18 +337,25 @@ static void test_step0_cpu(void **state)
     fixture_close(&f);
 }
 
+/* the reference's AdamW hyperparameters */
+static adamw_params ref_adamw(const fixture *f)
+{
+    json_t *opt = json_object_get(f->ref, "optimizer");
+    json_t *betas = json_object_get(opt, "betas");
+    return (adamw_params){json_number_value(json_object_get(opt, "lr")),
+                          json_number_value(json_array_get(betas, 0)),
+                          json_number_value(json_array_get(betas, 1)),
+                          json_number_value(json_object_get(opt, "eps")),
+                          json_number_value(json_object_get(opt, "weight_decay")), 0};
+}
+
 /* every step: forward, backward, clip_grad_norm_, AdamW (Trainer's no-decay groups) */
 static void run_steps(const char *dev)
 {
     fixture f;
-    fixture_open(&f, dev);
+    fixture_open(&f, dev, 0);
     json_t *opt = json_object_get(f.ref, "optimizer"), *steps = json_object_get(f.ref, "steps");
-    json_t *betas = json_object_get(opt, "betas");
-    adamw_params p = {json_number_value(json_object_get(opt, "lr")),
-                      json_number_value(json_array_get(betas, 0)),
-                      json_number_value(json_array_get(betas, 1)),
-                      json_number_value(json_object_get(opt, "eps")),
-                      json_number_value(json_object_get(opt, "weight_decay")), 0};
+    adamw_params p = ref_adamw(&f);
     double clip = json_number_value(json_object_get(opt, "clip")), worst = 0, worst_norm = 0;
     int n = (int)json_array_size(steps), worst_step = 0;
     assert_true(n >= 20 && n <= f.b.n_steps);
@@ -376,8 +391,8 @@ static void test_steps_cpu64(void **state) { run_steps("cpu64"); }
 static void test_opencl_vs_cpu(void **state)
 {
     fixture o, c;
-    fixture_open(&o, "opencl");
-    fixture_open(&c, "cpu");
+    fixture_open(&o, "opencl", 0);
+    fixture_open(&c, "cpu", 0);
     double lo, lc, *go = step0_grads(&o, &lo), *gc = step0_grads(&c, &lc), worst = 0;
     const char *worst_at = "";
     for (int i = 0; i < bert_n_params(c.m); i++) {
@@ -404,6 +419,47 @@ static void test_opencl_vs_cpu(void **state)
     fixture_close(&o);
 }
 
+/* one training step s (0-based) with dropout counters (DROP_SEED, s + 1); its loss and grad norm */
+#define DROP_SEED 1234
+static double dropout_step(fixture *f, int s, double *norm)
+{
+    adamw_params p = ref_adamw(f);
+    bert_set_dropout_counters(f->m, DROP_SEED, (uint32_t)s + 1);
+    double loss = forward_step(f, s);
+    assert_int_equal(bert_backward(f->m), 0);
+    *norm = bert_grad_norm(f->m);
+    assert_int_equal(bert_adamw_step(f->m, &p, s + 1), 0);
+    return loss;
+}
+
+/* dropout 0.1 (hidden and attention probabilities): opencl draws cpu's masks, so 10 training
+ * steps stay within the fp32 tolerance of cpu; and the dropout changes the loss */
+static void test_opencl_vs_cpu_dropout(void **state)
+{
+    fixture o, c, plain;
+    fixture_open(&o, "opencl", 0.1);
+    fixture_open(&c, "cpu", 0.1);
+    fixture_open(&plain, "cpu", 0);
+    double worst = 0, worst_norm = 0, no, nc, l0 = forward_step(&plain, 0);
+    for (int s = 0; s < DROPOUT_STEPS; s++) {
+        double lo = dropout_step(&o, s, &no), lc = dropout_step(&c, s, &nc);
+        if (s == 0 && !(fabs(lc - l0) > 1e-5 * l0)) /* 100x fp32 noise */
+            fail_msg("dropout 0.1 did not change the step-1 loss: %.9g vs %.9g", lc, l0);
+        double rel = fabs(lo - lc) / lc, nrel = fabs(no - nc) / nc;
+        if (!(rel <= DROPOUT_LOSS_RTOL) || !(nrel <= DROPOUT_NORM_RTOL))
+            fail_msg("step %d, dropout 0.1: opencl loss %.9g, cpu %.9g (rel %.2e); grad norm "
+                     "%.9g vs %.9g (rel %.2e)", s + 1, lo, lc, rel, no, nc, nrel);
+        worst = fmax(worst, rel);
+        worst_norm = fmax(worst_norm, nrel);
+    }
+    print_message("bert-a, dropout 0.1, %d steps, opencl vs cpu: worst loss rel %.3e, worst grad "
+                  "norm rel %.3e (step-1 loss without dropout %.6f)\n", DROPOUT_STEPS, worst,
+                  worst_norm, l0);
+    fixture_close(&plain);
+    fixture_close(&c);
+    fixture_close(&o);
+}
+
 int main(void)
 {
     omp_set_num_threads(1); /* figures independent of the machine, and no spinning */
@@ -411,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_step0_cpu64), cmocka_unit_test(test_step0_cpu),
         cmocka_unit_test(test_steps_cpu),   cmocka_unit_test(test_steps_cpu64),
         cmocka_unit_test(test_opencl_vs_cpu),
+        cmocka_unit_test(test_opencl_vs_cpu_dropout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* tests/test_gradcheck_bert.c: whole-model gradient check of a 2-layer BertForMaskedLM on the fp64
  * cpu device (padding, token types, ignored labels): every parameter tensor against central
- * finite differences; absent token types / attention mask equal transformers' defaults. */
+ * finite differences, without and with dropout; absent token types / attention mask equal
+ * transformers' defaults. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +17,8 @@
 
 enum { B = 2, T = 5, V = 13, PAD = 0 };
 
-static void make_config(bert_config *c)
+/* the test model with both dropouts p */
+static void make_config(bert_config *c, double p)
 {
     bert_config_defaults(c);
     c->vocab_size = V;
@@ -29,7 +31,7 @@ static void make_config(bert_config *c)
     c->pad_token_id = PAD;
     c->initializer_range = 0.3; /* large weights so every path carries gradient */
     c->layer_norm_eps = 1e-5;
-    c->hidden_dropout_prob = c->attention_probs_dropout_prob = 0;
+    c->hidden_dropout_prob = c->attention_probs_dropout_prob = p;
 }
 
 /* row 0 full, row 1 with its last two positions padding (id PAD, mask 0, label -100); real
@@ -65,10 +67,10 @@ static double loss_at(bert *m, double *params, size_t idx, double value, const b
 
 /* a model on cpu64 with perturbed initial weights (LayerNorms and biases non-trivial too);
  * params gets the weights */
-static bert *make_model(device *d, double **params, uint64_t *seed)
+static bert *make_model(device *d, double **params, uint64_t *seed, double p)
 {
     bert_config c;
-    make_config(&c);
+    make_config(&c, p);
     assert_int_equal(bert_config_validate(&c, "test"), 0);
     bert *m = bert_create(d, &c, B, T);
     assert_non_null(m);
@@ -80,6 +82,7 @@ static bert *make_model(device *d, double **params, uint64_t *seed)
     for (size_t i = 0; i < np; i++)
         (*params)[i] += tu_uniform(seed, -0.1, 0.1);
     d->ops->upload_f64(d, bert_all_params(m), *params);
+    bert_set_dropout_counters(m, 99, 3); /* fixed masks for every forward */
     return m;
 }
 
@@ -92,15 +95,15 @@ static size_t sample_index(const param_info *pi, uint64_t *seed)
     return pi->offset + (size_t)tu_uniform(seed, 0, (double)n);
 }
 
-/* checks 3 sampled elements of every parameter tensor */
-static void test_model_gradients(void **state)
+/* checks 3 sampled elements of every parameter tensor, with dropout p */
+static void check_gradients(double p)
 {
     char err[256];
     device *d = device_open("cpu64", err, sizeof err);
     assert_non_null(d);
     uint64_t seed = 11;
     double *params;
-    bert *m = make_model(d, &params, &seed);
+    bert *m = make_model(d, &params, &seed, p);
     batch b;
     make_batch(&b, &seed);
     size_t np = bert_param_count(m);
@@ -126,8 +129,8 @@ static void test_model_gradients(void **state)
                          idx - pi->offset, grads[idx], fd);
         }
     }
-    printf("# loss %.9f; worst relative error over %d tensors: %.3g\n", loss, bert_n_params(m),
-           worst);
+    printf("# dropout %g: loss %.9f; worst relative error over %d tensors: %.3g\n", p, loss,
+           bert_n_params(m), worst);
     free(params);
     free(grads);
     bert_free(m);
@@ -142,7 +145,7 @@ static void test_default_inputs(void **state)
     assert_non_null(d);
     uint64_t seed = 5;
     double *params;
-    bert *m = make_model(d, &params, &seed);
+    bert *m = make_model(d, &params, &seed, 0);
     batch b;
     make_batch(&b, &seed);
     int32_t zeros[B * T] = {0}, ones[B * T];
@@ -166,7 +169,7 @@ static void test_bad_ids(void **state)
     assert_non_null(d);
     uint64_t seed = 3;
     double *params, loss;
-    bert *m = make_model(d, &params, &seed);
+    bert *m = make_model(d, &params, &seed, 0);
     batch b;
     make_batch(&b, &seed);
     b.ids[4] = V;
@@ -192,7 +195,7 @@ static void test_names(void **state)
     assert_non_null(d);
     uint64_t seed = 1;
     double *params;
-    bert *m = make_model(d, &params, &seed);
+    bert *m = make_model(d, &params, &seed, 0);
     int alias, word = bert_param_index(m, "bert.embeddings.word_embeddings.weight", &alias);
     assert_int_equal(word, 0);
     assert_int_equal(alias, 0);
@@ -231,7 +234,7 @@ static void test_init(void **state)
     device *d = device_open("cpu", err, sizeof err);
     assert_non_null(d);
     bert_config c;
-    make_config(&c);
+    make_config(&c, 0);
     c.initializer_range = 0.02;
     bert *m = bert_create(d, &c, B, T);
     assert_non_null(m);
@@ -267,9 +270,13 @@ static void test_init(void **state)
     device_close(d);
 }
 
+static void test_model_gradients(void **state) { check_gradients(0); }
+static void test_model_gradients_dropout(void **state) { check_gradients(0.1); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_gradients),
+                                       cmocka_unit_test(test_model_gradients_dropout),
                                        cmocka_unit_test(test_default_inputs),
                                        cmocka_unit_test(test_bad_ids),
                                        cmocka_unit_test(test_names),

@@ -1,5 +1,6 @@
 /* tests/test_gradcheck_model.c: whole-model gradient check of a 2-layer GPT-2 on the fp64 cpu
- * device: analytic gradients of every parameter tensor against central finite differences. */
+ * device: analytic gradients of every parameter tensor against central finite differences,
+ * without and with dropout (fixed counters fix the masks, so the loss is differentiable). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,8 +14,11 @@
 #include "testutil.h"
 
 enum { B = 2, T = 5, V = 13 };
+#define DROP_SEED 99 /* dropout counters of every forward here */
+#define DROP_STEP 3
 
-static void make_config(gpt2_config *c)
+/* the test model with embd, attn and resid dropout p */
+static void make_config(gpt2_config *c, double p)
 {
     gpt2_config_defaults(c);
     c->vocab_size = V;
@@ -23,7 +27,7 @@ static void make_config(gpt2_config *c)
     c->n_layer = 2;
     c->n_head = 3;
     c->initializer_range = 0.3; /* large weights so every path carries gradient */
-    c->attn_pdrop = c->embd_pdrop = c->resid_pdrop = 0;
+    c->attn_pdrop = c->embd_pdrop = c->resid_pdrop = p;
 }
 
 static void make_batch(int32_t *in, int32_t *tg, uint64_t *seed)
@@ -41,19 +45,19 @@ static double loss_at(model *m, double *params, size_t idx, double value, const 
     double saved = params[idx], loss = 0;
     params[idx] = value;
     d->ops->upload_f64(d, model_all_params(m), params);
-    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg, 0, 0}, &loss), 0);
+    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg, DROP_SEED, DROP_STEP}, &loss), 0);
     params[idx] = saved;
     return loss;
 }
 
-/* checks 3 sampled elements of every parameter tensor */
-static void test_model_gradients(void **state)
+/* checks 3 sampled elements of every parameter tensor, with dropout p */
+static void check_gradients(double p)
 {
     char err[256];
     device *d = device_open("cpu64", err, sizeof err);
     assert_non_null(d);
     model_config_u u;
-    make_config(&u.gpt2);
+    make_config(&u.gpt2, p);
     const gpt2_config c = u.gpt2;
     model *m = model_create(model_family_find("gpt2"), d, &u, B, T);
     assert_non_null(m);
@@ -69,7 +73,7 @@ static void test_model_gradients(void **state)
         params[i] += tu_uniform(&seed, -0.1, 0.1);
     d->ops->upload_f64(d, model_all_params(m), params);
     double loss;
-    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg, 0, 0}, &loss), 0);
+    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg, DROP_SEED, DROP_STEP}, &loss), 0);
     assert_int_equal(model_backward(m), 0);
     d->ops->download_f64(d, grads, model_all_grads(m));
     double h = 1e-5, worst = 0;
@@ -90,15 +94,20 @@ static void test_model_gradients(void **state)
                          idx - pi->offset, grads[idx], fd);
         }
     }
-    printf("# worst relative error over %d tensors: %.3g\n", model_n_params(m), worst);
+    printf("# dropout %g: loss %.9f; worst relative error over %d tensors: %.3g\n", p, loss,
+           model_n_params(m), worst);
     free(params);
     free(grads);
     model_free(m);
     device_close(d);
 }
 
+static void test_model_gradients(void **state) { check_gradients(0); }
+static void test_model_gradients_dropout(void **state) { check_gradients(0.1); }
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_gradients)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_gradients),
+                                       cmocka_unit_test(test_model_gradients_dropout)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,7 +45,8 @@ static double loss_at(model *m, double *params, size_t idx, double value, const 
     double saved = params[idx], loss = 0;
     params[idx] = value;
     d->ops->upload_f64(d, model_all_params(m), params);
-    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg, DROP_SEED, DROP_STEP}, &loss), 0);
+    model_batch b = {B, T, in, NULL, NULL, tg, DROP_SEED, DROP_STEP};
+    assert_int_equal(model_forward(m, &b, &loss), 0);
     params[idx] = saved;
     return loss;
 }
@@ -73,7 +74,8 @@ static void check_gradients(double p)
         params[i] += tu_uniform(&seed, -0.1, 0.1);
     d->ops->upload_f64(d, model_all_params(m), params);
     double loss;
-    assert_int_equal(model_forward(m, &(model_batch){B, T, in, NULL, NULL, tg, DROP_SEED, DROP_STEP}, &loss), 0);
+    model_batch b = {B, T, in, NULL, NULL, tg, DROP_SEED, DROP_STEP};
+    assert_int_equal(model_forward(m, &b, &loss), 0);
     assert_int_equal(model_backward(m), 0);
     d->ops->download_f64(d, grads, model_all_grads(m));
     double h = 1e-5, worst = 0;

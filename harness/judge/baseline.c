@@ -708,8 +708,8 @@ typedef struct {
 
 static void diff_add(diff_list *d, const char *path, const json_t *a, const json_t *b)
 {
-    char *va = a ? json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
-    char *vb = b ? json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    char *va = a ? json_dumps_short(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    char *vb = b ? json_dumps_short(b, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
     if (d->used < d->len) {
         int n = snprintf(d->out + d->used, d->len - d->used, "%s%s (%.60s vs %.60s)",
                          d->count ? ", " : "", path, va ? va : "absent", vb ? vb : "absent");

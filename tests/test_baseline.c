@@ -289,7 +289,7 @@ static void test_scenario_diff(void **state)
     assert_string_equal(out, "");
     const char *b = "{\"name\": \"t\", \"train\": {\"lr\": 0.001, \"steps\": 3, \"seed\": 1}}";
     assert_int_equal(scenario_json_diff(SCN, b, out, sizeof out), 2);
-    assert_non_null(strstr(out, "train.lr (0.0030000000000000001 vs 0.001"));
+    assert_non_null(strstr(out, "train.lr (0.003 vs 0.001"));
     assert_non_null(strstr(out, "train.seed (absent vs 1)"));
     assert_int_equal(scenario_json_diff(SCN, "not json", out, sizeof out), -1);
     /* key order and whitespace do not matter to the canonical form */

@@ -179,6 +179,19 @@ typedef struct device_i {
     /* dinp[i] += keep_i ? dout[i] * (1/(1-p)) : 0, keep_i redrawn from the same counters */
     void (*dropout_backward)(device *d, dten dinp, dten dout, int n, double p, uint64_t seed,
                              uint32_t step, uint32_t layer, uint32_t site);
+
+    /* ---- decoder (Llama) ops ---------------------------------------------------------------- */
+
+    /* RMSNorm (HF LlamaRMSNorm) over the last dimension C of inp[N,C]: rstd[n] =
+     * 1/sqrt(mean_c inp[n,c]^2 + eps) (sum of squares accumulated in double, or the OpenCL
+     * accumulator type, then rounded to the element type); out = (inp * rstd) * w, each product
+     * rounded to the element type as HF does in fp32. */
+    void (*rmsnorm_forward)(device *d, dten out, dten rstd, dten inp, dten w, int N, int C,
+                            double eps);
+    /* xhat = inp * rstd: dinp += rstd * (dout w - xhat mean_c(dout w xhat)); dw[c] +=
+     * sum_n dout xhat. rstd is the forward's. */
+    void (*rmsnorm_backward)(device *d, dten dinp, dten dw, dten dout, dten inp, dten w,
+                             dten rstd, int N, int C);
 } device_i;
 
 #define DEVICE_STR 128

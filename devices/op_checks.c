@@ -154,3 +154,13 @@ int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dt
     return op_elementwise_ok(d, op, n, x, y, (dten){0}) &&
            (!mask.buf || device_view_ok(d, op, "mask", mask, (size_t)n, DT_I32));
 }
+
+int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, int N, int C)
+{
+    size_t nc = (size_t)N * (size_t)C;
+    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &C, 1, 1) &&
+           device_view_ok(d, op, "inp", x, nc, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", y, nc, DT_REAL) &&
+           device_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
+}

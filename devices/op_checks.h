@@ -33,6 +33,8 @@ int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dt
 /* attention-probability dropout: drop NULL, or 0 <= p <= 1 and the B*NH*T*T probabilities
  * indexable by the 32-bit Philox block counter (fewer than 2^34) */
 int op_attn_dropout_ok(device *d, const char *op, const attn_dropout *drop, int B, int T, int NH);
+/* rmsnorm: x and y (out or dout) N*C reals, w (or dw) C, rstd N; C >= 1, N >= 0 */
+int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, int N, int C);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

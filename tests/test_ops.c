@@ -1096,6 +1096,96 @@ static void test_gelu_erf_backward(void **state)
     assert_close(g32, g64, EN, 1e-5, "cpu", "gelu_erf dinp vs cpu64");
 }
 
+/* ---- rmsnorm ------------------------------------------------------------------------------ */
+
+#define RMS_EPS 1e-6
+typedef struct {
+    double x[LNC], w[LC], R[LNC];
+} rms_case;
+
+static void rms_init(rms_case *c, uint64_t seed)
+{
+    rnd(c->x, LNC, seed, -2, 3);
+    rnd(c->w, LC, seed + 1, 0.5, 1.5);
+    rnd(c->R, LNC, seed + 2, -1, 1);
+}
+
+/* y = x / sqrt(mean(x^2) + eps) * w, naively in double */
+static void rms_ref(const rms_case *c, double *out, double *rstd)
+{
+    for (int n = 0; n < LN; n++) {
+        const double *x = c->x + n * LC;
+        double ms = 0;
+        for (int i = 0; i < LC; i++)
+            ms += x[i] * x[i] / LC;
+        double s = 1 / sqrt(ms + RMS_EPS);
+        for (int i = 0; i < LC; i++)
+            out[n * LC + i] = x[i] * s * c->w[i];
+        rstd[n] = s;
+    }
+}
+
+static double rms_loss(void *ctx)
+{
+    rms_case *c = ctx;
+    double out[LNC], rstd[LN];
+    rms_ref(c, out, rstd);
+    return dotp(out, c->R, LNC);
+}
+
+static void test_rmsnorm_forward(void **state)
+{
+    rms_case c;
+    rms_init(&c, 801);
+    double want[LNC], wr[LN], got[LNC], gr[LN], junk[LNC];
+    rms_ref(&c, want, wr);
+    rnd(junk, LNC, 802, -5, 5);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, LNC), rstd = put(&t, junk + LN, LN);
+        t.d->ops->rmsnorm_forward(t.d, out, rstd, put(&t, c.x, LNC), put(&t, c.w, LC), LN, LC,
+                                  RMS_EPS);
+        get(&t, out, got);
+        get(&t, rstd, gr);
+        assert_close(got, want, LNC, DEVS[k].tol, DEVS[k].spec, "rmsnorm out");
+        assert_close(gr, wr, LN, DEVS[k].tol, DEVS[k].spec, "rmsnorm rstd");
+        tdev_close(&t);
+    }
+}
+
+/* forward then backward on one device (rstd from that device's forward) */
+static void rms_bwd_run(const char *spec, const rms_case *c, const double *pre, double *gx,
+                        double *gw)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten out = put(&t, pre, LNC), rstd = put(&t, pre, LN);
+    dten x = put(&t, c->x, LNC), w = put(&t, c->w, LC);
+    t.d->ops->rmsnorm_forward(t.d, out, rstd, x, w, LN, LC, RMS_EPS);
+    dten dx = put(&t, pre, LNC), dw = put(&t, pre + LNC, LC);
+    t.d->ops->rmsnorm_backward(t.d, dx, dw, put(&t, c->R, LNC), x, w, rstd, LN, LC);
+    get(&t, dx, gx);
+    get(&t, dw, gw);
+    tdev_close(&t);
+}
+
+static void test_rmsnorm_backward(void **state)
+{
+    rms_case c;
+    rms_init(&c, 811);
+    double pre[LNC + LC], fx[LNC], fw[LC], x64[LNC], w64[LC], x32[LNC], w32[LC];
+    rnd(pre, LNC + LC, 812, -1, 1);
+    fd_grad(rms_loss, &c, c.x, LNC, fx);
+    fd_grad(rms_loss, &c, c.w, LC, fw);
+    rms_bwd_run("cpu64", &c, pre, x64, w64);
+    assert_added(x64, pre, fx, LNC, FD_TOL, "cpu64", "rmsnorm dinp vs finite differences");
+    assert_added(w64, pre + LNC, fw, LC, FD_TOL, "cpu64", "rmsnorm dw vs finite differences");
+    rms_bwd_run("cpu", &c, pre, x32, w32);
+    assert_close(x32, x64, LNC, 1e-5, "cpu", "rmsnorm dinp vs cpu64");
+    assert_close(w32, w64, LC, 1e-5, "cpu", "rmsnorm dw vs cpu64");
+}
+
 /* ---- dropout ------------------------------------------------------------------------------ */
 
 enum { DRN = 1001 };
@@ -1713,6 +1803,8 @@ int main(void)
         cmocka_unit_test(test_embedding_tt_backward),
         cmocka_unit_test(test_gelu_erf_forward),
         cmocka_unit_test(test_gelu_erf_backward),
+        cmocka_unit_test(test_rmsnorm_forward),
+        cmocka_unit_test(test_rmsnorm_backward),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),

@@ -12,4 +12,5 @@ void cpu_fill_ops(device_i *ops)
     cpu_fill_loss(ops);
     cpu_fill_optim(ops);
     cpu_fill_dropout(ops);
+    cpu_fill_rmsnorm(ops);
 }

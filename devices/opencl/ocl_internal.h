@@ -44,6 +44,9 @@ typedef enum {
     K_GELU_ERF_BACKWARD,
     K_EMBEDDING_TT_FORWARD,
     K_DROPOUT_APPLY,
+    K_RMSNORM_FORWARD,
+    K_RMSNORM_BACKWARD_INP,
+    K_RMSNORM_BACKWARD_W,
     K_COUNT
 } ocl_kernel_id;
 
@@ -138,6 +141,7 @@ void ocl_fill_attention(device_i *ops);
 void ocl_fill_loss(device_i *ops);
 void ocl_fill_optim(device_i *ops);
 void ocl_fill_dropout(device_i *ops);
+void ocl_fill_rmsnorm(device_i *ops);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

@@ -37,6 +37,9 @@ static const char *const kernel_names[K_COUNT] = {
     [K_GELU_ERF_BACKWARD] = "gelu_erf_backward",
     [K_EMBEDDING_TT_FORWARD] = "embedding_tt_forward",
     [K_DROPOUT_APPLY] = "dropout_apply",
+    [K_RMSNORM_FORWARD] = "rmsnorm_forward",
+    [K_RMSNORM_BACKWARD_INP] = "rmsnorm_backward_inp",
+    [K_RMSNORM_BACKWARD_W] = "rmsnorm_backward_w",
 };
 
 /* a file the kernels build on: common.cl, or a header shared with the C side (philox.h) */

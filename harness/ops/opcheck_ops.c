@@ -437,6 +437,40 @@ static double xent_bwd_run(device *d, const oc_shape *s, const dten *t)
     return 0;
 }
 
+/* ---- decoder (Llama) ops ---- */
+
+static int rms_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nc = (size_t)s->N * s->C;
+    t[0] = real_t("out", OC_OUT, nc, 0, 0);
+    t[1] = real_t("rstd", OC_OUT, (size_t)s->N, 0, 0);
+    t[2] = real_t("inp", OC_IN, nc, -1, 3);
+    t[3] = real_t("w", OC_IN, (size_t)s->C, 0.5, 1.5);
+    return 4;
+}
+static double rms_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rmsnorm_forward(d, t[0], t[1], t[2], t[3], s->N, s->C, 1e-6);
+    return 0;
+}
+static int rms_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nc = (size_t)s->N * s->C;
+    t[0] = real_t("dinp", OC_ACC, nc, -1, 1);
+    t[1] = real_t("dw", OC_ACC, (size_t)s->C, -1, 1);
+    t[2] = real_t("dout", OC_IN, nc, -1, 1);
+    t[3] = real_t("inp", OC_IN, nc, -1, 3);
+    t[4] = real_t("w", OC_IN, (size_t)s->C, 0.5, 1.5);
+    t[5] = real_t("rstd", OC_IN, (size_t)s->N, 0.5, 2);
+    return 6;
+}
+static double rms_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rmsnorm_backward(d, t[0], t[1], t[2], t[3], t[4], t[5], s->N, s->C);
+    return 0;
+}
+static double rms_flops(const oc_shape *s) { return 4.0 * s->N * s->C; }
+
 /* ---- optimizer and reductions ---- */
 
 static int adamw_t(const oc_shape *s, oc_tensor *t)
@@ -471,7 +505,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -515,6 +549,10 @@ static const oc_op OPS_TABLE[O_COUNT] = {
                   NULL},
     [O_DROP_B] = {"dropout_backward", NMSE_EXACT, dropout_bwd_t, dropout_bwd_run, 0,
                   desc_dropout, NULL},
+    [O_RMS_F] = {"rmsnorm_forward", NMSE_REDUCTION, rms_fwd_t, rms_fwd_run, 0, desc_nc,
+                 rms_flops},
+    [O_RMS_B] = {"rmsnorm_backward", NMSE_REDUCTION, rms_bwd_t, rms_bwd_run, 0, desc_nc,
+                 rms_flops},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -629,6 +667,15 @@ static const oc_case TEST_CASES[] = {
     {OP(O_DROP_F), {.n = 37, .p = 1, .step = 1, .layer = 2, .site = 1}},
     {OP(O_DROP_B), {.n = 91, .p = 0.1, .step = 3, .layer = 1, .site = 2}},
     {OP(O_DROP_B), {.n = 131072, .p = 0.5, .step = 7, .layer = 3, .site = 4}},
+    /* decoder ops: odd sizes and a Llama-tiny-like row count and width */
+    {OP(O_RMS_F), {.N = 7, .C = 13}},
+    {OP(O_RMS_F), {.N = 1, .C = 1}},
+    {OP(O_RMS_F), {.N = 3, .C = 300}},
+    {OP(O_RMS_F), {.N = 512, .C = 64}},
+    {OP(O_RMS_B), {.N = 7, .C = 13}},
+    {OP(O_RMS_B), {.N = 3, .C = 300}},
+    {OP(O_RMS_B), {.N = 200, .C = 3}},
+    {OP(O_RMS_B), {.N = 512, .C = 64}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -665,6 +712,8 @@ static const oc_case PERF_CASES[] = {
     {OP(O_GELU_ERF_B), {.n = 131072}},
     {OP(O_DROP_F), {.n = 131072, .p = 0.1, .step = 7}},
     {OP(O_DROP_B), {.n = 131072, .p = 0.1, .step = 7}},
+    {OP(O_RMS_F), {.N = 512, .C = 64}},
+    {OP(O_RMS_B), {.N = 512, .C = 64}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -718,6 +767,8 @@ static const oc_grad_case GRAD_CASES[] = {
      {{0, 1}}, 1},
     {"dropout_forward", "dropout_backward", {.n = 37, .p = 0.25, .step = 2, .layer = 1},
      {W_RANDOM, W_NONE}, {ZERO, DOUT(0)}, {{0, 2}}, 1},
+    {"rmsnorm_forward", "rmsnorm_backward", {.N = 3, .C = 7},
+     {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(2), FWD(3), FWD(1)}, {{0, 2}, {1, 3}}, 2},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

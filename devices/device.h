@@ -192,6 +192,14 @@ typedef struct device_i {
      * sum_n dout xhat. rstd is the forward's. */
     void (*rmsnorm_backward)(device *d, dten dinp, dten dw, dten dout, dten inp, dten w,
                              dten rstd, int N, int C);
+
+    /* SwiGLU's gating (HF LlamaMLP: act_fn(gate_proj(x)) * up_proj(x), act_fn SiLU) over n
+     * elements of two separate views (gate and up are the two projections' outputs, e.g.
+     * [N, I] each): out = silu(gate) * up, silu(g) = g / (1 + exp(-g)) in the element type. */
+    void (*silu_mul_forward)(device *d, dten out, dten gate, dten up, int n);
+    /* s = sigmoid(gate): dgate += dout * up * s * (1 + gate (1 - s)); dup += dout * silu(gate) */
+    void (*silu_mul_backward)(device *d, dten dgate, dten dup, dten dout, dten gate, dten up,
+                              int n);
 } device_i;
 
 #define DEVICE_STR 128

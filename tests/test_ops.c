@@ -1186,6 +1186,73 @@ static void test_rmsnorm_backward(void **state)
     assert_close(w32, w64, LC, 1e-5, "cpu", "rmsnorm dw vs cpu64");
 }
 
+/* ---- silu_mul ----------------------------------------------------------------------------- */
+
+typedef struct {
+    double g[EN], u[EN], R[EN];
+} silu_case;
+
+static double silu_ref(double g) { return g / (1 + exp(-g)); }
+
+static double silu_mul_loss(void *ctx)
+{
+    silu_case *c = ctx;
+    double L = 0;
+    for (int i = 0; i < EN; i++)
+        L += silu_ref(c->g[i]) * c->u[i] * c->R[i];
+    return L;
+}
+
+static void test_silu_mul_forward(void **state)
+{
+    double g[EN], u[EN], want[EN], got[EN], junk[EN];
+    rnd(g, EN, 821, -8, 8);
+    rnd(u, EN, 822, -2, 2);
+    rnd(junk, EN, 823, -5, 5);
+    for (int i = 0; i < EN; i++)
+        want[i] = silu_ref(g[i]) * u[i];
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, EN);
+        t.d->ops->silu_mul_forward(t.d, out, put(&t, g, EN), put(&t, u, EN), EN);
+        get(&t, out, got);
+        assert_close(got, want, EN, DEVS[k].tol, DEVS[k].spec, "silu_mul out");
+        tdev_close(&t);
+    }
+}
+
+static void silu_mul_bwd_run(const char *spec, const silu_case *c, const double *pre,
+                             double *gg, double *gu)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten dg = put(&t, pre, EN), du = put(&t, pre + EN, EN);
+    t.d->ops->silu_mul_backward(t.d, dg, du, put(&t, c->R, EN), put(&t, c->g, EN),
+                                put(&t, c->u, EN), EN);
+    get(&t, dg, gg);
+    get(&t, du, gu);
+    tdev_close(&t);
+}
+
+static void test_silu_mul_backward(void **state)
+{
+    silu_case c;
+    double pre[2 * EN], fg[EN], fu[EN], g64[EN], u64[EN], g32[EN], u32[EN];
+    rnd(c.g, EN, 831, -8, 8);
+    rnd(c.u, EN, 832, -2, 2);
+    rnd(c.R, EN, 833, -1, 1);
+    rnd(pre, 2 * EN, 834, -1, 1);
+    fd_grad(silu_mul_loss, &c, c.g, EN, fg);
+    fd_grad(silu_mul_loss, &c, c.u, EN, fu);
+    silu_mul_bwd_run("cpu64", &c, pre, g64, u64);
+    assert_added(g64, pre, fg, EN, FD_TOL, "cpu64", "silu_mul dgate vs finite differences");
+    assert_added(u64, pre + EN, fu, EN, FD_TOL, "cpu64", "silu_mul dup vs finite differences");
+    silu_mul_bwd_run("cpu", &c, pre, g32, u32);
+    assert_close(g32, g64, EN, 1e-5, "cpu", "silu_mul dgate vs cpu64");
+    assert_close(u32, u64, EN, 1e-5, "cpu", "silu_mul dup vs cpu64");
+}
+
 /* ---- dropout ------------------------------------------------------------------------------ */
 
 enum { DRN = 1001 };
@@ -1805,6 +1872,8 @@ int main(void)
         cmocka_unit_test(test_gelu_erf_backward),
         cmocka_unit_test(test_rmsnorm_forward),
         cmocka_unit_test(test_rmsnorm_backward),
+        cmocka_unit_test(test_silu_mul_forward),
+        cmocka_unit_test(test_silu_mul_backward),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),

@@ -13,4 +13,5 @@ void cpu_fill_ops(device_i *ops)
     cpu_fill_optim(ops);
     cpu_fill_dropout(ops);
     cpu_fill_rmsnorm(ops);
+    cpu_fill_silu_mul(ops);
 }

@@ -47,6 +47,8 @@ typedef enum {
     K_RMSNORM_FORWARD,
     K_RMSNORM_BACKWARD_INP,
     K_RMSNORM_BACKWARD_W,
+    K_SILU_MUL_FORWARD,
+    K_SILU_MUL_BACKWARD,
     K_COUNT
 } ocl_kernel_id;
 
@@ -142,6 +144,7 @@ void ocl_fill_loss(device_i *ops);
 void ocl_fill_optim(device_i *ops);
 void ocl_fill_dropout(device_i *ops);
 void ocl_fill_rmsnorm(device_i *ops);
+void ocl_fill_silu_mul(device_i *ops);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

@@ -471,6 +471,33 @@ static double rms_bwd_run(device *d, const oc_shape *s, const dten *t)
 }
 static double rms_flops(const oc_shape *s) { return 4.0 * s->N * s->C; }
 
+static int silu_mul_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, (size_t)s->n, 0, 0);
+    t[1] = real_t("gate", OC_IN, (size_t)s->n, -6, 6);
+    t[2] = real_t("up", OC_IN, (size_t)s->n, -2, 2);
+    return 3;
+}
+static double silu_mul_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->silu_mul_forward(d, t[0], t[1], t[2], s->n);
+    return 0;
+}
+static int silu_mul_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dgate", OC_ACC, (size_t)s->n, -1, 1);
+    t[1] = real_t("dup", OC_ACC, (size_t)s->n, -1, 1);
+    t[2] = real_t("dout", OC_IN, (size_t)s->n, -1, 1);
+    t[3] = real_t("gate", OC_IN, (size_t)s->n, -6, 6);
+    t[4] = real_t("up", OC_IN, (size_t)s->n, -2, 2);
+    return 5;
+}
+static double silu_mul_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->silu_mul_backward(d, t[0], t[1], t[2], t[3], t[4], s->n);
+    return 0;
+}
+
 /* ---- optimizer and reductions ---- */
 
 static int adamw_t(const oc_shape *s, oc_tensor *t)
@@ -505,7 +532,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -553,6 +580,10 @@ static const oc_op OPS_TABLE[O_COUNT] = {
                  rms_flops},
     [O_RMS_B] = {"rmsnorm_backward", NMSE_REDUCTION, rms_bwd_t, rms_bwd_run, 0, desc_nc,
                  rms_flops},
+    [O_SILU_F] = {"silu_mul_forward", NMSE_ELEMENTWISE, silu_mul_fwd_t, silu_mul_fwd_run, 0,
+                  desc_n, NULL},
+    [O_SILU_B] = {"silu_mul_backward", NMSE_ELEMENTWISE, silu_mul_bwd_t, silu_mul_bwd_run, 0,
+                  desc_n, NULL},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -676,6 +707,10 @@ static const oc_case TEST_CASES[] = {
     {OP(O_RMS_B), {.N = 3, .C = 300}},
     {OP(O_RMS_B), {.N = 200, .C = 3}},
     {OP(O_RMS_B), {.N = 512, .C = 64}},
+    {OP(O_SILU_F), {.n = 91}},
+    {OP(O_SILU_F), {.n = 131072}},
+    {OP(O_SILU_B), {.n = 91}},
+    {OP(O_SILU_B), {.n = 131072}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -714,6 +749,8 @@ static const oc_case PERF_CASES[] = {
     {OP(O_DROP_B), {.n = 131072, .p = 0.1, .step = 7}},
     {OP(O_RMS_F), {.N = 512, .C = 64}},
     {OP(O_RMS_B), {.N = 512, .C = 64}},
+    {OP(O_SILU_F), {.n = 131072}},
+    {OP(O_SILU_B), {.n = 131072}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -769,6 +806,8 @@ static const oc_grad_case GRAD_CASES[] = {
      {W_RANDOM, W_NONE}, {ZERO, DOUT(0)}, {{0, 2}}, 1},
     {"rmsnorm_forward", "rmsnorm_backward", {.N = 3, .C = 7},
      {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(2), FWD(3), FWD(1)}, {{0, 2}, {1, 3}}, 2},
+    {"silu_mul_forward", "silu_mul_backward", {.n = 37},
+     {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(1), FWD(2)}, {{0, 1}, {1, 2}}, 2},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

@@ -200,6 +200,18 @@ typedef struct device_i {
     /* s = sigmoid(gate): dgate += dout * up * s * (1 + gate (1 - s)); dup += dout * silu(gate) */
     void (*silu_mul_backward)(device *d, dten dgate, dten dup, dten dout, dten gate, dten up,
                               int n);
+
+    /* rotary position embedding, HF Llama's rotate_half convention, on x[B,T,NH,hs] (q with the
+     * query heads or k with the key/value heads; hs even, h = hs/2): with c = cos[t,i],
+     * s = sin[t,i] (tables [T,h], devices/rope.h builds HF's), i < h:
+     * out[..,i] = x[..,i] c - x[..,i+h] s, out[..,i+h] = x[..,i+h] c + x[..,i] s.
+     * out may be inp (in place). */
+    void (*rope_forward)(device *d, dten out, dten inp, dten cos_t, dten sin_t, int B, int T,
+                         int NH, int hs);
+    /* dinp += the transposed rotation of dout (the inverse rotation when c^2 + s^2 = 1):
+     * dinp[..,i] += dout[..,i] c + dout[..,i+h] s, dinp[..,i+h] += dout[..,i+h] c - dout[..,i] s */
+    void (*rope_backward)(device *d, dten dinp, dten dout, dten cos_t, dten sin_t, int B, int T,
+                          int NH, int hs);
 } device_i;
 
 #define DEVICE_STR 128

@@ -164,3 +164,20 @@ int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, 
            device_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
            device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
 }
+
+int op_rope_ok(device *d, const char *op, dten x, dten y, dten cos_t, dten sin_t, int B, int T,
+               int NH, int hs)
+{
+    if (d->failed || !device_dims_ok(d, op, (int[]){B, T, NH, hs}, 4, 1))
+        return 0;
+    if (hs % 2 != 0) {
+        device_fail(d, "%s: %s: head size hs=%d is odd (rotate_half needs two halves)",
+                    d->backend, op, hs);
+        return 0;
+    }
+    size_t n = (size_t)B * (size_t)T * (size_t)NH * (size_t)hs, nt = (size_t)T * (size_t)(hs / 2);
+    return device_view_ok(d, op, "inp/dinp", x, n, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", y, n, DT_REAL) &&
+           device_view_ok(d, op, "cos", cos_t, nt, DT_REAL) &&
+           device_view_ok(d, op, "sin", sin_t, nt, DT_REAL);
+}

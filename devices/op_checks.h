@@ -35,6 +35,9 @@ int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dt
 int op_attn_dropout_ok(device *d, const char *op, const attn_dropout *drop, int B, int T, int NH);
 /* rmsnorm: x and y (out or dout) N*C reals, w (or dw) C, rstd N; C >= 1, N >= 0 */
 int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, int N, int C);
+/* rope: B, T, NH, hs >= 1 and hs even; x and y B*T*NH*hs reals, cos and sin T*hs/2 */
+int op_rope_ok(device *d, const char *op, dten x, dten y, dten cos_t, dten sin_t, int B, int T,
+               int NH, int hs);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

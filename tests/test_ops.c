@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "philox.h"
+#include "rope.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -1253,6 +1254,105 @@ static void test_silu_mul_backward(void **state)
     assert_close(u32, u64, EN, 1e-5, "cpu", "silu_mul dup vs cpu64");
 }
 
+/* ---- rope --------------------------------------------------------------------------------- */
+
+enum { RB = 2, RT = 5, RNH = 3, RHS = 8, RH = RHS / 2, ROPE_N = RB * RT * RNH * RHS, RTAB = RT * RH };
+typedef struct {
+    double x[ROPE_N], cs[RTAB], sn[RTAB], R[ROPE_N];
+} rope_case;
+
+static void rope_init(rope_case *c, uint64_t seed)
+{
+    rnd(c->x, ROPE_N, seed, -2, 2);
+    rnd(c->R, ROPE_N, seed + 1, -1, 1);
+    rope_cos_sin(c->cs, c->sn, 0, RT, RHS, 10000.0);
+}
+
+/* HF's apply_rotary_pos_emb written out: x * cos + rotate_half(x) * sin, with cos and sin
+ * cat(freqs, freqs) and rotate_half(x) = cat(-x2, x1) */
+static void rope_ref(const rope_case *c, double *out)
+{
+    for (int r = 0; r < RB * RT * RNH; r++) {
+        int t = (r / RNH) % RT;
+        const double *x = c->x + r * RHS;
+        for (int j = 0; j < RHS; j++) {
+            double cj = c->cs[t * RH + j % RH], sj = c->sn[t * RH + j % RH];
+            double rot = j < RH ? -x[j + RH] : x[j - RH];
+            out[r * RHS + j] = x[j] * cj + rot * sj;
+        }
+    }
+}
+
+static double rope_loss(void *ctx)
+{
+    rope_case *c = ctx;
+    double out[ROPE_N];
+    rope_ref(c, out);
+    return dotp(out, c->R, ROPE_N);
+}
+
+/* the tables: HF's float32 steps stay within float rounding of the exact angles */
+static void test_rope_tables(void **state)
+{
+    double cs[RTAB], sn[RTAB];
+    rope_cos_sin(cs, sn, 3, RT, RHS, 500000.0);
+    for (int t = 0; t < RT; t++)
+        for (int i = 0; i < RH; i++) {
+            double a = (3 + t) * pow(500000.0, -2.0 * i / RHS);
+            assert_true(fabs(cs[t * RH + i] - cos(a)) < 1e-6);
+            assert_true(fabs(sn[t * RH + i] - sin(a)) < 1e-6);
+        }
+    rope_cos_sin(cs, sn, 0, RT, RHS, 10000.0); /* position 0: no rotation */
+    for (int i = 0; i < RH; i++)
+        assert_true(cs[i] == 1 && sn[i] == 0);
+}
+
+static void test_rope_forward(void **state)
+{
+    rope_case c;
+    rope_init(&c, 841);
+    double want[ROPE_N], got[ROPE_N], junk[ROPE_N];
+    rope_ref(&c, want);
+    rnd(junk, ROPE_N, 842, -5, 5);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten cs = put(&t, c.cs, RTAB), sn = put(&t, c.sn, RTAB), out = put(&t, junk, ROPE_N);
+        t.d->ops->rope_forward(t.d, out, put(&t, c.x, ROPE_N), cs, sn, RB, RT, RNH, RHS);
+        get(&t, out, got);
+        assert_close(got, want, ROPE_N, DEVS[k].tol, DEVS[k].spec, "rope out");
+        dten x = put(&t, c.x, ROPE_N); /* in place */
+        t.d->ops->rope_forward(t.d, x, x, cs, sn, RB, RT, RNH, RHS);
+        get(&t, x, got);
+        assert_close(got, want, ROPE_N, DEVS[k].tol, DEVS[k].spec, "rope out in place");
+        tdev_close(&t);
+    }
+}
+
+static void rope_bwd_run(const char *spec, const rope_case *c, const double *pre, double *got)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten dx = put(&t, pre, ROPE_N);
+    t.d->ops->rope_backward(t.d, dx, put(&t, c->R, ROPE_N), put(&t, c->cs, RTAB),
+                            put(&t, c->sn, RTAB), RB, RT, RNH, RHS);
+    get(&t, dx, got);
+    tdev_close(&t);
+}
+
+static void test_rope_backward(void **state)
+{
+    rope_case c;
+    rope_init(&c, 851);
+    double pre[ROPE_N], fd[ROPE_N], g64[ROPE_N], g32[ROPE_N];
+    rnd(pre, ROPE_N, 852, -1, 1);
+    fd_grad(rope_loss, &c, c.x, ROPE_N, fd);
+    rope_bwd_run("cpu64", &c, pre, g64);
+    assert_added(g64, pre, fd, ROPE_N, FD_TOL, "cpu64", "rope dinp vs finite differences");
+    rope_bwd_run("cpu", &c, pre, g32);
+    assert_close(g32, g64, ROPE_N, 1e-5, "cpu", "rope dinp vs cpu64");
+}
+
 /* ---- dropout ------------------------------------------------------------------------------ */
 
 enum { DRN = 1001 };
@@ -1874,6 +1974,9 @@ int main(void)
         cmocka_unit_test(test_rmsnorm_backward),
         cmocka_unit_test(test_silu_mul_forward),
         cmocka_unit_test(test_silu_mul_backward),
+        cmocka_unit_test(test_rope_tables),
+        cmocka_unit_test(test_rope_forward),
+        cmocka_unit_test(test_rope_backward),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),

@@ -49,6 +49,8 @@ typedef enum {
     K_RMSNORM_BACKWARD_W,
     K_SILU_MUL_FORWARD,
     K_SILU_MUL_BACKWARD,
+    K_ROPE_FORWARD,
+    K_ROPE_BACKWARD,
     K_COUNT
 } ocl_kernel_id;
 
@@ -145,6 +147,7 @@ void ocl_fill_optim(device_i *ops);
 void ocl_fill_dropout(device_i *ops);
 void ocl_fill_rmsnorm(device_i *ops);
 void ocl_fill_silu_mul(device_i *ops);
+void ocl_fill_rope(device_i *ops);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

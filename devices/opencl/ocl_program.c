@@ -42,6 +42,8 @@ static const char *const kernel_names[K_COUNT] = {
     [K_RMSNORM_BACKWARD_W] = "rmsnorm_backward_w",
     [K_SILU_MUL_FORWARD] = "silu_mul_forward",
     [K_SILU_MUL_BACKWARD] = "silu_mul_backward",
+    [K_ROPE_FORWARD] = "rope_forward",
+    [K_ROPE_BACKWARD] = "rope_backward",
 };
 
 /* a file the kernels build on: common.cl, or a header shared with the C side (philox.h) */

@@ -498,6 +498,41 @@ static double silu_mul_bwd_run(device *d, const oc_shape *s, const dten *t)
     return 0;
 }
 
+/* rope on x[B,T,NH,hs] with hs = C/NH; the cos/sin tables are drawn uniform in [-1, 1] (the op
+ * is linear in each, so any values test its indexing and arithmetic) */
+static size_t rope_n(const oc_shape *s) { return BT(s) * s->C; }
+static size_t rope_tab(const oc_shape *s) { return (size_t)s->T * (s->C / s->NH / 2); }
+static int rope_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, rope_n(s), 0, 0);
+    t[1] = real_t("inp", OC_IN, rope_n(s), -2, 2);
+    t[2] = real_t("cos", OC_IN, rope_tab(s), -1, 1);
+    t[3] = real_t("sin", OC_IN, rope_tab(s), -1, 1);
+    return 4;
+}
+static double rope_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rope_forward(d, t[0], t[1], t[2], t[3], s->B, s->T, s->NH, s->C / s->NH);
+    return 0;
+}
+static int rope_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dinp", OC_ACC, rope_n(s), -1, 1);
+    t[1] = real_t("dout", OC_IN, rope_n(s), -1, 1);
+    t[2] = real_t("cos", OC_IN, rope_tab(s), -1, 1);
+    t[3] = real_t("sin", OC_IN, rope_tab(s), -1, 1);
+    return 4;
+}
+static double rope_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rope_backward(d, t[0], t[1], t[2], t[3], s->B, s->T, s->NH, s->C / s->NH);
+    return 0;
+}
+static void desc_rope(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "B=%d T=%d NH=%d hs=%d", s->B, s->T, s->NH, s->C / s->NH);
+}
+
 /* ---- optimizer and reductions ---- */
 
 static int adamw_t(const oc_shape *s, oc_tensor *t)
@@ -532,7 +567,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -584,6 +619,10 @@ static const oc_op OPS_TABLE[O_COUNT] = {
                   desc_n, NULL},
     [O_SILU_B] = {"silu_mul_backward", NMSE_ELEMENTWISE, silu_mul_bwd_t, silu_mul_bwd_run, 0,
                   desc_n, NULL},
+    /* two products and a sum per element: contraction (FMA) is the only difference */
+    [O_ROPE_F] = {"rope_forward", NMSE_ELEMENTWISE, rope_fwd_t, rope_fwd_run, 0, desc_rope, NULL},
+    [O_ROPE_B] = {"rope_backward", NMSE_ELEMENTWISE, rope_bwd_t, rope_bwd_run, 0, desc_rope,
+                  NULL},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -711,6 +750,12 @@ static const oc_case TEST_CASES[] = {
     {OP(O_SILU_F), {.n = 131072}},
     {OP(O_SILU_B), {.n = 91}},
     {OP(O_SILU_B), {.n = 131072}},
+    {OP(O_ROPE_F), {.B = 2, .T = 5, .C = 18, .NH = 3}},
+    {OP(O_ROPE_F), {.B = 1, .T = 7, .C = 2, .NH = 1}},
+    {OP(O_ROPE_F), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_ROPE_B), {.B = 2, .T = 5, .C = 18, .NH = 3}},
+    {OP(O_ROPE_B), {.B = 1, .T = 7, .C = 2, .NH = 1}},
+    {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -751,6 +796,8 @@ static const oc_case PERF_CASES[] = {
     {OP(O_RMS_B), {.N = 512, .C = 64}},
     {OP(O_SILU_F), {.n = 131072}},
     {OP(O_SILU_B), {.n = 131072}},
+    {OP(O_ROPE_F), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -808,6 +855,8 @@ static const oc_grad_case GRAD_CASES[] = {
      {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(2), FWD(3), FWD(1)}, {{0, 2}, {1, 3}}, 2},
     {"silu_mul_forward", "silu_mul_backward", {.n = 37},
      {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(1), FWD(2)}, {{0, 1}, {1, 2}}, 2},
+    {"rope_forward", "rope_backward", {.B = 2, .T = 3, .C = 8, .NH = 2},
+     {W_RANDOM}, {ZERO, DOUT(0), FWD(2), FWD(3)}, {{0, 1}}, 1},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

@@ -127,6 +127,19 @@ static void test_argument_errors(void **state)
     device_free(d, a);
     device_free(d, t);
     device_close(d);
+    /* the decoder ops' own checks: an odd head size, a short rstd */
+    d = open_or_skip("opencl");
+    a = device_alloc(d, 10, DT_REAL);
+    d->ops->rope_forward(d, a, a, a, a, 1, 1, 2, 5);
+    expect_error(d, "opencl: rope_forward: head size hs=5 is odd");
+    device_free(d, a);
+    device_close(d);
+    d = open_or_skip("opencl");
+    a = device_alloc(d, 10, DT_REAL);
+    d->ops->rmsnorm_forward(d, a, dten_view(a, 0, 1), a, a, 2, 5, 1e-6);
+    expect_error(d, "opencl: rmsnorm_forward: rstd");
+    device_free(d, a);
+    device_close(d);
 }
 
 /* a token id outside wte's rows is caught on the device and reported at the next sync */

@@ -1858,12 +1858,48 @@ static const char *bad_negative(tdev *t)
     return "gelu_forward";
 }
 
+static const char *bad_rstd(tdev *t)
+{
+    t->d->ops->rmsnorm_forward(t->d, put(t, J, 15), put(t, J, 2), put(t, J, 15), put(t, J, 5), 3,
+                               5, 1e-6);
+    return "rmsnorm_forward";
+}
+
+static const char *bad_dw(tdev *t)
+{
+    t->d->ops->rmsnorm_backward(t->d, put(t, J, 15), put(t, J, 4), put(t, J, 15), put(t, J, 15),
+                                put(t, J, 5), put(t, J, 3), 3, 5);
+    return "rmsnorm_backward";
+}
+
+static const char *bad_up(tdev *t)
+{
+    t->d->ops->silu_mul_backward(t->d, put(t, J, 10), put(t, J, 10), put(t, J, 10),
+                                 put(t, J, 10), put(t, J, 9), 10);
+    return "silu_mul_backward";
+}
+
+static const char *bad_odd_head(tdev *t)
+{
+    t->d->ops->rope_forward(t->d, put(t, J, 30), put(t, J, 30), put(t, J, 10), put(t, J, 10), 1,
+                            2, 3, 5);
+    return "rope_forward";
+}
+
+static const char *bad_rope_table(tdev *t)
+{
+    t->d->ops->rope_backward(t->d, put(t, J, 48), put(t, J, 48), put(t, J, 6), put(t, J, 5), 1,
+                             3, 4, 4);
+    return "rope_backward";
+}
+
 /* each bad call records "<backend>: <op>: ..." and turns later ops into no-ops */
 static void test_argument_checks(void **state)
 {
     static const char *(*const bad[])(tdev *) = {
         bad_token, bad_gemm_c, bad_gemm_ld, bad_target, bad_heads, bad_scratch,
-        bad_mean,  bad_add,    bad_step,    bad_kind,   bad_negative};
+        bad_mean,  bad_add,    bad_step,    bad_kind,   bad_negative, bad_rstd,
+        bad_dw,    bad_up,     bad_odd_head, bad_rope_table};
     rnd(J, sizeof J / sizeof J[0], 1101, -1, 1);
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

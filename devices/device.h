@@ -212,6 +212,22 @@ typedef struct device_i {
      * dinp[..,i] += dout[..,i] c + dout[..,i+h] s, dinp[..,i+h] += dout[..,i+h] c - dout[..,i] s */
     void (*rope_backward)(device *d, dten dinp, dten dout, dten cos_t, dten sin_t, int B, int T,
                           int NH, int hs);
+
+    /* grouped-query attention (HF Llama's eager attention with repeat_kv): q[B,T,NH,hs],
+     * k and v [B,T,NKV,hs], NH a multiple of NKV; query head h uses key/value head
+     * h / (NH/NKV). att[B,NH,T,T] = softmax(q k^T / sqrt(hs)) over the keys a query sees (s <= t
+     * when causal; keymask as attention_masked_forward's: no buffer = none, DT_I32 [B,T], 0 =
+     * padding); att = 0 elsewhere and in a row with no key to see (whose out is 0).
+     * out[B,T,NH,hs] = att . v. Scores, softmax sums and dot products accumulate in double (the
+     * OpenCL accumulator type). */
+    void (*attention_gqa_forward)(device *d, dten out, dten att, dten q, dten k, dten v,
+                                  dten keymask, int B, int T, int NH, int NKV, int hs,
+                                  int causal);
+    /* dq, dk, dv += (each key/value head summing over its NH/NKV query heads); att is the
+     * forward's; scratch is [B,NH,T] of working space the op may overwrite */
+    void (*attention_gqa_backward)(device *d, dten dq, dten dk, dten dv, dten scratch, dten dout,
+                                   dten q, dten k, dten v, dten att, dten keymask, int B, int T,
+                                   int NH, int NKV, int hs, int causal);
 } device_i;
 
 #define DEVICE_STR 128

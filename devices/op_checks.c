@@ -181,3 +181,22 @@ int op_rope_ok(device *d, const char *op, dten x, dten y, dten cos_t, dten sin_t
            device_view_ok(d, op, "cos", cos_t, nt, DT_REAL) &&
            device_view_ok(d, op, "sin", sin_t, nt, DT_REAL);
 }
+
+int op_gqa_ok(device *d, const char *op, dten q, dten k, dten v, dten out, dten att,
+              dten keymask, int B, int T, int NH, int NKV, int hs)
+{
+    if (d->failed || !device_dims_ok(d, op, (int[]){B, T, NH, NKV, hs}, 5, 1))
+        return 0;
+    if (NH % NKV != 0) {
+        device_fail(d, "%s: %s: NH=%d query heads is not a multiple of NKV=%d key/value heads",
+                    d->backend, op, NH, NKV);
+        return 0;
+    }
+    size_t bt = (size_t)B * (size_t)T;
+    return device_view_ok(d, op, "q/dq", q, bt * NH * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "k/dk", k, bt * NKV * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "v/dv", v, bt * NKV * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", out, bt * NH * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "att", att, bt * NH * (size_t)T, DT_REAL) &&
+           op_keymask_ok(d, op, keymask, B, T);
+}

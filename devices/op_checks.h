@@ -38,6 +38,10 @@ int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, 
 /* rope: B, T, NH, hs >= 1 and hs even; x and y B*T*NH*hs reals, cos and sin T*hs/2 */
 int op_rope_ok(device *d, const char *op, dten x, dten y, dten cos_t, dten sin_t, int B, int T,
                int NH, int hs);
+/* attention_gqa: B, T, NH, NKV, hs >= 1, NH a multiple of NKV; q and out (or dq, dout)
+ * B*T*NH*hs, k and v B*T*NKV*hs, att B*NH*T*T, the key mask absent or B*T DT_I32 */
+int op_gqa_ok(device *d, const char *op, dten q, dten k, dten v, dten out, dten att,
+              dten keymask, int B, int T, int NH, int NKV, int hs);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

@@ -1353,6 +1353,143 @@ static void test_rope_backward(void **state)
     assert_close(g32, g64, ROPE_N, 1e-5, "cpu", "rope dinp vs cpu64");
 }
 
+/* ---- grouped-query attention -------------------------------------------------------------- */
+
+enum { GB = 2, GT = 4, GNH = 4, GKV = 2, GHS = 3 };
+enum { GQN = GB * GT * GNH * GHS, GKN = GB * GT * GKV * GHS, GAN = GB * GNH * GT * GT };
+typedef struct {
+    double q[GQN], k[GKN], v[GKN], R[GQN];
+    int32_t km[GB * GT];
+    int causal, masked;
+} gqa_case;
+
+static void gqa_init(gqa_case *c, uint64_t seed, int causal, int masked)
+{
+    rnd(c->q, GQN, seed, -1.5, 1.5);
+    rnd(c->k, GKN, seed + 1, -1.5, 1.5);
+    rnd(c->v, GKN, seed + 2, -1, 1);
+    rnd(c->R, GQN, seed + 3, -1, 1);
+    /* sequence 0: keys 1 and 3 padding (with causal, query 0 sees only key 0); sequence 1:
+     * key 0 padding, so with causal its query 0 sees no key at all */
+    const int32_t km[GB * GT] = {1, 0, 1, 0, 0, 1, 1, 1};
+    memcpy(c->km, km, sizeof km);
+    c->causal = causal;
+    c->masked = masked;
+}
+
+/* HF's eager attention written out: repeat_kv (query head h reads key/value head
+ * h / (NH/NKV)), scores q.k / sqrt(hs), masked keys and keys past t (causal) out of the
+ * softmax; a row with no key gets zeros */
+static void gqa_ref(const gqa_case *c, double *out, double *att)
+{
+    for (int b = 0; b < GB; b++)
+        for (int h = 0; h < GNH; h++)
+            for (int t = 0; t < GT; t++) {
+                int j = h / (GNH / GKV);
+                double sc[GT], mx = -INFINITY, sum = 0;
+                int seen[GT];
+                for (int s = 0; s < GT; s++) {
+                    seen[s] = (!c->causal || s <= t) && (!c->masked || c->km[b * GT + s]);
+                    double dot = 0;
+                    for (int i = 0; i < GHS; i++)
+                        dot += c->q[((b * GT + t) * GNH + h) * GHS + i] *
+                               c->k[((b * GT + s) * GKV + j) * GHS + i];
+                    sc[s] = dot / sqrt((double)GHS);
+                    if (seen[s] && sc[s] > mx)
+                        mx = sc[s];
+                }
+                for (int s = 0; s < GT; s++)
+                    sum += seen[s] ? exp(sc[s] - mx) : 0;
+                double *a = att + ((b * GNH + h) * GT + t) * GT;
+                for (int s = 0; s < GT; s++)
+                    a[s] = seen[s] ? exp(sc[s] - mx) / sum : 0;
+                for (int i = 0; i < GHS; i++) {
+                    double o = 0;
+                    for (int s = 0; s < GT; s++)
+                        o += a[s] * c->v[((b * GT + s) * GKV + j) * GHS + i];
+                    out[((b * GT + t) * GNH + h) * GHS + i] = o;
+                }
+            }
+}
+
+static double gqa_loss(void *ctx)
+{
+    gqa_case *c = ctx;
+    double out[GQN], att[GAN];
+    gqa_ref(c, out, att);
+    return dotp(out, c->R, GQN);
+}
+
+static void gqa_forward_case(int causal, int masked)
+{
+    gqa_case c;
+    gqa_init(&c, 861 + 2 * causal + masked, causal, masked);
+    double want[GQN], wa[GAN], got[GQN], ga[GAN], junk[GAN];
+    gqa_ref(&c, want, wa);
+    rnd(junk, GAN, 862, -5, 5);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, GQN), att = put(&t, junk, GAN);
+        dten km = masked ? put_i32(&t, c.km, GB * GT) : (dten){0};
+        t.d->ops->attention_gqa_forward(t.d, out, att, put(&t, c.q, GQN), put(&t, c.k, GKN),
+                                        put(&t, c.v, GKN), km, GB, GT, GNH, GKV, GHS, causal);
+        get(&t, out, got);
+        get(&t, att, ga);
+        assert_close(got, want, GQN, DEVS[k].tol, DEVS[k].spec, "attention_gqa out");
+        assert_close(ga, wa, GAN, DEVS[k].tol, DEVS[k].spec, "attention_gqa att");
+        tdev_close(&t);
+    }
+}
+
+static void test_attention_gqa_forward(void **state)
+{
+    gqa_forward_case(1, 0);
+    gqa_forward_case(0, 1);
+    gqa_forward_case(1, 1); /* a query that sees no key: zeros */
+}
+
+static void gqa_bwd_run(const char *spec, const gqa_case *c, const double *pre, double *g)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten out = put(&t, pre, GQN), att = put(&t, pre, GAN), sc = put(&t, pre, GB * GNH * GT);
+    dten q = put(&t, c->q, GQN), k = put(&t, c->k, GKN), v = put(&t, c->v, GKN);
+    dten km = c->masked ? put_i32(&t, c->km, GB * GT) : (dten){0};
+    t.d->ops->attention_gqa_forward(t.d, out, att, q, k, v, km, GB, GT, GNH, GKV, GHS, c->causal);
+    dten dq = put(&t, pre, GQN), dk = put(&t, pre + GQN, GKN), dv = put(&t, pre + GQN + GKN, GKN);
+    t.d->ops->attention_gqa_backward(t.d, dq, dk, dv, sc, put(&t, c->R, GQN), q, k, v, att, km,
+                                     GB, GT, GNH, GKV, GHS, c->causal);
+    get(&t, dq, g);
+    get(&t, dk, g + GQN);
+    get(&t, dv, g + GQN + GKN);
+    tdev_close(&t);
+}
+
+static void gqa_backward_case(int causal, int masked)
+{
+    enum { ALL = GQN + 2 * GKN };
+    gqa_case c;
+    gqa_init(&c, 871 + 2 * causal + masked, causal, masked);
+    double pre[ALL + GAN], fd[ALL], g64[ALL], g32[ALL];
+    rnd(pre, ALL + GAN, 872, -1, 1);
+    fd_grad(gqa_loss, &c, c.q, GQN, fd);
+    fd_grad(gqa_loss, &c, c.k, GKN, fd + GQN);
+    fd_grad(gqa_loss, &c, c.v, GKN, fd + GQN + GKN);
+    gqa_bwd_run("cpu64", &c, pre, g64);
+    assert_added(g64, pre, fd, ALL, FD_TOL, "cpu64", "attention_gqa dq|dk|dv vs finite "
+                                                     "differences");
+    gqa_bwd_run("cpu", &c, pre, g32);
+    assert_close(g32, g64, ALL, 1e-5, "cpu", "attention_gqa dq|dk|dv vs cpu64");
+}
+
+static void test_attention_gqa_backward(void **state)
+{
+    gqa_backward_case(1, 0);
+    gqa_backward_case(0, 1);
+    gqa_backward_case(1, 1);
+}
+
 /* ---- dropout ------------------------------------------------------------------------------ */
 
 enum { DRN = 1001 };
@@ -1893,13 +2030,29 @@ static const char *bad_rope_table(tdev *t)
     return "rope_backward";
 }
 
+static const char *bad_kv_heads(tdev *t)
+{
+    t->d->ops->attention_gqa_forward(t->d, put(t, J, 24), put(t, J, 48), put(t, J, 24),
+                                     put(t, J, 16), put(t, J, 16), (dten){0}, 1, 4, 3, 2, 2, 1);
+    return "attention_gqa_forward";
+}
+
+static const char *bad_gqa_scratch(tdev *t)
+{
+    dten x = put(t, J, 64);
+    t->d->ops->attention_gqa_backward(t->d, x, put(t, J, 32), put(t, J, 32), put(t, J, 15), x,
+                                      x, put(t, J, 32), put(t, J, 32), put(t, J, 64), (dten){0},
+                                      1, 4, 4, 2, 4, 1);
+    return "attention_gqa_backward";
+}
+
 /* each bad call records "<backend>: <op>: ..." and turns later ops into no-ops */
 static void test_argument_checks(void **state)
 {
     static const char *(*const bad[])(tdev *) = {
         bad_token, bad_gemm_c, bad_gemm_ld, bad_target, bad_heads, bad_scratch,
         bad_mean,  bad_add,    bad_step,    bad_kind,   bad_negative, bad_rstd,
-        bad_dw,    bad_up,     bad_odd_head, bad_rope_table};
+        bad_dw,    bad_up,     bad_odd_head, bad_rope_table, bad_kv_heads, bad_gqa_scratch};
     rnd(J, sizeof J / sizeof J[0], 1101, -1, 1);
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -2013,6 +2166,8 @@ int main(void)
         cmocka_unit_test(test_rope_tables),
         cmocka_unit_test(test_rope_forward),
         cmocka_unit_test(test_rope_backward),
+        cmocka_unit_test(test_attention_gqa_forward),
+        cmocka_unit_test(test_attention_gqa_backward),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),

@@ -51,6 +51,9 @@ typedef enum {
     K_SILU_MUL_BACKWARD,
     K_ROPE_FORWARD,
     K_ROPE_BACKWARD,
+    K_GQA_FORWARD,
+    K_GQA_BACKWARD_DQ,
+    K_GQA_BACKWARD_DKV,
     K_COUNT
 } ocl_kernel_id;
 
@@ -148,6 +151,7 @@ void ocl_fill_dropout(device_i *ops);
 void ocl_fill_rmsnorm(device_i *ops);
 void ocl_fill_silu_mul(device_i *ops);
 void ocl_fill_rope(device_i *ops);
+void ocl_fill_gqa(device_i *ops);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

@@ -44,6 +44,9 @@ static const char *const kernel_names[K_COUNT] = {
     [K_SILU_MUL_BACKWARD] = "silu_mul_backward",
     [K_ROPE_FORWARD] = "rope_forward",
     [K_ROPE_BACKWARD] = "rope_backward",
+    [K_GQA_FORWARD] = "gqa_forward",
+    [K_GQA_BACKWARD_DQ] = "gqa_backward_dq",
+    [K_GQA_BACKWARD_DKV] = "gqa_backward_dkv",
 };
 
 /* a file the kernels build on: common.cl, or a header shared with the C side (philox.h) */

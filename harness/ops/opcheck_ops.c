@@ -533,6 +533,55 @@ static void desc_rope(const oc_shape *s, char *o, size_t l)
     snprintf(o, l, "B=%d T=%d NH=%d hs=%d", s->B, s->T, s->NH, s->C / s->NH);
 }
 
+/* grouped-query attention: q and out [B,T,NH,hs], k and v [B,T,NKV,hs], hs = C/NH */
+static size_t gqa_kv(const oc_shape *s) { return BT(s) * s->NKV * (s->C / s->NH); }
+static int gqa_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    int k = 0;
+    t[k++] = real_t("out", OC_OUT, BT(s) * s->C, 0, 0);
+    t[k++] = real_t("att", OC_OUT, att_n(s), 0, 0);
+    t[k++] = real_t("q", OC_IN, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("k", OC_IN, gqa_kv(s), -1, 1);
+    t[k++] = real_t("v", OC_IN, gqa_kv(s), -1, 1);
+    if (s->masked)
+        t[k++] = (oc_tensor){"keymask", OC_IN, DT_I32, BT(s), OC_KEYMASK, 0, s->T};
+    return k;
+}
+static double gqa_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->attention_gqa_forward(d, t[0], t[1], t[2], t[3], t[4], mask_view(s, t, 5), s->B,
+                                  s->T, s->NH, s->NKV, s->C / s->NH, s->causal);
+    return 0;
+}
+static int gqa_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    int k = 0;
+    t[k++] = real_t("dq", OC_ACC, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("dk", OC_ACC, gqa_kv(s), -1, 1);
+    t[k++] = real_t("dv", OC_ACC, gqa_kv(s), -1, 1);
+    t[k++] = real_t("scratch", OC_SCRATCH, BT(s) * s->NH, 0, 0);
+    t[k++] = real_t("dout", OC_IN, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("q", OC_IN, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("k", OC_IN, gqa_kv(s), -1, 1);
+    t[k++] = real_t("v", OC_IN, gqa_kv(s), -1, 1);
+    t[k++] = real_t("att", OC_IN, att_n(s), 0, 1);
+    if (s->masked)
+        t[k++] = (oc_tensor){"keymask", OC_IN, DT_I32, BT(s), OC_KEYMASK, 0, s->T};
+    return k;
+}
+static double gqa_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->attention_gqa_backward(d, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8],
+                                   mask_view(s, t, 9), s->B, s->T, s->NH, s->NKV, s->C / s->NH,
+                                   s->causal);
+    return 0;
+}
+static void desc_gqa(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "B=%d T=%d NH=%d NKV=%d hs=%d %s%s", s->B, s->T, s->NH, s->NKV, s->C / s->NH,
+             s->causal ? "causal" : "full", s->masked ? " key-masked" : "");
+}
+
 /* ---- optimizer and reductions ---- */
 
 static int adamw_t(const oc_shape *s, oc_tensor *t)
@@ -567,7 +616,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -623,6 +672,10 @@ static const oc_op OPS_TABLE[O_COUNT] = {
     [O_ROPE_F] = {"rope_forward", NMSE_ELEMENTWISE, rope_fwd_t, rope_fwd_run, 0, desc_rope, NULL},
     [O_ROPE_B] = {"rope_backward", NMSE_ELEMENTWISE, rope_bwd_t, rope_bwd_run, 0, desc_rope,
                   NULL},
+    [O_GQA_F] = {"attention_gqa_forward", NMSE_CONTRACTION, gqa_fwd_t, gqa_fwd_run, 0, desc_gqa,
+                 att_fwd_flops},
+    [O_GQA_B] = {"attention_gqa_backward", NMSE_CONTRACTION, gqa_bwd_t, gqa_bwd_run, 0, desc_gqa,
+                 att_bwd_flops},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -756,6 +809,14 @@ static const oc_case TEST_CASES[] = {
     {OP(O_ROPE_B), {.B = 2, .T = 5, .C = 18, .NH = 3}},
     {OP(O_ROPE_B), {.B = 1, .T = 7, .C = 2, .NH = 1}},
     {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_GQA_F), {.B = 2, .T = 5, .C = 12, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_F), {.B = 3, .T = 7, .C = 8, .NH = 2, .NKV = 1, .causal = 0, .masked = 1}},
+    {OP(O_GQA_F), {.B = 3, .T = 5, .C = 18, .NH = 3, .NKV = 3, .causal = 1, .masked = 1}},
+    {OP(O_GQA_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_B), {.B = 2, .T = 5, .C = 12, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_B), {.B = 3, .T = 7, .C = 8, .NH = 2, .NKV = 1, .causal = 0, .masked = 1}},
+    {OP(O_GQA_B), {.B = 3, .T = 5, .C = 18, .NH = 3, .NKV = 3, .causal = 1, .masked = 1}},
+    {OP(O_GQA_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -798,6 +859,8 @@ static const oc_case PERF_CASES[] = {
     {OP(O_SILU_B), {.n = 131072}},
     {OP(O_ROPE_F), {.B = 8, .T = 64, .C = 64, .NH = 4}},
     {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_GQA_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -857,6 +920,14 @@ static const oc_grad_case GRAD_CASES[] = {
      {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(1), FWD(2)}, {{0, 1}, {1, 2}}, 2},
     {"rope_forward", "rope_backward", {.B = 2, .T = 3, .C = 8, .NH = 2},
      {W_RANDOM}, {ZERO, DOUT(0), FWD(2), FWD(3)}, {{0, 1}}, 1},
+    {"attention_gqa_forward", "attention_gqa_backward",
+     {.B = 1, .T = 4, .C = 8, .NH = 4, .NKV = 2, .causal = 1},
+     {W_RANDOM}, {ZERO, ZERO, ZERO, SCRATCH, DOUT(0), FWD(2), FWD(3), FWD(4), FWD(1)},
+     {{0, 2}, {1, 3}, {2, 4}}, 3},
+    {"attention_gqa_forward", "attention_gqa_backward",
+     {.B = 3, .T = 4, .C = 6, .NH = 2, .NKV = 1, .causal = 0, .masked = 1},
+     {W_RANDOM}, {ZERO, ZERO, ZERO, SCRATCH, DOUT(0), FWD(2), FWD(3), FWD(4), FWD(1), FWD(5)},
+     {{0, 2}, {1, 3}, {2, 4}}, 3},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

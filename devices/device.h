@@ -228,6 +228,13 @@ typedef struct device_i {
     void (*attention_gqa_backward)(device *d, dten dq, dten dk, dten dv, dten scratch, dten dout,
                                    dten q, dten k, dten v, dten att, dten keymask, int B, int T,
                                    int NH, int NKV, int hs, int causal);
+
+    /* expert gather (torch index_select on rows): out[m,:] = inp[idx[m],:] for m < M, inp
+     * [R,C], idx DT_I32 [M] with every id in [0, R) (else a device error naming the op) */
+    void (*gather_rows_forward)(device *d, dten out, dten inp, dten idx, int M, int R, int C);
+    /* its backward, the scatter (index_add_): dinp[idx[m],:] += dout[m,:], rows added in m
+     * order (a repeated id sums its rows deterministically) */
+    void (*gather_rows_backward)(device *d, dten dinp, dten dout, dten idx, int M, int R, int C);
 } device_i;
 
 #define DEVICE_STR 128

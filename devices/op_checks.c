@@ -200,3 +200,13 @@ int op_gqa_ok(device *d, const char *op, dten q, dten k, dten v, dten out, dten 
            device_view_ok(d, op, "att", att, bt * NH * (size_t)T, DT_REAL) &&
            op_keymask_ok(d, op, keymask, B, T);
 }
+
+int op_gather_rows_ok(device *d, const char *op, dten rows, dten picked, dten idx, int M, int R,
+                      int C)
+{
+    return !d->failed && device_dims_ok(d, op, &M, 1, 0) &&
+           device_dims_ok(d, op, (int[]){R, C}, 2, 1) &&
+           device_view_ok(d, op, "inp/dinp", rows, (size_t)R * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", picked, (size_t)M * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "idx", idx, (size_t)M, DT_I32);
+}

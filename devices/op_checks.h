@@ -42,6 +42,10 @@ int op_rope_ok(device *d, const char *op, dten x, dten y, dten cos_t, dten sin_t
  * B*T*NH*hs, k and v B*T*NKV*hs, att B*NH*T*T, the key mask absent or B*T DT_I32 */
 int op_gqa_ok(device *d, const char *op, dten q, dten k, dten v, dten out, dten att,
               dten keymask, int B, int T, int NH, int NKV, int hs);
+/* gather_rows: M >= 0, R and C >= 1; rows (inp or dinp) R*C reals, picked (out or dout) M*C,
+ * idx M DT_I32 (the ids' range is the backend's check) */
+int op_gather_rows_ok(device *d, const char *op, dten rows, dten picked, dten idx, int M, int R,
+                      int C);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

@@ -1490,6 +1490,58 @@ static void test_attention_gqa_backward(void **state)
     gqa_backward_case(1, 1);
 }
 
+/* ---- gather_rows -------------------------------------------------------------------------- */
+
+enum { XM = 9, XR = 4, XC = 5 };
+typedef struct {
+    double x[XR * XC], R[XM * XC];
+    int32_t id[XM];
+} gather_case;
+
+static void gather_init(gather_case *c, uint64_t seed)
+{
+    const int32_t id[XM] = {2, 0, 2, 3, 3, 3, 0, 2, 2}; /* repeats; row 1 never picked */
+    memcpy(c->id, id, sizeof id);
+    rnd(c->x, XR * XC, seed, -1, 1);
+    rnd(c->R, XM * XC, seed + 1, -1, 1);
+}
+
+static double gather_loss(void *ctx)
+{
+    gather_case *c = ctx;
+    double L = 0;
+    for (int m = 0; m < XM; m++)
+        for (int j = 0; j < XC; j++)
+            L += c->x[c->id[m] * XC + j] * c->R[m * XC + j];
+    return L;
+}
+
+static void test_gather_rows(void **state)
+{
+    gather_case c;
+    gather_init(&c, 881);
+    double want[XM * XC], got[XM * XC], junk[XM * XC], pre[XR * XC], fd[XR * XC], g[XR * XC];
+    for (int m = 0; m < XM; m++)
+        for (int j = 0; j < XC; j++)
+            want[m * XC + j] = c.x[c.id[m] * XC + j];
+    rnd(junk, XM * XC, 882, -5, 5);
+    rnd(pre, XR * XC, 883, -1, 1);
+    fd_grad(gather_loss, &c, c.x, XR * XC, fd);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, XM * XC), id = put_i32(&t, c.id, XM), dx = put(&t, pre, XR * XC);
+        t.d->ops->gather_rows_forward(t.d, out, put(&t, c.x, XR * XC), id, XM, XR, XC);
+        t.d->ops->gather_rows_backward(t.d, dx, put(&t, c.R, XM * XC), id, XM, XR, XC);
+        get(&t, out, got);
+        assert_memory_equal(got, want, sizeof want); /* a copy: exact */
+        get(&t, dx, g);
+        assert_added(g, pre, fd, XR * XC, k == 0 ? 1e-5 : FD_TOL, DEVS[k].spec,
+                     "gather_rows dinp vs finite differences");
+        tdev_close(&t);
+    }
+}
+
 /* ---- dropout ------------------------------------------------------------------------------ */
 
 enum { DRN = 1001 };
@@ -2046,13 +2098,28 @@ static const char *bad_gqa_scratch(tdev *t)
     return "attention_gqa_backward";
 }
 
+static const char *bad_gather_id(tdev *t)
+{
+    int32_t id[3] = {0, 4, 1}; /* 4 is past the 4 rows */
+    t->d->ops->gather_rows_forward(t->d, put(t, J, 6), put(t, J, 8), put_i32(t, id, 3), 3, 4, 2);
+    return "gather_rows_forward";
+}
+
+static const char *bad_scatter_id(tdev *t)
+{
+    int32_t id[3] = {0, -1, 1};
+    t->d->ops->gather_rows_backward(t->d, put(t, J, 8), put(t, J, 6), put_i32(t, id, 3), 3, 4, 2);
+    return "gather_rows_backward";
+}
+
 /* each bad call records "<backend>: <op>: ..." and turns later ops into no-ops */
 static void test_argument_checks(void **state)
 {
     static const char *(*const bad[])(tdev *) = {
         bad_token, bad_gemm_c, bad_gemm_ld, bad_target, bad_heads, bad_scratch,
         bad_mean,  bad_add,    bad_step,    bad_kind,   bad_negative, bad_rstd,
-        bad_dw,    bad_up,     bad_odd_head, bad_rope_table, bad_kv_heads, bad_gqa_scratch};
+        bad_dw,    bad_up,     bad_odd_head, bad_rope_table, bad_kv_heads, bad_gqa_scratch,
+        bad_gather_id, bad_scatter_id};
     rnd(J, sizeof J / sizeof J[0], 1101, -1, 1);
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -2168,6 +2235,7 @@ int main(void)
         cmocka_unit_test(test_rope_backward),
         cmocka_unit_test(test_attention_gqa_forward),
         cmocka_unit_test(test_attention_gqa_backward),
+        cmocka_unit_test(test_gather_rows),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),

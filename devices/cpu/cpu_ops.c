@@ -16,4 +16,5 @@ void cpu_fill_ops(device_i *ops)
     cpu_fill_silu_mul(ops);
     cpu_fill_rope(ops);
     cpu_fill_gqa(ops);
+    cpu_fill_gather(ops);
 }

@@ -308,6 +308,7 @@ static void fill_table(void)
     ocl_fill_silu_mul(&ocl_table);
     ocl_fill_rope(&ocl_table);
     ocl_fill_gqa(&ocl_table);
+    ocl_fill_gather(&ocl_table);
 }
 
 /* context, queue, program and the two small service buffers; 0, or 1 with err written */

@@ -582,6 +582,37 @@ static void desc_gqa(const oc_shape *s, char *o, size_t l)
              s->causal ? "causal" : "full", s->masked ? " key-masked" : "");
 }
 
+/* expert gather: M picked rows of a table of R (.V) rows of C; ids drawn in [0, R), so with
+ * M > R some repeat and the backward sums them */
+static int gather_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, (size_t)s->M * s->C, 0, 0);
+    t[1] = real_t("inp", OC_IN, (size_t)s->V * s->C, -1, 1);
+    t[2] = ids_t("idx", (size_t)s->M, s->V, OC_IDS);
+    return 3;
+}
+static double gather_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->gather_rows_forward(d, t[0], t[1], t[2], s->M, s->V, s->C);
+    return 0;
+}
+static int gather_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dinp", OC_ACC, (size_t)s->V * s->C, -1, 1);
+    t[1] = real_t("dout", OC_IN, (size_t)s->M * s->C, -1, 1);
+    t[2] = ids_t("idx", (size_t)s->M, s->V, OC_IDS);
+    return 3;
+}
+static double gather_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->gather_rows_backward(d, t[0], t[1], t[2], s->M, s->V, s->C);
+    return 0;
+}
+static void desc_gather(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "M=%d R=%d C=%d", s->M, s->V, s->C);
+}
+
 /* ---- optimizer and reductions ---- */
 
 static int adamw_t(const oc_shape *s, oc_tensor *t)
@@ -616,7 +647,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_GATHER_F, O_GATHER_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -676,6 +707,10 @@ static const oc_op OPS_TABLE[O_COUNT] = {
                  att_fwd_flops},
     [O_GQA_B] = {"attention_gqa_backward", NMSE_CONTRACTION, gqa_bwd_t, gqa_bwd_run, 0, desc_gqa,
                  att_bwd_flops},
+    [O_GATHER_F] = {"gather_rows_forward", NMSE_EXACT, gather_fwd_t, gather_fwd_run, 0,
+                    desc_gather, NULL},
+    [O_GATHER_B] = {"gather_rows_backward", NMSE_EXACT, gather_bwd_t, gather_bwd_run, 0,
+                    desc_gather, NULL},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -817,6 +852,10 @@ static const oc_case TEST_CASES[] = {
     {OP(O_GQA_B), {.B = 3, .T = 7, .C = 8, .NH = 2, .NKV = 1, .causal = 0, .masked = 1}},
     {OP(O_GQA_B), {.B = 3, .T = 5, .C = 18, .NH = 3, .NKV = 3, .causal = 1, .masked = 1}},
     {OP(O_GQA_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GATHER_F), {.M = 13, .V = 5, .C = 7}},
+    {OP(O_GATHER_F), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_GATHER_B), {.M = 13, .V = 5, .C = 7}},
+    {OP(O_GATHER_B), {.M = 1024, .V = 512, .C = 64}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -861,6 +900,8 @@ static const oc_case PERF_CASES[] = {
     {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},
     {OP(O_GQA_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
     {OP(O_GQA_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GATHER_F), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_GATHER_B), {.M = 1024, .V = 512, .C = 64}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -928,6 +969,8 @@ static const oc_grad_case GRAD_CASES[] = {
      {.B = 3, .T = 4, .C = 6, .NH = 2, .NKV = 1, .causal = 0, .masked = 1},
      {W_RANDOM}, {ZERO, ZERO, ZERO, SCRATCH, DOUT(0), FWD(2), FWD(3), FWD(4), FWD(1), FWD(5)},
      {{0, 2}, {1, 3}, {2, 4}}, 3},
+    {"gather_rows_forward", "gather_rows_backward", {.M = 9, .V = 4, .C = 3},
+     {W_RANDOM}, {ZERO, DOUT(0), FWD(2)}, {{0, 1}}, 1},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

@@ -235,6 +235,17 @@ typedef struct device_i {
     /* its backward, the scatter (index_add_): dinp[idx[m],:] += dout[m,:], rows added in m
      * order (a repeated id sums its rows deterministically) */
     void (*gather_rows_backward)(device *d, dten dinp, dten dout, dten idx, int M, int R, int C);
+
+    /* top-k routing (HF Mixtral's router): probs[N,E] = softmax(logits) over the E experts
+     * (sums in double or the OpenCL accumulator type), ids[N,K] (DT_I32) the K largest in
+     * descending order (chosen on the logits, ties to the lower index), weights[N,K] their
+     * probabilities, divided by their sum when norm (norm_topk_prob). 1 <= K <= E. */
+    void (*topk_router_forward)(device *d, dten weights, dten ids, dten probs, dten logits, int N,
+                                int E, int K, int norm);
+    /* dlogits += the gradient through the (renormalized) selected probabilities and the
+     * softmax, from the forward's weights, ids and probs; an id outside [0, E) is an error */
+    void (*topk_router_backward)(device *d, dten dlogits, dten dweights, dten weights, dten ids,
+                                 dten probs, int N, int E, int K, int norm);
 } device_i;
 
 #define DEVICE_STR 128

@@ -210,3 +210,21 @@ int op_gather_rows_ok(device *d, const char *op, dten rows, dten picked, dten id
            device_view_ok(d, op, "out/dout", picked, (size_t)M * (size_t)C, DT_REAL) &&
            device_view_ok(d, op, "idx", idx, (size_t)M, DT_I32);
 }
+
+int op_topk_ok(device *d, const char *op, dten weights, dten ids, dten probs, dten logits, int N,
+               int E, int K)
+{
+    if (d->failed || !device_dims_ok(d, op, &N, 1, 0) ||
+        !device_dims_ok(d, op, (int[]){E, K}, 2, 1))
+        return 0;
+    if (K > E) {
+        device_fail(d, "%s: %s: K=%d experts per token is more than the E=%d experts",
+                    d->backend, op, K, E);
+        return 0;
+    }
+    size_t nk = (size_t)N * (size_t)K, ne = (size_t)N * (size_t)E;
+    return device_view_ok(d, op, "weights/dweights", weights, nk, DT_REAL) &&
+           device_view_ok(d, op, "ids", ids, nk, DT_I32) &&
+           device_view_ok(d, op, "probs", probs, ne, DT_REAL) &&
+           device_view_ok(d, op, "logits/dlogits", logits, ne, DT_REAL);
+}

@@ -46,6 +46,10 @@ int op_gqa_ok(device *d, const char *op, dten q, dten k, dten v, dten out, dten 
  * idx M DT_I32 (the ids' range is the backend's check) */
 int op_gather_rows_ok(device *d, const char *op, dten rows, dten picked, dten idx, int M, int R,
                       int C);
+/* topk_router: N >= 0, E >= 1, 1 <= K <= E; weights (or dweights) N*K reals, ids N*K DT_I32,
+ * probs and logits (or dlogits) N*E reals */
+int op_topk_ok(device *d, const char *op, dten weights, dten ids, dten probs, dten logits, int N,
+               int E, int K);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

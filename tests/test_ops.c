@@ -1542,6 +1542,94 @@ static void test_gather_rows(void **state)
     }
 }
 
+/* ---- topk_router -------------------------------------------------------------------------- */
+
+enum { KN = 4, KE = 6, KK = 3 };
+typedef struct {
+    double x[KN * KE], R[KN * KK];
+    int norm;
+} topk_case;
+
+/* softmax, then the K largest by sorting the experts (a different method from the ops'), and
+ * the selected probabilities, renormalized when norm */
+static void topk_ref(const topk_case *c, double *w, int32_t *id, double *p)
+{
+    for (int n = 0; n < KN; n++) {
+        const double *x = c->x + n * KE;
+        double mx = x[0], sum = 0, sel = 0;
+        for (int e = 1; e < KE; e++)
+            mx = fmax(mx, x[e]);
+        for (int e = 0; e < KE; e++)
+            sum += exp(x[e] - mx);
+        int order[KE];
+        for (int e = 0; e < KE; e++) {
+            p[n * KE + e] = exp(x[e] - mx) / sum;
+            order[e] = e;
+        }
+        for (int i = 1; i < KE; i++) /* insertion sort, descending, stable */
+            for (int j = i; j > 0 && x[order[j]] > x[order[j - 1]]; j--) {
+                int tmp = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = tmp;
+            }
+        for (int k = 0; k < KK; k++)
+            sel += p[n * KE + order[k]];
+        for (int k = 0; k < KK; k++) {
+            id[n * KK + k] = order[k];
+            w[n * KK + k] = p[n * KE + order[k]] / (c->norm ? sel : 1);
+        }
+    }
+}
+
+static double topk_loss(void *ctx)
+{
+    topk_case *c = ctx;
+    double w[KN * KK], p[KN * KE];
+    int32_t id[KN * KK];
+    topk_ref(c, w, id, p);
+    return dotp(w, c->R, KN * KK);
+}
+
+static void topk_case_run(int norm)
+{
+    topk_case c = {.norm = norm};
+    rnd(c.x, KN * KE, 891 + norm, -3, 3);
+    rnd(c.R, KN * KK, 893, -1, 1);
+    double w[KN * KK], p[KN * KE], gw[KN * KK], gp[KN * KE], pre[KN * KE], fd[KN * KE];
+    double g[KN * KE];
+    int32_t id[KN * KK], gid[KN * KK], junk_id[KN * KK];
+    for (int i = 0; i < KN * KK; i++)
+        junk_id[i] = -3;
+    topk_ref(&c, w, id, p);
+    rnd(pre, KN * KE, 894, -1, 1);
+    fd_grad(topk_loss, &c, c.x, KN * KE, fd);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten wv = put(&t, pre, KN * KK), iv = put_i32(&t, junk_id, KN * KK);
+        dten pv = put(&t, pre, KN * KE), dx = put(&t, pre, KN * KE);
+        t.d->ops->topk_router_forward(t.d, wv, iv, pv, put(&t, c.x, KN * KE), KN, KE, KK, norm);
+        t.d->ops->topk_router_backward(t.d, dx, put(&t, c.R, KN * KK), wv, iv, pv, KN, KE, KK,
+                                       norm);
+        get(&t, wv, gw);
+        get(&t, pv, gp);
+        get(&t, dx, g);
+        t.d->ops->download_i32(t.d, gid, iv);
+        assert_memory_equal(gid, id, sizeof id);
+        assert_close(gw, w, KN * KK, DEVS[k].tol, DEVS[k].spec, "topk_router weights");
+        assert_close(gp, p, KN * KE, DEVS[k].tol, DEVS[k].spec, "topk_router probs");
+        assert_added(g, pre, fd, KN * KE, k == 0 ? 1e-5 : FD_TOL, DEVS[k].spec,
+                     "topk_router dlogits vs finite differences");
+        tdev_close(&t);
+    }
+}
+
+static void test_topk_router(void **state)
+{
+    topk_case_run(1);
+    topk_case_run(0);
+}
+
 /* ---- dropout ------------------------------------------------------------------------------ */
 
 enum { DRN = 1001 };
@@ -2112,6 +2200,22 @@ static const char *bad_scatter_id(tdev *t)
     return "gather_rows_backward";
 }
 
+static const char *bad_topk_k(tdev *t)
+{
+    int32_t id[6] = {0};
+    t->d->ops->topk_router_forward(t->d, put(t, J, 6), put_i32(t, id, 6), put(t, J, 4),
+                                   put(t, J, 4), 2, 2, 3, 1);
+    return "topk_router_forward";
+}
+
+static const char *bad_topk_id(tdev *t)
+{
+    int32_t id[4] = {0, 1, 3, 2}; /* 3 is past the 3 experts */
+    t->d->ops->topk_router_backward(t->d, put(t, J, 6), put(t, J, 4), put(t, J, 4),
+                                    put_i32(t, id, 4), put(t, J, 6), 2, 3, 2, 0);
+    return "topk_router_backward";
+}
+
 /* each bad call records "<backend>: <op>: ..." and turns later ops into no-ops */
 static void test_argument_checks(void **state)
 {
@@ -2119,7 +2223,7 @@ static void test_argument_checks(void **state)
         bad_token, bad_gemm_c, bad_gemm_ld, bad_target, bad_heads, bad_scratch,
         bad_mean,  bad_add,    bad_step,    bad_kind,   bad_negative, bad_rstd,
         bad_dw,    bad_up,     bad_odd_head, bad_rope_table, bad_kv_heads, bad_gqa_scratch,
-        bad_gather_id, bad_scatter_id};
+        bad_gather_id, bad_scatter_id, bad_topk_k, bad_topk_id};
     rnd(J, sizeof J / sizeof J[0], 1101, -1, 1);
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -2236,6 +2340,7 @@ int main(void)
         cmocka_unit_test(test_attention_gqa_forward),
         cmocka_unit_test(test_attention_gqa_backward),
         cmocka_unit_test(test_gather_rows),
+        cmocka_unit_test(test_topk_router),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),

@@ -17,4 +17,5 @@ void cpu_fill_ops(device_i *ops)
     cpu_fill_rope(ops);
     cpu_fill_gqa(ops);
     cpu_fill_gather(ops);
+    cpu_fill_topk(ops);
 }

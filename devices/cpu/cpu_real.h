@@ -59,6 +59,7 @@ void cpu_fill_ops(device_i *ops); /* cpu_ops*.c: the op entries of the table */
 #define cpu_fill_rope CPU_SYM(fill_rope)
 #define cpu_fill_gqa CPU_SYM(fill_gqa)
 #define cpu_fill_gather CPU_SYM(fill_gather)
+#define cpu_fill_topk CPU_SYM(fill_topk)
 void cpu_fill_elementwise(device_i *ops); /* gelu (both forms), add, accumulate, scale */
 void cpu_fill_embedding(device_i *ops);
 void cpu_fill_layernorm(device_i *ops);
@@ -72,6 +73,7 @@ void cpu_fill_silu_mul(device_i *ops);
 void cpu_fill_rope(device_i *ops);
 void cpu_fill_gqa(device_i *ops);
 void cpu_fill_gather(device_i *ops);
+void cpu_fill_topk(device_i *ops);
 
 /* channels per block in column reductions (bias and layernorm weight gradients, embedding
  * scatter): a block's sums run over rows in order, so results do not depend on threads */

@@ -309,6 +309,7 @@ static void fill_table(void)
     ocl_fill_rope(&ocl_table);
     ocl_fill_gqa(&ocl_table);
     ocl_fill_gather(&ocl_table);
+    ocl_fill_topk(&ocl_table);
 }
 
 /* context, queue, program and the two small service buffers; 0, or 1 with err written */

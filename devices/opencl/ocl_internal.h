@@ -55,6 +55,8 @@ typedef enum {
     K_GQA_BACKWARD_DQ,
     K_GQA_BACKWARD_DKV,
     K_GATHER_ROWS_FORWARD,
+    K_TOPK_ROUTER_FORWARD,
+    K_TOPK_ROUTER_BACKWARD,
     K_COUNT
 } ocl_kernel_id;
 
@@ -65,7 +67,7 @@ typedef enum {
 enum { OCL_ERR_TOKEN_FWD = 1, OCL_ERR_TOKEN_BWD = 2, OCL_ERR_TARGET_FWD = 3,
        OCL_ERR_TARGET_BWD = 4, OCL_ERR_TT_TOKEN_FWD = 5, OCL_ERR_TT_TYPE_FWD = 6,
        OCL_ERR_TT_TOKEN_BWD = 7, OCL_ERR_TT_TYPE_BWD = 8, OCL_ERR_GATHER_FWD = 9,
-       OCL_ERR_GATHER_BWD = 10 };
+       OCL_ERR_GATHER_BWD = 10, OCL_ERR_TOPK_BWD = 11 };
 
 typedef struct {
     cl_platform_id platform;
@@ -155,6 +157,7 @@ void ocl_fill_silu_mul(device_i *ops);
 void ocl_fill_rope(device_i *ops);
 void ocl_fill_gqa(device_i *ops);
 void ocl_fill_gather(device_i *ops);
+void ocl_fill_topk(device_i *ops);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

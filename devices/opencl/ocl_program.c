@@ -48,6 +48,8 @@ static const char *const kernel_names[K_COUNT] = {
     [K_GQA_BACKWARD_DQ] = "gqa_backward_dq",
     [K_GQA_BACKWARD_DKV] = "gqa_backward_dkv",
     [K_GATHER_ROWS_FORWARD] = "gather_rows_forward",
+    [K_TOPK_ROUTER_FORWARD] = "topk_router_forward",
+    [K_TOPK_ROUTER_BACKWARD] = "topk_router_backward",
 };
 
 /* a file the kernels build on: common.cl, or a header shared with the C side (philox.h) */

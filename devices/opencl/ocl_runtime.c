@@ -114,6 +114,8 @@ static const char *flag_message(int code)
         return "gather_rows_forward: an id is outside the rows of inp";
     case OCL_ERR_GATHER_BWD:
         return "gather_rows_backward: an id is outside the rows of dinp";
+    case OCL_ERR_TOPK_BWD:
+        return "topk_router_backward: an expert id is outside [0, E)";
     default:
         return "a kernel raised an unknown error code";
     }

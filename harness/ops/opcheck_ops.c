@@ -613,6 +613,43 @@ static void desc_gather(const oc_shape *s, char *o, size_t l)
     snprintf(o, l, "M=%d R=%d C=%d", s->M, s->V, s->C);
 }
 
+/* top-k routing: N tokens, E (.V) experts, K (.K) per token, renormalized when .norm */
+static int topk_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nk = (size_t)s->N * s->K, ne = (size_t)s->N * s->V;
+    t[0] = real_t("weights", OC_OUT, nk, 0, 0);
+    t[1] = (oc_tensor){"ids", OC_OUT, DT_I32, nk, OC_IDS, 0, s->V};
+    t[2] = real_t("probs", OC_OUT, ne, 0, 0);
+    t[3] = real_t("logits", OC_IN, ne, -4, 4);
+    return 4;
+}
+static double topk_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->topk_router_forward(d, t[0], t[1], t[2], t[3], s->N, s->V, s->K, s->norm);
+    return 0;
+}
+/* the backward's ids: K distinct experts per row are not what OC_IDS draws, so the test
+ * mode's inputs may repeat an expert in a row; the op handles that (each slot adds) */
+static int topk_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nk = (size_t)s->N * s->K, ne = (size_t)s->N * s->V;
+    t[0] = real_t("dlogits", OC_ACC, ne, -1, 1);
+    t[1] = real_t("dweights", OC_IN, nk, -1, 1);
+    t[2] = real_t("weights", OC_IN, nk, 0, 1);
+    t[3] = ids_t("ids", nk, s->V, OC_IDS);
+    t[4] = real_t("probs", OC_IN, ne, 0, 1);
+    return 5;
+}
+static double topk_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->topk_router_backward(d, t[0], t[1], t[2], t[3], t[4], s->N, s->V, s->K, s->norm);
+    return 0;
+}
+static void desc_topk(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "N=%d E=%d K=%d%s", s->N, s->V, s->K, s->norm ? " renormalized" : "");
+}
+
 /* ---- optimizer and reductions ---- */
 
 static int adamw_t(const oc_shape *s, oc_tensor *t)
@@ -647,7 +684,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_GATHER_F, O_GATHER_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_GATHER_F, O_GATHER_B, O_TOPK_F, O_TOPK_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -711,6 +748,10 @@ static const oc_op OPS_TABLE[O_COUNT] = {
                     desc_gather, NULL},
     [O_GATHER_B] = {"gather_rows_backward", NMSE_EXACT, gather_bwd_t, gather_bwd_run, 0,
                     desc_gather, NULL},
+    [O_TOPK_F] = {"topk_router_forward", NMSE_REDUCTION, topk_fwd_t, topk_fwd_run, 0, desc_topk,
+                  NULL},
+    [O_TOPK_B] = {"topk_router_backward", NMSE_REDUCTION, topk_bwd_t, topk_bwd_run, 0,
+                  desc_topk, NULL},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -856,6 +897,13 @@ static const oc_case TEST_CASES[] = {
     {OP(O_GATHER_F), {.M = 1024, .V = 512, .C = 64}},
     {OP(O_GATHER_B), {.M = 13, .V = 5, .C = 7}},
     {OP(O_GATHER_B), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_TOPK_F), {.N = 7, .V = 8, .K = 2, .norm = 1}},
+    {OP(O_TOPK_F), {.N = 13, .V = 5, .K = 5, .norm = 0}},
+    {OP(O_TOPK_F), {.N = 512, .V = 64, .K = 8, .norm = 1}},
+    {OP(O_TOPK_F), {.N = 512, .V = 8, .K = 1, .norm = 0}},
+    {OP(O_TOPK_B), {.N = 7, .V = 8, .K = 2, .norm = 1}},
+    {OP(O_TOPK_B), {.N = 13, .V = 5, .K = 5, .norm = 0}},
+    {OP(O_TOPK_B), {.N = 512, .V = 64, .K = 8, .norm = 1}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -902,6 +950,8 @@ static const oc_case PERF_CASES[] = {
     {OP(O_GQA_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
     {OP(O_GATHER_F), {.M = 1024, .V = 512, .C = 64}},
     {OP(O_GATHER_B), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_TOPK_F), {.N = 512, .V = 64, .K = 8, .norm = 1}},
+    {OP(O_TOPK_B), {.N = 512, .V = 64, .K = 8, .norm = 1}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -971,6 +1021,10 @@ static const oc_grad_case GRAD_CASES[] = {
      {{0, 2}, {1, 3}, {2, 4}}, 3},
     {"gather_rows_forward", "gather_rows_backward", {.M = 9, .V = 4, .C = 3},
      {W_RANDOM}, {ZERO, DOUT(0), FWD(2)}, {{0, 1}}, 1},
+    {"topk_router_forward", "topk_router_backward", {.N = 5, .V = 6, .K = 2, .norm = 1},
+     {W_RANDOM, W_NONE, W_NONE}, {ZERO, DOUT(0), FWD(0), FWD(1), FWD(2)}, {{0, 3}}, 1},
+    {"topk_router_forward", "topk_router_backward", {.N = 5, .V = 6, .K = 3, .norm = 0},
+     {W_RANDOM, W_NONE, W_NONE}, {ZERO, DOUT(0), FWD(0), FWD(1), FWD(2)}, {{0, 3}}, 1},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

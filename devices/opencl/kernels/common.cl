@@ -24,6 +24,7 @@ typedef float acc_t;
 #define ERR_TT_TYPE_BWD 8
 #define ERR_GATHER_FWD 9
 #define ERR_GATHER_BWD 10
+#define ERR_TOPK_BWD 11
 
 /* keeps the first code raised since the flag was last cleared */
 void raise_error(__global int *flag, int code)

@@ -179,6 +179,73 @@ typedef struct device_i {
     /* dinp[i] += keep_i ? dout[i] * (1/(1-p)) : 0, keep_i redrawn from the same counters */
     void (*dropout_backward)(device *d, dten dinp, dten dout, int n, double p, uint64_t seed,
                              uint32_t step, uint32_t layer, uint32_t site);
+
+    /* ---- decoder (Llama) ops ---------------------------------------------------------------- */
+
+    /* RMSNorm (HF LlamaRMSNorm) over the last dimension C of inp[N,C]: rstd[n] =
+     * 1/sqrt(mean_c inp[n,c]^2 + eps) (sum of squares accumulated in double, or the OpenCL
+     * accumulator type, then rounded to the element type); out = (inp * rstd) * w, each product
+     * rounded to the element type as HF does in fp32. */
+    void (*rmsnorm_forward)(device *d, dten out, dten rstd, dten inp, dten w, int N, int C,
+                            double eps);
+    /* xhat = inp * rstd: dinp += rstd * (dout w - xhat mean_c(dout w xhat)); dw[c] +=
+     * sum_n dout xhat. rstd is the forward's. */
+    void (*rmsnorm_backward)(device *d, dten dinp, dten dw, dten dout, dten inp, dten w,
+                             dten rstd, int N, int C);
+
+    /* SwiGLU's gating (HF LlamaMLP: act_fn(gate_proj(x)) * up_proj(x), act_fn SiLU) over n
+     * elements of two separate views (gate and up are the two projections' outputs, e.g.
+     * [N, I] each): out = silu(gate) * up, silu(g) = g / (1 + exp(-g)) in the element type. */
+    void (*silu_mul_forward)(device *d, dten out, dten gate, dten up, int n);
+    /* s = sigmoid(gate): dgate += dout * up * s * (1 + gate (1 - s)); dup += dout * silu(gate) */
+    void (*silu_mul_backward)(device *d, dten dgate, dten dup, dten dout, dten gate, dten up,
+                              int n);
+
+    /* rotary position embedding, HF Llama's rotate_half convention, on x[B,T,NH,hs] (q with the
+     * query heads or k with the key/value heads; hs even, h = hs/2): with c = cos[t,i],
+     * s = sin[t,i] (tables [T,h], devices/rope.h builds HF's), i < h:
+     * out[..,i] = x[..,i] c - x[..,i+h] s, out[..,i+h] = x[..,i+h] c + x[..,i] s.
+     * out may be inp (in place). */
+    void (*rope_forward)(device *d, dten out, dten inp, dten cos_t, dten sin_t, int B, int T,
+                         int NH, int hs);
+    /* dinp += the transposed rotation of dout (the inverse rotation when c^2 + s^2 = 1):
+     * dinp[..,i] += dout[..,i] c + dout[..,i+h] s, dinp[..,i+h] += dout[..,i+h] c - dout[..,i] s */
+    void (*rope_backward)(device *d, dten dinp, dten dout, dten cos_t, dten sin_t, int B, int T,
+                          int NH, int hs);
+
+    /* grouped-query attention (HF Llama's eager attention with repeat_kv): q[B,T,NH,hs],
+     * k and v [B,T,NKV,hs], NH a multiple of NKV; query head h uses key/value head
+     * h / (NH/NKV). att[B,NH,T,T] = softmax(q k^T / sqrt(hs)) over the keys a query sees (s <= t
+     * when causal; keymask as attention_masked_forward's: no buffer = none, DT_I32 [B,T], 0 =
+     * padding); att = 0 elsewhere and in a row with no key to see (whose out is 0).
+     * out[B,T,NH,hs] = att . v. Scores, softmax sums and dot products accumulate in double (the
+     * OpenCL accumulator type). */
+    void (*attention_gqa_forward)(device *d, dten out, dten att, dten q, dten k, dten v,
+                                  dten keymask, int B, int T, int NH, int NKV, int hs,
+                                  int causal);
+    /* dq, dk, dv += (each key/value head summing over its NH/NKV query heads); att is the
+     * forward's; scratch is [B,NH,T] of working space the op may overwrite */
+    void (*attention_gqa_backward)(device *d, dten dq, dten dk, dten dv, dten scratch, dten dout,
+                                   dten q, dten k, dten v, dten att, dten keymask, int B, int T,
+                                   int NH, int NKV, int hs, int causal);
+
+    /* expert gather (torch index_select on rows): out[m,:] = inp[idx[m],:] for m < M, inp
+     * [R,C], idx DT_I32 [M] with every id in [0, R) (else a device error naming the op) */
+    void (*gather_rows_forward)(device *d, dten out, dten inp, dten idx, int M, int R, int C);
+    /* its backward, the scatter (index_add_): dinp[idx[m],:] += dout[m,:], rows added in m
+     * order (a repeated id sums its rows deterministically) */
+    void (*gather_rows_backward)(device *d, dten dinp, dten dout, dten idx, int M, int R, int C);
+
+    /* top-k routing (HF Mixtral's router): probs[N,E] = softmax(logits) over the E experts
+     * (sums in double or the OpenCL accumulator type), ids[N,K] (DT_I32) the K largest in
+     * descending order (chosen on the logits, ties to the lower index), weights[N,K] their
+     * probabilities, divided by their sum when norm (norm_topk_prob). 1 <= K <= E. */
+    void (*topk_router_forward)(device *d, dten weights, dten ids, dten probs, dten logits, int N,
+                                int E, int K, int norm);
+    /* dlogits += the gradient through the (renormalized) selected probabilities and the
+     * softmax, from the forward's weights, ids and probs; an id outside [0, E) is an error */
+    void (*topk_router_backward)(device *d, dten dlogits, dten dweights, dten weights, dten ids,
+                                 dten probs, int N, int E, int K, int norm);
 } device_i;
 
 #define DEVICE_STR 128

@@ -154,3 +154,77 @@ int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dt
     return op_elementwise_ok(d, op, n, x, y, (dten){0}) &&
            (!mask.buf || device_view_ok(d, op, "mask", mask, (size_t)n, DT_I32));
 }
+
+int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, int N, int C)
+{
+    size_t nc = (size_t)N * (size_t)C;
+    return !d->failed && device_dims_ok(d, op, &N, 1, 0) && device_dims_ok(d, op, &C, 1, 1) &&
+           device_view_ok(d, op, "inp", x, nc, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", y, nc, DT_REAL) &&
+           device_view_ok(d, op, "w/dw", w, (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "rstd", rstd, (size_t)N, DT_REAL);
+}
+
+int op_rope_ok(device *d, const char *op, dten x, dten y, dten cos_t, dten sin_t, int B, int T,
+               int NH, int hs)
+{
+    if (d->failed || !device_dims_ok(d, op, (int[]){B, T, NH, hs}, 4, 1))
+        return 0;
+    if (hs % 2 != 0) {
+        device_fail(d, "%s: %s: head size hs=%d is odd (rotate_half needs two halves)",
+                    d->backend, op, hs);
+        return 0;
+    }
+    size_t n = (size_t)B * (size_t)T * (size_t)NH * (size_t)hs, nt = (size_t)T * (size_t)(hs / 2);
+    return device_view_ok(d, op, "inp/dinp", x, n, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", y, n, DT_REAL) &&
+           device_view_ok(d, op, "cos", cos_t, nt, DT_REAL) &&
+           device_view_ok(d, op, "sin", sin_t, nt, DT_REAL);
+}
+
+int op_gqa_ok(device *d, const char *op, dten q, dten k, dten v, dten out, dten att,
+              dten keymask, int B, int T, int NH, int NKV, int hs)
+{
+    if (d->failed || !device_dims_ok(d, op, (int[]){B, T, NH, NKV, hs}, 5, 1))
+        return 0;
+    if (NH % NKV != 0) {
+        device_fail(d, "%s: %s: NH=%d query heads is not a multiple of NKV=%d key/value heads",
+                    d->backend, op, NH, NKV);
+        return 0;
+    }
+    size_t bt = (size_t)B * (size_t)T;
+    return device_view_ok(d, op, "q/dq", q, bt * NH * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "k/dk", k, bt * NKV * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "v/dv", v, bt * NKV * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", out, bt * NH * (size_t)hs, DT_REAL) &&
+           device_view_ok(d, op, "att", att, bt * NH * (size_t)T, DT_REAL) &&
+           op_keymask_ok(d, op, keymask, B, T);
+}
+
+int op_gather_rows_ok(device *d, const char *op, dten rows, dten picked, dten idx, int M, int R,
+                      int C)
+{
+    return !d->failed && device_dims_ok(d, op, &M, 1, 0) &&
+           device_dims_ok(d, op, (int[]){R, C}, 2, 1) &&
+           device_view_ok(d, op, "inp/dinp", rows, (size_t)R * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "out/dout", picked, (size_t)M * (size_t)C, DT_REAL) &&
+           device_view_ok(d, op, "idx", idx, (size_t)M, DT_I32);
+}
+
+int op_topk_ok(device *d, const char *op, dten weights, dten ids, dten probs, dten logits, int N,
+               int E, int K)
+{
+    if (d->failed || !device_dims_ok(d, op, &N, 1, 0) ||
+        !device_dims_ok(d, op, (int[]){E, K}, 2, 1))
+        return 0;
+    if (K > E) {
+        device_fail(d, "%s: %s: K=%d experts per token is more than the E=%d experts",
+                    d->backend, op, K, E);
+        return 0;
+    }
+    size_t nk = (size_t)N * (size_t)K, ne = (size_t)N * (size_t)E;
+    return device_view_ok(d, op, "weights/dweights", weights, nk, DT_REAL) &&
+           device_view_ok(d, op, "ids", ids, nk, DT_I32) &&
+           device_view_ok(d, op, "probs", probs, ne, DT_REAL) &&
+           device_view_ok(d, op, "logits/dlogits", logits, ne, DT_REAL);
+}

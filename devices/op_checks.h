@@ -33,6 +33,23 @@ int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dt
 /* attention-probability dropout: drop NULL, or 0 <= p <= 1 and the B*NH*T*T probabilities
  * indexable by the 32-bit Philox block counter (fewer than 2^34) */
 int op_attn_dropout_ok(device *d, const char *op, const attn_dropout *drop, int B, int T, int NH);
+/* rmsnorm: x and y (out or dout) N*C reals, w (or dw) C, rstd N; C >= 1, N >= 0 */
+int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, int N, int C);
+/* rope: B, T, NH, hs >= 1 and hs even; x and y B*T*NH*hs reals, cos and sin T*hs/2 */
+int op_rope_ok(device *d, const char *op, dten x, dten y, dten cos_t, dten sin_t, int B, int T,
+               int NH, int hs);
+/* attention_gqa: B, T, NH, NKV, hs >= 1, NH a multiple of NKV; q and out (or dq, dout)
+ * B*T*NH*hs, k and v B*T*NKV*hs, att B*NH*T*T, the key mask absent or B*T DT_I32 */
+int op_gqa_ok(device *d, const char *op, dten q, dten k, dten v, dten out, dten att,
+              dten keymask, int B, int T, int NH, int NKV, int hs);
+/* gather_rows: M >= 0, R and C >= 1; rows (inp or dinp) R*C reals, picked (out or dout) M*C,
+ * idx M DT_I32 (the ids' range is the backend's check) */
+int op_gather_rows_ok(device *d, const char *op, dten rows, dten picked, dten idx, int M, int R,
+                      int C);
+/* topk_router: N >= 0, E >= 1, 1 <= K <= E; weights (or dweights) N*K reals, ids N*K DT_I32,
+ * probs and logits (or dlogits) N*E reals */
+int op_topk_ok(device *d, const char *op, dten weights, dten ids, dten probs, dten logits, int N,
+               int E, int K);
 int op_xent_ok(device *d, const char *op, dten probs, dten targets, int N, int V);
 
 #endif

@@ -127,6 +127,30 @@ static void test_argument_errors(void **state)
     device_free(d, a);
     device_free(d, t);
     device_close(d);
+    /* the decoder ops' own checks: an odd head size, a short rstd */
+    d = open_or_skip("opencl");
+    a = device_alloc(d, 10, DT_REAL);
+    d->ops->rope_forward(d, a, a, a, a, 1, 1, 2, 5);
+    expect_error(d, "opencl: rope_forward: head size hs=5 is odd");
+    device_free(d, a);
+    device_close(d);
+    d = open_or_skip("opencl");
+    a = device_alloc(d, 10, DT_REAL);
+    d->ops->rmsnorm_forward(d, a, dten_view(a, 0, 1), a, a, 2, 5, 1e-6);
+    expect_error(d, "opencl: rmsnorm_forward: rstd");
+    device_free(d, a);
+    device_close(d);
+    /* a gather id outside the table is caught on the device, naming the op */
+    d = open_or_skip("opencl");
+    a = device_alloc(d, 10, DT_REAL);
+    t = device_alloc(d, 2, DT_I32);
+    d->ops->upload_i32(d, t, (const int32_t[]){1, 5});
+    d->ops->gather_rows_forward(d, dten_view(a, 0, 4), dten_view(a, 4, 6), t, 2, 3, 2);
+    d->ops->download(d, back, a);
+    expect_error(d, "gather_rows_forward: an id is outside the rows of inp");
+    device_free(d, a);
+    device_free(d, t);
+    device_close(d);
 }
 
 /* a token id outside wte's rows is caught on the device and reported at the next sync */

@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "philox.h"
+#include "rope.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -1096,6 +1097,539 @@ static void test_gelu_erf_backward(void **state)
     assert_close(g32, g64, EN, 1e-5, "cpu", "gelu_erf dinp vs cpu64");
 }
 
+/* ---- rmsnorm ------------------------------------------------------------------------------ */
+
+#define RMS_EPS 1e-6
+typedef struct {
+    double x[LNC], w[LC], R[LNC];
+} rms_case;
+
+static void rms_init(rms_case *c, uint64_t seed)
+{
+    rnd(c->x, LNC, seed, -2, 3);
+    rnd(c->w, LC, seed + 1, 0.5, 1.5);
+    rnd(c->R, LNC, seed + 2, -1, 1);
+}
+
+/* y = x / sqrt(mean(x^2) + eps) * w, naively in double */
+static void rms_ref(const rms_case *c, double *out, double *rstd)
+{
+    for (int n = 0; n < LN; n++) {
+        const double *x = c->x + n * LC;
+        double ms = 0;
+        for (int i = 0; i < LC; i++)
+            ms += x[i] * x[i] / LC;
+        double s = 1 / sqrt(ms + RMS_EPS);
+        for (int i = 0; i < LC; i++)
+            out[n * LC + i] = x[i] * s * c->w[i];
+        rstd[n] = s;
+    }
+}
+
+static double rms_loss(void *ctx)
+{
+    rms_case *c = ctx;
+    double out[LNC], rstd[LN];
+    rms_ref(c, out, rstd);
+    return dotp(out, c->R, LNC);
+}
+
+static void test_rmsnorm_forward(void **state)
+{
+    rms_case c;
+    rms_init(&c, 801);
+    double want[LNC], wr[LN], got[LNC], gr[LN], junk[LNC];
+    rms_ref(&c, want, wr);
+    rnd(junk, LNC, 802, -5, 5);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, LNC), rstd = put(&t, junk + LN, LN);
+        t.d->ops->rmsnorm_forward(t.d, out, rstd, put(&t, c.x, LNC), put(&t, c.w, LC), LN, LC,
+                                  RMS_EPS);
+        get(&t, out, got);
+        get(&t, rstd, gr);
+        assert_close(got, want, LNC, DEVS[k].tol, DEVS[k].spec, "rmsnorm out");
+        assert_close(gr, wr, LN, DEVS[k].tol, DEVS[k].spec, "rmsnorm rstd");
+        tdev_close(&t);
+    }
+}
+
+/* forward then backward on one device (rstd from that device's forward) */
+static void rms_bwd_run(const char *spec, const rms_case *c, const double *pre, double *gx,
+                        double *gw)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten out = put(&t, pre, LNC), rstd = put(&t, pre, LN);
+    dten x = put(&t, c->x, LNC), w = put(&t, c->w, LC);
+    t.d->ops->rmsnorm_forward(t.d, out, rstd, x, w, LN, LC, RMS_EPS);
+    dten dx = put(&t, pre, LNC), dw = put(&t, pre + LNC, LC);
+    t.d->ops->rmsnorm_backward(t.d, dx, dw, put(&t, c->R, LNC), x, w, rstd, LN, LC);
+    get(&t, dx, gx);
+    get(&t, dw, gw);
+    tdev_close(&t);
+}
+
+static void test_rmsnorm_backward(void **state)
+{
+    rms_case c;
+    rms_init(&c, 811);
+    double pre[LNC + LC], fx[LNC], fw[LC], x64[LNC], w64[LC], x32[LNC], w32[LC];
+    rnd(pre, LNC + LC, 812, -1, 1);
+    fd_grad(rms_loss, &c, c.x, LNC, fx);
+    fd_grad(rms_loss, &c, c.w, LC, fw);
+    rms_bwd_run("cpu64", &c, pre, x64, w64);
+    assert_added(x64, pre, fx, LNC, FD_TOL, "cpu64", "rmsnorm dinp vs finite differences");
+    assert_added(w64, pre + LNC, fw, LC, FD_TOL, "cpu64", "rmsnorm dw vs finite differences");
+    rms_bwd_run("cpu", &c, pre, x32, w32);
+    assert_close(x32, x64, LNC, 1e-5, "cpu", "rmsnorm dinp vs cpu64");
+    assert_close(w32, w64, LC, 1e-5, "cpu", "rmsnorm dw vs cpu64");
+}
+
+/* ---- silu_mul ----------------------------------------------------------------------------- */
+
+typedef struct {
+    double g[EN], u[EN], R[EN];
+} silu_case;
+
+static double silu_ref(double g) { return g / (1 + exp(-g)); }
+
+static double silu_mul_loss(void *ctx)
+{
+    silu_case *c = ctx;
+    double L = 0;
+    for (int i = 0; i < EN; i++)
+        L += silu_ref(c->g[i]) * c->u[i] * c->R[i];
+    return L;
+}
+
+static void test_silu_mul_forward(void **state)
+{
+    double g[EN], u[EN], want[EN], got[EN], junk[EN];
+    rnd(g, EN, 821, -8, 8);
+    rnd(u, EN, 822, -2, 2);
+    rnd(junk, EN, 823, -5, 5);
+    for (int i = 0; i < EN; i++)
+        want[i] = silu_ref(g[i]) * u[i];
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, EN);
+        t.d->ops->silu_mul_forward(t.d, out, put(&t, g, EN), put(&t, u, EN), EN);
+        get(&t, out, got);
+        assert_close(got, want, EN, DEVS[k].tol, DEVS[k].spec, "silu_mul out");
+        tdev_close(&t);
+    }
+}
+
+static void silu_mul_bwd_run(const char *spec, const silu_case *c, const double *pre,
+                             double *gg, double *gu)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten dg = put(&t, pre, EN), du = put(&t, pre + EN, EN);
+    t.d->ops->silu_mul_backward(t.d, dg, du, put(&t, c->R, EN), put(&t, c->g, EN),
+                                put(&t, c->u, EN), EN);
+    get(&t, dg, gg);
+    get(&t, du, gu);
+    tdev_close(&t);
+}
+
+static void test_silu_mul_backward(void **state)
+{
+    silu_case c;
+    double pre[2 * EN], fg[EN], fu[EN], g64[EN], u64[EN], g32[EN], u32[EN];
+    rnd(c.g, EN, 831, -8, 8);
+    rnd(c.u, EN, 832, -2, 2);
+    rnd(c.R, EN, 833, -1, 1);
+    rnd(pre, 2 * EN, 834, -1, 1);
+    fd_grad(silu_mul_loss, &c, c.g, EN, fg);
+    fd_grad(silu_mul_loss, &c, c.u, EN, fu);
+    silu_mul_bwd_run("cpu64", &c, pre, g64, u64);
+    assert_added(g64, pre, fg, EN, FD_TOL, "cpu64", "silu_mul dgate vs finite differences");
+    assert_added(u64, pre + EN, fu, EN, FD_TOL, "cpu64", "silu_mul dup vs finite differences");
+    silu_mul_bwd_run("cpu", &c, pre, g32, u32);
+    assert_close(g32, g64, EN, 1e-5, "cpu", "silu_mul dgate vs cpu64");
+    assert_close(u32, u64, EN, 1e-5, "cpu", "silu_mul dup vs cpu64");
+}
+
+/* ---- rope --------------------------------------------------------------------------------- */
+
+enum { RB = 2, RT = 5, RNH = 3, RHS = 8, RH = RHS / 2, ROPE_N = RB * RT * RNH * RHS, RTAB = RT * RH };
+typedef struct {
+    double x[ROPE_N], cs[RTAB], sn[RTAB], R[ROPE_N];
+} rope_case;
+
+static void rope_init(rope_case *c, uint64_t seed)
+{
+    rnd(c->x, ROPE_N, seed, -2, 2);
+    rnd(c->R, ROPE_N, seed + 1, -1, 1);
+    rope_cos_sin(c->cs, c->sn, 0, RT, RHS, 10000.0);
+}
+
+/* HF's apply_rotary_pos_emb written out: x * cos + rotate_half(x) * sin, with cos and sin
+ * cat(freqs, freqs) and rotate_half(x) = cat(-x2, x1) */
+static void rope_ref(const rope_case *c, double *out)
+{
+    for (int r = 0; r < RB * RT * RNH; r++) {
+        int t = (r / RNH) % RT;
+        const double *x = c->x + r * RHS;
+        for (int j = 0; j < RHS; j++) {
+            double cj = c->cs[t * RH + j % RH], sj = c->sn[t * RH + j % RH];
+            double rot = j < RH ? -x[j + RH] : x[j - RH];
+            out[r * RHS + j] = x[j] * cj + rot * sj;
+        }
+    }
+}
+
+static double rope_loss(void *ctx)
+{
+    rope_case *c = ctx;
+    double out[ROPE_N];
+    rope_ref(c, out);
+    return dotp(out, c->R, ROPE_N);
+}
+
+/* the tables: HF's float32 steps stay within float rounding of the exact angles */
+static void test_rope_tables(void **state)
+{
+    double cs[RTAB], sn[RTAB];
+    rope_cos_sin(cs, sn, 3, RT, RHS, 500000.0);
+    for (int t = 0; t < RT; t++)
+        for (int i = 0; i < RH; i++) {
+            double a = (3 + t) * pow(500000.0, -2.0 * i / RHS);
+            assert_true(fabs(cs[t * RH + i] - cos(a)) < 1e-6);
+            assert_true(fabs(sn[t * RH + i] - sin(a)) < 1e-6);
+        }
+    rope_cos_sin(cs, sn, 0, RT, RHS, 10000.0); /* position 0: no rotation */
+    for (int i = 0; i < RH; i++)
+        assert_true(cs[i] == 1 && sn[i] == 0);
+}
+
+static void test_rope_forward(void **state)
+{
+    rope_case c;
+    rope_init(&c, 841);
+    double want[ROPE_N], got[ROPE_N], junk[ROPE_N];
+    rope_ref(&c, want);
+    rnd(junk, ROPE_N, 842, -5, 5);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten cs = put(&t, c.cs, RTAB), sn = put(&t, c.sn, RTAB), out = put(&t, junk, ROPE_N);
+        t.d->ops->rope_forward(t.d, out, put(&t, c.x, ROPE_N), cs, sn, RB, RT, RNH, RHS);
+        get(&t, out, got);
+        assert_close(got, want, ROPE_N, DEVS[k].tol, DEVS[k].spec, "rope out");
+        dten x = put(&t, c.x, ROPE_N); /* in place */
+        t.d->ops->rope_forward(t.d, x, x, cs, sn, RB, RT, RNH, RHS);
+        get(&t, x, got);
+        assert_close(got, want, ROPE_N, DEVS[k].tol, DEVS[k].spec, "rope out in place");
+        tdev_close(&t);
+    }
+}
+
+static void rope_bwd_run(const char *spec, const rope_case *c, const double *pre, double *got)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten dx = put(&t, pre, ROPE_N);
+    t.d->ops->rope_backward(t.d, dx, put(&t, c->R, ROPE_N), put(&t, c->cs, RTAB),
+                            put(&t, c->sn, RTAB), RB, RT, RNH, RHS);
+    get(&t, dx, got);
+    tdev_close(&t);
+}
+
+static void test_rope_backward(void **state)
+{
+    rope_case c;
+    rope_init(&c, 851);
+    double pre[ROPE_N], fd[ROPE_N], g64[ROPE_N], g32[ROPE_N];
+    rnd(pre, ROPE_N, 852, -1, 1);
+    fd_grad(rope_loss, &c, c.x, ROPE_N, fd);
+    rope_bwd_run("cpu64", &c, pre, g64);
+    assert_added(g64, pre, fd, ROPE_N, FD_TOL, "cpu64", "rope dinp vs finite differences");
+    rope_bwd_run("cpu", &c, pre, g32);
+    assert_close(g32, g64, ROPE_N, 1e-5, "cpu", "rope dinp vs cpu64");
+}
+
+/* ---- grouped-query attention -------------------------------------------------------------- */
+
+enum { GB = 2, GT = 4, GNH = 4, GKV = 2, GHS = 3 };
+enum { GQN = GB * GT * GNH * GHS, GKN = GB * GT * GKV * GHS, GAN = GB * GNH * GT * GT };
+typedef struct {
+    double q[GQN], k[GKN], v[GKN], R[GQN];
+    int32_t km[GB * GT];
+    int causal, masked;
+} gqa_case;
+
+static void gqa_init(gqa_case *c, uint64_t seed, int causal, int masked)
+{
+    rnd(c->q, GQN, seed, -1.5, 1.5);
+    rnd(c->k, GKN, seed + 1, -1.5, 1.5);
+    rnd(c->v, GKN, seed + 2, -1, 1);
+    rnd(c->R, GQN, seed + 3, -1, 1);
+    /* sequence 0: keys 1 and 3 padding (with causal, query 0 sees only key 0); sequence 1:
+     * key 0 padding, so with causal its query 0 sees no key at all */
+    const int32_t km[GB * GT] = {1, 0, 1, 0, 0, 1, 1, 1};
+    memcpy(c->km, km, sizeof km);
+    c->causal = causal;
+    c->masked = masked;
+}
+
+/* HF's eager attention written out: repeat_kv (query head h reads key/value head
+ * h / (NH/NKV)), scores q.k / sqrt(hs), masked keys and keys past t (causal) out of the
+ * softmax; a row with no key gets zeros */
+static void gqa_ref(const gqa_case *c, double *out, double *att)
+{
+    for (int b = 0; b < GB; b++)
+        for (int h = 0; h < GNH; h++)
+            for (int t = 0; t < GT; t++) {
+                int j = h / (GNH / GKV);
+                double sc[GT], mx = -INFINITY, sum = 0;
+                int seen[GT];
+                for (int s = 0; s < GT; s++) {
+                    seen[s] = (!c->causal || s <= t) && (!c->masked || c->km[b * GT + s]);
+                    double dot = 0;
+                    for (int i = 0; i < GHS; i++)
+                        dot += c->q[((b * GT + t) * GNH + h) * GHS + i] *
+                               c->k[((b * GT + s) * GKV + j) * GHS + i];
+                    sc[s] = dot / sqrt((double)GHS);
+                    if (seen[s] && sc[s] > mx)
+                        mx = sc[s];
+                }
+                for (int s = 0; s < GT; s++)
+                    sum += seen[s] ? exp(sc[s] - mx) : 0;
+                double *a = att + ((b * GNH + h) * GT + t) * GT;
+                for (int s = 0; s < GT; s++)
+                    a[s] = seen[s] ? exp(sc[s] - mx) / sum : 0;
+                for (int i = 0; i < GHS; i++) {
+                    double o = 0;
+                    for (int s = 0; s < GT; s++)
+                        o += a[s] * c->v[((b * GT + s) * GKV + j) * GHS + i];
+                    out[((b * GT + t) * GNH + h) * GHS + i] = o;
+                }
+            }
+}
+
+static double gqa_loss(void *ctx)
+{
+    gqa_case *c = ctx;
+    double out[GQN], att[GAN];
+    gqa_ref(c, out, att);
+    return dotp(out, c->R, GQN);
+}
+
+static void gqa_forward_case(int causal, int masked)
+{
+    gqa_case c;
+    gqa_init(&c, 861 + 2 * causal + masked, causal, masked);
+    double want[GQN], wa[GAN], got[GQN], ga[GAN], junk[GAN];
+    gqa_ref(&c, want, wa);
+    rnd(junk, GAN, 862, -5, 5);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, GQN), att = put(&t, junk, GAN);
+        dten km = masked ? put_i32(&t, c.km, GB * GT) : (dten){0};
+        t.d->ops->attention_gqa_forward(t.d, out, att, put(&t, c.q, GQN), put(&t, c.k, GKN),
+                                        put(&t, c.v, GKN), km, GB, GT, GNH, GKV, GHS, causal);
+        get(&t, out, got);
+        get(&t, att, ga);
+        assert_close(got, want, GQN, DEVS[k].tol, DEVS[k].spec, "attention_gqa out");
+        assert_close(ga, wa, GAN, DEVS[k].tol, DEVS[k].spec, "attention_gqa att");
+        tdev_close(&t);
+    }
+}
+
+static void test_attention_gqa_forward(void **state)
+{
+    gqa_forward_case(1, 0);
+    gqa_forward_case(0, 1);
+    gqa_forward_case(1, 1); /* a query that sees no key: zeros */
+}
+
+static void gqa_bwd_run(const char *spec, const gqa_case *c, const double *pre, double *g)
+{
+    tdev t;
+    tdev_open(&t, spec);
+    dten out = put(&t, pre, GQN), att = put(&t, pre, GAN), sc = put(&t, pre, GB * GNH * GT);
+    dten q = put(&t, c->q, GQN), k = put(&t, c->k, GKN), v = put(&t, c->v, GKN);
+    dten km = c->masked ? put_i32(&t, c->km, GB * GT) : (dten){0};
+    t.d->ops->attention_gqa_forward(t.d, out, att, q, k, v, km, GB, GT, GNH, GKV, GHS, c->causal);
+    dten dq = put(&t, pre, GQN), dk = put(&t, pre + GQN, GKN), dv = put(&t, pre + GQN + GKN, GKN);
+    t.d->ops->attention_gqa_backward(t.d, dq, dk, dv, sc, put(&t, c->R, GQN), q, k, v, att, km,
+                                     GB, GT, GNH, GKV, GHS, c->causal);
+    get(&t, dq, g);
+    get(&t, dk, g + GQN);
+    get(&t, dv, g + GQN + GKN);
+    tdev_close(&t);
+}
+
+static void gqa_backward_case(int causal, int masked)
+{
+    enum { ALL = GQN + 2 * GKN };
+    gqa_case c;
+    gqa_init(&c, 871 + 2 * causal + masked, causal, masked);
+    double pre[ALL + GAN], fd[ALL], g64[ALL], g32[ALL];
+    rnd(pre, ALL + GAN, 872, -1, 1);
+    fd_grad(gqa_loss, &c, c.q, GQN, fd);
+    fd_grad(gqa_loss, &c, c.k, GKN, fd + GQN);
+    fd_grad(gqa_loss, &c, c.v, GKN, fd + GQN + GKN);
+    gqa_bwd_run("cpu64", &c, pre, g64);
+    assert_added(g64, pre, fd, ALL, FD_TOL, "cpu64", "attention_gqa dq|dk|dv vs finite "
+                                                     "differences");
+    gqa_bwd_run("cpu", &c, pre, g32);
+    assert_close(g32, g64, ALL, 1e-5, "cpu", "attention_gqa dq|dk|dv vs cpu64");
+}
+
+static void test_attention_gqa_backward(void **state)
+{
+    gqa_backward_case(1, 0);
+    gqa_backward_case(0, 1);
+    gqa_backward_case(1, 1);
+}
+
+/* ---- gather_rows -------------------------------------------------------------------------- */
+
+enum { XM = 9, XR = 4, XC = 5 };
+typedef struct {
+    double x[XR * XC], R[XM * XC];
+    int32_t id[XM];
+} gather_case;
+
+static void gather_init(gather_case *c, uint64_t seed)
+{
+    const int32_t id[XM] = {2, 0, 2, 3, 3, 3, 0, 2, 2}; /* repeats; row 1 never picked */
+    memcpy(c->id, id, sizeof id);
+    rnd(c->x, XR * XC, seed, -1, 1);
+    rnd(c->R, XM * XC, seed + 1, -1, 1);
+}
+
+static double gather_loss(void *ctx)
+{
+    gather_case *c = ctx;
+    double L = 0;
+    for (int m = 0; m < XM; m++)
+        for (int j = 0; j < XC; j++)
+            L += c->x[c->id[m] * XC + j] * c->R[m * XC + j];
+    return L;
+}
+
+static void test_gather_rows(void **state)
+{
+    gather_case c;
+    gather_init(&c, 881);
+    double want[XM * XC], got[XM * XC], junk[XM * XC], pre[XR * XC], fd[XR * XC], g[XR * XC];
+    for (int m = 0; m < XM; m++)
+        for (int j = 0; j < XC; j++)
+            want[m * XC + j] = c.x[c.id[m] * XC + j];
+    rnd(junk, XM * XC, 882, -5, 5);
+    rnd(pre, XR * XC, 883, -1, 1);
+    fd_grad(gather_loss, &c, c.x, XR * XC, fd);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten out = put(&t, junk, XM * XC), id = put_i32(&t, c.id, XM), dx = put(&t, pre, XR * XC);
+        t.d->ops->gather_rows_forward(t.d, out, put(&t, c.x, XR * XC), id, XM, XR, XC);
+        t.d->ops->gather_rows_backward(t.d, dx, put(&t, c.R, XM * XC), id, XM, XR, XC);
+        get(&t, out, got);
+        assert_memory_equal(got, want, sizeof want); /* a copy: exact */
+        get(&t, dx, g);
+        assert_added(g, pre, fd, XR * XC, k == 0 ? 1e-5 : FD_TOL, DEVS[k].spec,
+                     "gather_rows dinp vs finite differences");
+        tdev_close(&t);
+    }
+}
+
+/* ---- topk_router -------------------------------------------------------------------------- */
+
+enum { KN = 4, KE = 6, KK = 3 };
+typedef struct {
+    double x[KN * KE], R[KN * KK];
+    int norm;
+} topk_case;
+
+/* softmax, then the K largest by sorting the experts (a different method from the ops'), and
+ * the selected probabilities, renormalized when norm */
+static void topk_ref(const topk_case *c, double *w, int32_t *id, double *p)
+{
+    for (int n = 0; n < KN; n++) {
+        const double *x = c->x + n * KE;
+        double mx = x[0], sum = 0, sel = 0;
+        for (int e = 1; e < KE; e++)
+            mx = fmax(mx, x[e]);
+        for (int e = 0; e < KE; e++)
+            sum += exp(x[e] - mx);
+        int order[KE];
+        for (int e = 0; e < KE; e++) {
+            p[n * KE + e] = exp(x[e] - mx) / sum;
+            order[e] = e;
+        }
+        for (int i = 1; i < KE; i++) /* insertion sort, descending, stable */
+            for (int j = i; j > 0 && x[order[j]] > x[order[j - 1]]; j--) {
+                int tmp = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = tmp;
+            }
+        for (int k = 0; k < KK; k++)
+            sel += p[n * KE + order[k]];
+        for (int k = 0; k < KK; k++) {
+            id[n * KK + k] = order[k];
+            w[n * KK + k] = p[n * KE + order[k]] / (c->norm ? sel : 1);
+        }
+    }
+}
+
+static double topk_loss(void *ctx)
+{
+    topk_case *c = ctx;
+    double w[KN * KK], p[KN * KE];
+    int32_t id[KN * KK];
+    topk_ref(c, w, id, p);
+    return dotp(w, c->R, KN * KK);
+}
+
+static void topk_case_run(int norm)
+{
+    topk_case c = {.norm = norm};
+    rnd(c.x, KN * KE, 891 + norm, -3, 3);
+    rnd(c.R, KN * KK, 893, -1, 1);
+    double w[KN * KK], p[KN * KE], gw[KN * KK], gp[KN * KE], pre[KN * KE], fd[KN * KE];
+    double g[KN * KE];
+    int32_t id[KN * KK], gid[KN * KK], junk_id[KN * KK];
+    for (int i = 0; i < KN * KK; i++)
+        junk_id[i] = -3;
+    topk_ref(&c, w, id, p);
+    rnd(pre, KN * KE, 894, -1, 1);
+    fd_grad(topk_loss, &c, c.x, KN * KE, fd);
+    for (int k = 0; k < 2; k++) {
+        tdev t;
+        tdev_open(&t, DEVS[k].spec);
+        dten wv = put(&t, pre, KN * KK), iv = put_i32(&t, junk_id, KN * KK);
+        dten pv = put(&t, pre, KN * KE), dx = put(&t, pre, KN * KE);
+        t.d->ops->topk_router_forward(t.d, wv, iv, pv, put(&t, c.x, KN * KE), KN, KE, KK, norm);
+        t.d->ops->topk_router_backward(t.d, dx, put(&t, c.R, KN * KK), wv, iv, pv, KN, KE, KK,
+                                       norm);
+        get(&t, wv, gw);
+        get(&t, pv, gp);
+        get(&t, dx, g);
+        t.d->ops->download_i32(t.d, gid, iv);
+        assert_memory_equal(gid, id, sizeof id);
+        assert_close(gw, w, KN * KK, DEVS[k].tol, DEVS[k].spec, "topk_router weights");
+        assert_close(gp, p, KN * KE, DEVS[k].tol, DEVS[k].spec, "topk_router probs");
+        assert_added(g, pre, fd, KN * KE, k == 0 ? 1e-5 : FD_TOL, DEVS[k].spec,
+                     "topk_router dlogits vs finite differences");
+        tdev_close(&t);
+    }
+}
+
+static void test_topk_router(void **state)
+{
+    topk_case_run(1);
+    topk_case_run(0);
+}
+
 /* ---- dropout ------------------------------------------------------------------------------ */
 
 enum { DRN = 1001 };
@@ -1601,12 +2135,95 @@ static const char *bad_negative(tdev *t)
     return "gelu_forward";
 }
 
+static const char *bad_rstd(tdev *t)
+{
+    t->d->ops->rmsnorm_forward(t->d, put(t, J, 15), put(t, J, 2), put(t, J, 15), put(t, J, 5), 3,
+                               5, 1e-6);
+    return "rmsnorm_forward";
+}
+
+static const char *bad_dw(tdev *t)
+{
+    t->d->ops->rmsnorm_backward(t->d, put(t, J, 15), put(t, J, 4), put(t, J, 15), put(t, J, 15),
+                                put(t, J, 5), put(t, J, 3), 3, 5);
+    return "rmsnorm_backward";
+}
+
+static const char *bad_up(tdev *t)
+{
+    t->d->ops->silu_mul_backward(t->d, put(t, J, 10), put(t, J, 10), put(t, J, 10),
+                                 put(t, J, 10), put(t, J, 9), 10);
+    return "silu_mul_backward";
+}
+
+static const char *bad_odd_head(tdev *t)
+{
+    t->d->ops->rope_forward(t->d, put(t, J, 30), put(t, J, 30), put(t, J, 10), put(t, J, 10), 1,
+                            2, 3, 5);
+    return "rope_forward";
+}
+
+static const char *bad_rope_table(tdev *t)
+{
+    t->d->ops->rope_backward(t->d, put(t, J, 48), put(t, J, 48), put(t, J, 6), put(t, J, 5), 1,
+                             3, 4, 4);
+    return "rope_backward";
+}
+
+static const char *bad_kv_heads(tdev *t)
+{
+    t->d->ops->attention_gqa_forward(t->d, put(t, J, 24), put(t, J, 48), put(t, J, 24),
+                                     put(t, J, 16), put(t, J, 16), (dten){0}, 1, 4, 3, 2, 2, 1);
+    return "attention_gqa_forward";
+}
+
+static const char *bad_gqa_scratch(tdev *t)
+{
+    dten x = put(t, J, 64);
+    t->d->ops->attention_gqa_backward(t->d, x, put(t, J, 32), put(t, J, 32), put(t, J, 15), x,
+                                      x, put(t, J, 32), put(t, J, 32), put(t, J, 64), (dten){0},
+                                      1, 4, 4, 2, 4, 1);
+    return "attention_gqa_backward";
+}
+
+static const char *bad_gather_id(tdev *t)
+{
+    int32_t id[3] = {0, 4, 1}; /* 4 is past the 4 rows */
+    t->d->ops->gather_rows_forward(t->d, put(t, J, 6), put(t, J, 8), put_i32(t, id, 3), 3, 4, 2);
+    return "gather_rows_forward";
+}
+
+static const char *bad_scatter_id(tdev *t)
+{
+    int32_t id[3] = {0, -1, 1};
+    t->d->ops->gather_rows_backward(t->d, put(t, J, 8), put(t, J, 6), put_i32(t, id, 3), 3, 4, 2);
+    return "gather_rows_backward";
+}
+
+static const char *bad_topk_k(tdev *t)
+{
+    int32_t id[6] = {0};
+    t->d->ops->topk_router_forward(t->d, put(t, J, 6), put_i32(t, id, 6), put(t, J, 4),
+                                   put(t, J, 4), 2, 2, 3, 1);
+    return "topk_router_forward";
+}
+
+static const char *bad_topk_id(tdev *t)
+{
+    int32_t id[4] = {0, 1, 3, 2}; /* 3 is past the 3 experts */
+    t->d->ops->topk_router_backward(t->d, put(t, J, 6), put(t, J, 4), put(t, J, 4),
+                                    put_i32(t, id, 4), put(t, J, 6), 2, 3, 2, 0);
+    return "topk_router_backward";
+}
+
 /* each bad call records "<backend>: <op>: ..." and turns later ops into no-ops */
 static void test_argument_checks(void **state)
 {
     static const char *(*const bad[])(tdev *) = {
         bad_token, bad_gemm_c, bad_gemm_ld, bad_target, bad_heads, bad_scratch,
-        bad_mean,  bad_add,    bad_step,    bad_kind,   bad_negative};
+        bad_mean,  bad_add,    bad_step,    bad_kind,   bad_negative, bad_rstd,
+        bad_dw,    bad_up,     bad_odd_head, bad_rope_table, bad_kv_heads, bad_gqa_scratch,
+        bad_gather_id, bad_scatter_id, bad_topk_k, bad_topk_id};
     rnd(J, sizeof J / sizeof J[0], 1101, -1, 1);
     for (int k = 0; k < 2; k++)
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1713,6 +2330,17 @@ int main(void)
         cmocka_unit_test(test_embedding_tt_backward),
         cmocka_unit_test(test_gelu_erf_forward),
         cmocka_unit_test(test_gelu_erf_backward),
+        cmocka_unit_test(test_rmsnorm_forward),
+        cmocka_unit_test(test_rmsnorm_backward),
+        cmocka_unit_test(test_silu_mul_forward),
+        cmocka_unit_test(test_silu_mul_backward),
+        cmocka_unit_test(test_rope_tables),
+        cmocka_unit_test(test_rope_forward),
+        cmocka_unit_test(test_rope_backward),
+        cmocka_unit_test(test_attention_gqa_forward),
+        cmocka_unit_test(test_attention_gqa_backward),
+        cmocka_unit_test(test_gather_rows),
+        cmocka_unit_test(test_topk_router),
         cmocka_unit_test(test_dropout),
         cmocka_unit_test(test_dropout_statistics),
         cmocka_unit_test(test_add_accumulate_scale),

@@ -12,4 +12,10 @@ void cpu_fill_ops(device_i *ops)
     cpu_fill_loss(ops);
     cpu_fill_optim(ops);
     cpu_fill_dropout(ops);
+    cpu_fill_rmsnorm(ops);
+    cpu_fill_silu_mul(ops);
+    cpu_fill_rope(ops);
+    cpu_fill_gqa(ops);
+    cpu_fill_gather(ops);
+    cpu_fill_topk(ops);
 }

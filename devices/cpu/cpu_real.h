@@ -54,6 +54,12 @@ void cpu_fill_ops(device_i *ops); /* cpu_ops*.c: the op entries of the table */
 #define cpu_fill_loss CPU_SYM(fill_loss)
 #define cpu_fill_optim CPU_SYM(fill_optim)
 #define cpu_fill_dropout CPU_SYM(fill_dropout)
+#define cpu_fill_rmsnorm CPU_SYM(fill_rmsnorm)
+#define cpu_fill_silu_mul CPU_SYM(fill_silu_mul)
+#define cpu_fill_rope CPU_SYM(fill_rope)
+#define cpu_fill_gqa CPU_SYM(fill_gqa)
+#define cpu_fill_gather CPU_SYM(fill_gather)
+#define cpu_fill_topk CPU_SYM(fill_topk)
 void cpu_fill_elementwise(device_i *ops); /* gelu (both forms), add, accumulate, scale */
 void cpu_fill_embedding(device_i *ops);
 void cpu_fill_layernorm(device_i *ops);
@@ -62,6 +68,12 @@ void cpu_fill_attention(device_i *ops);
 void cpu_fill_loss(device_i *ops); /* softmax cross-entropy */
 void cpu_fill_optim(device_i *ops); /* adamw, sumsq, sum */
 void cpu_fill_dropout(device_i *ops);
+void cpu_fill_rmsnorm(device_i *ops);
+void cpu_fill_silu_mul(device_i *ops);
+void cpu_fill_rope(device_i *ops);
+void cpu_fill_gqa(device_i *ops);
+void cpu_fill_gather(device_i *ops);
+void cpu_fill_topk(device_i *ops);
 
 /* channels per block in column reductions (bias and layernorm weight gradients, embedding
  * scatter): a block's sums run over rows in order, so results do not depend on threads */

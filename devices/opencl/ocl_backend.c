@@ -304,6 +304,12 @@ static void fill_table(void)
     ocl_fill_loss(&ocl_table);
     ocl_fill_optim(&ocl_table);
     ocl_fill_dropout(&ocl_table);
+    ocl_fill_rmsnorm(&ocl_table);
+    ocl_fill_silu_mul(&ocl_table);
+    ocl_fill_rope(&ocl_table);
+    ocl_fill_gqa(&ocl_table);
+    ocl_fill_gather(&ocl_table);
+    ocl_fill_topk(&ocl_table);
 }
 
 /* context, queue, program and the two small service buffers; 0, or 1 with err written */

@@ -44,6 +44,19 @@ typedef enum {
     K_GELU_ERF_BACKWARD,
     K_EMBEDDING_TT_FORWARD,
     K_DROPOUT_APPLY,
+    K_RMSNORM_FORWARD,
+    K_RMSNORM_BACKWARD_INP,
+    K_RMSNORM_BACKWARD_W,
+    K_SILU_MUL_FORWARD,
+    K_SILU_MUL_BACKWARD,
+    K_ROPE_FORWARD,
+    K_ROPE_BACKWARD,
+    K_GQA_FORWARD,
+    K_GQA_BACKWARD_DQ,
+    K_GQA_BACKWARD_DKV,
+    K_GATHER_ROWS_FORWARD,
+    K_TOPK_ROUTER_FORWARD,
+    K_TOPK_ROUTER_BACKWARD,
     K_COUNT
 } ocl_kernel_id;
 
@@ -53,7 +66,8 @@ typedef enum {
 /* error codes kernels raise in the flag buffer (ERR_* in kernels/common.cl) */
 enum { OCL_ERR_TOKEN_FWD = 1, OCL_ERR_TOKEN_BWD = 2, OCL_ERR_TARGET_FWD = 3,
        OCL_ERR_TARGET_BWD = 4, OCL_ERR_TT_TOKEN_FWD = 5, OCL_ERR_TT_TYPE_FWD = 6,
-       OCL_ERR_TT_TOKEN_BWD = 7, OCL_ERR_TT_TYPE_BWD = 8 };
+       OCL_ERR_TT_TOKEN_BWD = 7, OCL_ERR_TT_TYPE_BWD = 8, OCL_ERR_GATHER_FWD = 9,
+       OCL_ERR_GATHER_BWD = 10, OCL_ERR_TOPK_BWD = 11 };
 
 typedef struct {
     cl_platform_id platform;
@@ -138,6 +152,12 @@ void ocl_fill_attention(device_i *ops);
 void ocl_fill_loss(device_i *ops);
 void ocl_fill_optim(device_i *ops);
 void ocl_fill_dropout(device_i *ops);
+void ocl_fill_rmsnorm(device_i *ops);
+void ocl_fill_silu_mul(device_i *ops);
+void ocl_fill_rope(device_i *ops);
+void ocl_fill_gqa(device_i *ops);
+void ocl_fill_gather(device_i *ops);
+void ocl_fill_topk(device_i *ops);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

@@ -37,6 +37,19 @@ static const char *const kernel_names[K_COUNT] = {
     [K_GELU_ERF_BACKWARD] = "gelu_erf_backward",
     [K_EMBEDDING_TT_FORWARD] = "embedding_tt_forward",
     [K_DROPOUT_APPLY] = "dropout_apply",
+    [K_RMSNORM_FORWARD] = "rmsnorm_forward",
+    [K_RMSNORM_BACKWARD_INP] = "rmsnorm_backward_inp",
+    [K_RMSNORM_BACKWARD_W] = "rmsnorm_backward_w",
+    [K_SILU_MUL_FORWARD] = "silu_mul_forward",
+    [K_SILU_MUL_BACKWARD] = "silu_mul_backward",
+    [K_ROPE_FORWARD] = "rope_forward",
+    [K_ROPE_BACKWARD] = "rope_backward",
+    [K_GQA_FORWARD] = "gqa_forward",
+    [K_GQA_BACKWARD_DQ] = "gqa_backward_dq",
+    [K_GQA_BACKWARD_DKV] = "gqa_backward_dkv",
+    [K_GATHER_ROWS_FORWARD] = "gather_rows_forward",
+    [K_TOPK_ROUTER_FORWARD] = "topk_router_forward",
+    [K_TOPK_ROUTER_BACKWARD] = "topk_router_backward",
 };
 
 /* a file the kernels build on: common.cl, or a header shared with the C side (philox.h) */

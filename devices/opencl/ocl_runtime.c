@@ -110,6 +110,12 @@ static const char *flag_message(int code)
         return "embedding_tt_backward: a token id is outside the rows of dwte";
     case OCL_ERR_TT_TYPE_BWD:
         return "embedding_tt_backward: a token type id is outside the rows of dwtt";
+    case OCL_ERR_GATHER_FWD:
+        return "gather_rows_forward: an id is outside the rows of inp";
+    case OCL_ERR_GATHER_BWD:
+        return "gather_rows_backward: an id is outside the rows of dinp";
+    case OCL_ERR_TOPK_BWD:
+        return "topk_router_backward: an expert id is outside [0, E)";
     default:
         return "a kernel raised an unknown error code";
     }

@@ -41,6 +41,8 @@ typedef struct {
     int masked;         /* attention_masked: a key mask (else the view has no buffer) */
     double p;           /* dropout: drop probability */
     int step, layer, site; /* dropout: the Philox counter's fields (seed: OC_DROPOUT_SEED) */
+    int NKV;            /* attention_gqa: key/value heads (query heads NH, hs = C/NH) */
+    int norm;           /* topk_router: renormalize the selected weights */
 } oc_shape;
 
 #define OC_DROPOUT_SEED 0x243f6a8885a308d3ULL

@@ -437,6 +437,219 @@ static double xent_bwd_run(device *d, const oc_shape *s, const dten *t)
     return 0;
 }
 
+/* ---- decoder (Llama) ops ---- */
+
+static int rms_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nc = (size_t)s->N * s->C;
+    t[0] = real_t("out", OC_OUT, nc, 0, 0);
+    t[1] = real_t("rstd", OC_OUT, (size_t)s->N, 0, 0);
+    t[2] = real_t("inp", OC_IN, nc, -1, 3);
+    t[3] = real_t("w", OC_IN, (size_t)s->C, 0.5, 1.5);
+    return 4;
+}
+static double rms_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rmsnorm_forward(d, t[0], t[1], t[2], t[3], s->N, s->C, 1e-6);
+    return 0;
+}
+static int rms_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nc = (size_t)s->N * s->C;
+    t[0] = real_t("dinp", OC_ACC, nc, -1, 1);
+    t[1] = real_t("dw", OC_ACC, (size_t)s->C, -1, 1);
+    t[2] = real_t("dout", OC_IN, nc, -1, 1);
+    t[3] = real_t("inp", OC_IN, nc, -1, 3);
+    t[4] = real_t("w", OC_IN, (size_t)s->C, 0.5, 1.5);
+    t[5] = real_t("rstd", OC_IN, (size_t)s->N, 0.5, 2);
+    return 6;
+}
+static double rms_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rmsnorm_backward(d, t[0], t[1], t[2], t[3], t[4], t[5], s->N, s->C);
+    return 0;
+}
+static double rms_flops(const oc_shape *s) { return 4.0 * s->N * s->C; }
+
+static int silu_mul_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, (size_t)s->n, 0, 0);
+    t[1] = real_t("gate", OC_IN, (size_t)s->n, -6, 6);
+    t[2] = real_t("up", OC_IN, (size_t)s->n, -2, 2);
+    return 3;
+}
+static double silu_mul_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->silu_mul_forward(d, t[0], t[1], t[2], s->n);
+    return 0;
+}
+static int silu_mul_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dgate", OC_ACC, (size_t)s->n, -1, 1);
+    t[1] = real_t("dup", OC_ACC, (size_t)s->n, -1, 1);
+    t[2] = real_t("dout", OC_IN, (size_t)s->n, -1, 1);
+    t[3] = real_t("gate", OC_IN, (size_t)s->n, -6, 6);
+    t[4] = real_t("up", OC_IN, (size_t)s->n, -2, 2);
+    return 5;
+}
+static double silu_mul_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->silu_mul_backward(d, t[0], t[1], t[2], t[3], t[4], s->n);
+    return 0;
+}
+
+/* rope on x[B,T,NH,hs] with hs = C/NH; the cos/sin tables are drawn uniform in [-1, 1] (the op
+ * is linear in each, so any values test its indexing and arithmetic) */
+static size_t rope_n(const oc_shape *s) { return BT(s) * s->C; }
+static size_t rope_tab(const oc_shape *s) { return (size_t)s->T * (s->C / s->NH / 2); }
+static int rope_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, rope_n(s), 0, 0);
+    t[1] = real_t("inp", OC_IN, rope_n(s), -2, 2);
+    t[2] = real_t("cos", OC_IN, rope_tab(s), -1, 1);
+    t[3] = real_t("sin", OC_IN, rope_tab(s), -1, 1);
+    return 4;
+}
+static double rope_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rope_forward(d, t[0], t[1], t[2], t[3], s->B, s->T, s->NH, s->C / s->NH);
+    return 0;
+}
+static int rope_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dinp", OC_ACC, rope_n(s), -1, 1);
+    t[1] = real_t("dout", OC_IN, rope_n(s), -1, 1);
+    t[2] = real_t("cos", OC_IN, rope_tab(s), -1, 1);
+    t[3] = real_t("sin", OC_IN, rope_tab(s), -1, 1);
+    return 4;
+}
+static double rope_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->rope_backward(d, t[0], t[1], t[2], t[3], s->B, s->T, s->NH, s->C / s->NH);
+    return 0;
+}
+static void desc_rope(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "B=%d T=%d NH=%d hs=%d", s->B, s->T, s->NH, s->C / s->NH);
+}
+
+/* grouped-query attention: q and out [B,T,NH,hs], k and v [B,T,NKV,hs], hs = C/NH */
+static size_t gqa_kv(const oc_shape *s) { return BT(s) * s->NKV * (s->C / s->NH); }
+static int gqa_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    int k = 0;
+    t[k++] = real_t("out", OC_OUT, BT(s) * s->C, 0, 0);
+    t[k++] = real_t("att", OC_OUT, att_n(s), 0, 0);
+    t[k++] = real_t("q", OC_IN, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("k", OC_IN, gqa_kv(s), -1, 1);
+    t[k++] = real_t("v", OC_IN, gqa_kv(s), -1, 1);
+    if (s->masked)
+        t[k++] = (oc_tensor){"keymask", OC_IN, DT_I32, BT(s), OC_KEYMASK, 0, s->T};
+    return k;
+}
+static double gqa_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->attention_gqa_forward(d, t[0], t[1], t[2], t[3], t[4], mask_view(s, t, 5), s->B,
+                                  s->T, s->NH, s->NKV, s->C / s->NH, s->causal);
+    return 0;
+}
+static int gqa_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    int k = 0;
+    t[k++] = real_t("dq", OC_ACC, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("dk", OC_ACC, gqa_kv(s), -1, 1);
+    t[k++] = real_t("dv", OC_ACC, gqa_kv(s), -1, 1);
+    t[k++] = real_t("scratch", OC_SCRATCH, BT(s) * s->NH, 0, 0);
+    t[k++] = real_t("dout", OC_IN, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("q", OC_IN, BT(s) * s->C, -1, 1);
+    t[k++] = real_t("k", OC_IN, gqa_kv(s), -1, 1);
+    t[k++] = real_t("v", OC_IN, gqa_kv(s), -1, 1);
+    t[k++] = real_t("att", OC_IN, att_n(s), 0, 1);
+    if (s->masked)
+        t[k++] = (oc_tensor){"keymask", OC_IN, DT_I32, BT(s), OC_KEYMASK, 0, s->T};
+    return k;
+}
+static double gqa_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->attention_gqa_backward(d, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8],
+                                   mask_view(s, t, 9), s->B, s->T, s->NH, s->NKV, s->C / s->NH,
+                                   s->causal);
+    return 0;
+}
+static void desc_gqa(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "B=%d T=%d NH=%d NKV=%d hs=%d %s%s", s->B, s->T, s->NH, s->NKV, s->C / s->NH,
+             s->causal ? "causal" : "full", s->masked ? " key-masked" : "");
+}
+
+/* expert gather: M picked rows of a table of R (.V) rows of C; ids drawn in [0, R), so with
+ * M > R some repeat and the backward sums them */
+static int gather_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, (size_t)s->M * s->C, 0, 0);
+    t[1] = real_t("inp", OC_IN, (size_t)s->V * s->C, -1, 1);
+    t[2] = ids_t("idx", (size_t)s->M, s->V, OC_IDS);
+    return 3;
+}
+static double gather_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->gather_rows_forward(d, t[0], t[1], t[2], s->M, s->V, s->C);
+    return 0;
+}
+static int gather_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dinp", OC_ACC, (size_t)s->V * s->C, -1, 1);
+    t[1] = real_t("dout", OC_IN, (size_t)s->M * s->C, -1, 1);
+    t[2] = ids_t("idx", (size_t)s->M, s->V, OC_IDS);
+    return 3;
+}
+static double gather_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->gather_rows_backward(d, t[0], t[1], t[2], s->M, s->V, s->C);
+    return 0;
+}
+static void desc_gather(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "M=%d R=%d C=%d", s->M, s->V, s->C);
+}
+
+/* top-k routing: N tokens, E (.V) experts, K (.K) per token, renormalized when .norm */
+static int topk_fwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nk = (size_t)s->N * s->K, ne = (size_t)s->N * s->V;
+    t[0] = real_t("weights", OC_OUT, nk, 0, 0);
+    t[1] = (oc_tensor){"ids", OC_OUT, DT_I32, nk, OC_IDS, 0, s->V};
+    t[2] = real_t("probs", OC_OUT, ne, 0, 0);
+    t[3] = real_t("logits", OC_IN, ne, -4, 4);
+    return 4;
+}
+static double topk_fwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->topk_router_forward(d, t[0], t[1], t[2], t[3], s->N, s->V, s->K, s->norm);
+    return 0;
+}
+/* the backward's ids: K distinct experts per row are not what OC_IDS draws, so the test
+ * mode's inputs may repeat an expert in a row; the op handles that (each slot adds) */
+static int topk_bwd_t(const oc_shape *s, oc_tensor *t)
+{
+    size_t nk = (size_t)s->N * s->K, ne = (size_t)s->N * s->V;
+    t[0] = real_t("dlogits", OC_ACC, ne, -1, 1);
+    t[1] = real_t("dweights", OC_IN, nk, -1, 1);
+    t[2] = real_t("weights", OC_IN, nk, 0, 1);
+    t[3] = ids_t("ids", nk, s->V, OC_IDS);
+    t[4] = real_t("probs", OC_IN, ne, 0, 1);
+    return 5;
+}
+static double topk_bwd_run(device *d, const oc_shape *s, const dten *t)
+{
+    OPS(d)->topk_router_backward(d, t[0], t[1], t[2], t[3], t[4], s->N, s->V, s->K, s->norm);
+    return 0;
+}
+static void desc_topk(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "N=%d E=%d K=%d%s", s->N, s->V, s->K, s->norm ? " renormalized" : "");
+}
+
 /* ---- optimizer and reductions ---- */
 
 static int adamw_t(const oc_shape *s, oc_tensor *t)
@@ -471,7 +684,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_GATHER_F, O_GATHER_B, O_TOPK_F, O_TOPK_B, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -515,6 +728,30 @@ static const oc_op OPS_TABLE[O_COUNT] = {
                   NULL},
     [O_DROP_B] = {"dropout_backward", NMSE_EXACT, dropout_bwd_t, dropout_bwd_run, 0,
                   desc_dropout, NULL},
+    [O_RMS_F] = {"rmsnorm_forward", NMSE_REDUCTION, rms_fwd_t, rms_fwd_run, 0, desc_nc,
+                 rms_flops},
+    [O_RMS_B] = {"rmsnorm_backward", NMSE_REDUCTION, rms_bwd_t, rms_bwd_run, 0, desc_nc,
+                 rms_flops},
+    [O_SILU_F] = {"silu_mul_forward", NMSE_ELEMENTWISE, silu_mul_fwd_t, silu_mul_fwd_run, 0,
+                  desc_n, NULL},
+    [O_SILU_B] = {"silu_mul_backward", NMSE_ELEMENTWISE, silu_mul_bwd_t, silu_mul_bwd_run, 0,
+                  desc_n, NULL},
+    /* two products and a sum per element: contraction (FMA) is the only difference */
+    [O_ROPE_F] = {"rope_forward", NMSE_ELEMENTWISE, rope_fwd_t, rope_fwd_run, 0, desc_rope, NULL},
+    [O_ROPE_B] = {"rope_backward", NMSE_ELEMENTWISE, rope_bwd_t, rope_bwd_run, 0, desc_rope,
+                  NULL},
+    [O_GQA_F] = {"attention_gqa_forward", NMSE_CONTRACTION, gqa_fwd_t, gqa_fwd_run, 0, desc_gqa,
+                 att_fwd_flops},
+    [O_GQA_B] = {"attention_gqa_backward", NMSE_CONTRACTION, gqa_bwd_t, gqa_bwd_run, 0, desc_gqa,
+                 att_bwd_flops},
+    [O_GATHER_F] = {"gather_rows_forward", NMSE_EXACT, gather_fwd_t, gather_fwd_run, 0,
+                    desc_gather, NULL},
+    [O_GATHER_B] = {"gather_rows_backward", NMSE_EXACT, gather_bwd_t, gather_bwd_run, 0,
+                    desc_gather, NULL},
+    [O_TOPK_F] = {"topk_router_forward", NMSE_REDUCTION, topk_fwd_t, topk_fwd_run, 0, desc_topk,
+                  NULL},
+    [O_TOPK_B] = {"topk_router_backward", NMSE_REDUCTION, topk_bwd_t, topk_bwd_run, 0,
+                  desc_topk, NULL},
 };
 
 int oc_op_count(void) { return O_COUNT; }
@@ -629,6 +866,44 @@ static const oc_case TEST_CASES[] = {
     {OP(O_DROP_F), {.n = 37, .p = 1, .step = 1, .layer = 2, .site = 1}},
     {OP(O_DROP_B), {.n = 91, .p = 0.1, .step = 3, .layer = 1, .site = 2}},
     {OP(O_DROP_B), {.n = 131072, .p = 0.5, .step = 7, .layer = 3, .site = 4}},
+    /* decoder ops: odd sizes and a Llama-tiny-like row count and width */
+    {OP(O_RMS_F), {.N = 7, .C = 13}},
+    {OP(O_RMS_F), {.N = 1, .C = 1}},
+    {OP(O_RMS_F), {.N = 3, .C = 300}},
+    {OP(O_RMS_F), {.N = 512, .C = 64}},
+    {OP(O_RMS_B), {.N = 7, .C = 13}},
+    {OP(O_RMS_B), {.N = 3, .C = 300}},
+    {OP(O_RMS_B), {.N = 200, .C = 3}},
+    {OP(O_RMS_B), {.N = 512, .C = 64}},
+    {OP(O_SILU_F), {.n = 91}},
+    {OP(O_SILU_F), {.n = 131072}},
+    {OP(O_SILU_B), {.n = 91}},
+    {OP(O_SILU_B), {.n = 131072}},
+    {OP(O_ROPE_F), {.B = 2, .T = 5, .C = 18, .NH = 3}},
+    {OP(O_ROPE_F), {.B = 1, .T = 7, .C = 2, .NH = 1}},
+    {OP(O_ROPE_F), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_ROPE_B), {.B = 2, .T = 5, .C = 18, .NH = 3}},
+    {OP(O_ROPE_B), {.B = 1, .T = 7, .C = 2, .NH = 1}},
+    {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_GQA_F), {.B = 2, .T = 5, .C = 12, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_F), {.B = 3, .T = 7, .C = 8, .NH = 2, .NKV = 1, .causal = 0, .masked = 1}},
+    {OP(O_GQA_F), {.B = 3, .T = 5, .C = 18, .NH = 3, .NKV = 3, .causal = 1, .masked = 1}},
+    {OP(O_GQA_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_B), {.B = 2, .T = 5, .C = 12, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_B), {.B = 3, .T = 7, .C = 8, .NH = 2, .NKV = 1, .causal = 0, .masked = 1}},
+    {OP(O_GQA_B), {.B = 3, .T = 5, .C = 18, .NH = 3, .NKV = 3, .causal = 1, .masked = 1}},
+    {OP(O_GQA_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GATHER_F), {.M = 13, .V = 5, .C = 7}},
+    {OP(O_GATHER_F), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_GATHER_B), {.M = 13, .V = 5, .C = 7}},
+    {OP(O_GATHER_B), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_TOPK_F), {.N = 7, .V = 8, .K = 2, .norm = 1}},
+    {OP(O_TOPK_F), {.N = 13, .V = 5, .K = 5, .norm = 0}},
+    {OP(O_TOPK_F), {.N = 512, .V = 64, .K = 8, .norm = 1}},
+    {OP(O_TOPK_F), {.N = 512, .V = 8, .K = 1, .norm = 0}},
+    {OP(O_TOPK_B), {.N = 7, .V = 8, .K = 2, .norm = 1}},
+    {OP(O_TOPK_B), {.N = 13, .V = 5, .K = 5, .norm = 0}},
+    {OP(O_TOPK_B), {.N = 512, .V = 64, .K = 8, .norm = 1}},
 };
 
 /* gpt2-tiny's shapes (one training step calls each of these), and a GPT-2-small-sized GEMM */
@@ -665,6 +940,18 @@ static const oc_case PERF_CASES[] = {
     {OP(O_GELU_ERF_B), {.n = 131072}},
     {OP(O_DROP_F), {.n = 131072, .p = 0.1, .step = 7}},
     {OP(O_DROP_B), {.n = 131072, .p = 0.1, .step = 7}},
+    {OP(O_RMS_F), {.N = 512, .C = 64}},
+    {OP(O_RMS_B), {.N = 512, .C = 64}},
+    {OP(O_SILU_F), {.n = 131072}},
+    {OP(O_SILU_B), {.n = 131072}},
+    {OP(O_ROPE_F), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_GQA_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GQA_B), {.B = 8, .T = 64, .C = 64, .NH = 4, .NKV = 2, .causal = 1}},
+    {OP(O_GATHER_F), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_GATHER_B), {.M = 1024, .V = 512, .C = 64}},
+    {OP(O_TOPK_F), {.N = 512, .V = 64, .K = 8, .norm = 1}},
+    {OP(O_TOPK_B), {.N = 512, .V = 64, .K = 8, .norm = 1}},
 };
 
 int oc_test_cases(const oc_case **out)
@@ -718,6 +1005,26 @@ static const oc_grad_case GRAD_CASES[] = {
      {{0, 1}}, 1},
     {"dropout_forward", "dropout_backward", {.n = 37, .p = 0.25, .step = 2, .layer = 1},
      {W_RANDOM, W_NONE}, {ZERO, DOUT(0)}, {{0, 2}}, 1},
+    {"rmsnorm_forward", "rmsnorm_backward", {.N = 3, .C = 7},
+     {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(2), FWD(3), FWD(1)}, {{0, 2}, {1, 3}}, 2},
+    {"silu_mul_forward", "silu_mul_backward", {.n = 37},
+     {W_RANDOM}, {ZERO, ZERO, DOUT(0), FWD(1), FWD(2)}, {{0, 1}, {1, 2}}, 2},
+    {"rope_forward", "rope_backward", {.B = 2, .T = 3, .C = 8, .NH = 2},
+     {W_RANDOM}, {ZERO, DOUT(0), FWD(2), FWD(3)}, {{0, 1}}, 1},
+    {"attention_gqa_forward", "attention_gqa_backward",
+     {.B = 1, .T = 4, .C = 8, .NH = 4, .NKV = 2, .causal = 1},
+     {W_RANDOM}, {ZERO, ZERO, ZERO, SCRATCH, DOUT(0), FWD(2), FWD(3), FWD(4), FWD(1)},
+     {{0, 2}, {1, 3}, {2, 4}}, 3},
+    {"attention_gqa_forward", "attention_gqa_backward",
+     {.B = 3, .T = 4, .C = 6, .NH = 2, .NKV = 1, .causal = 0, .masked = 1},
+     {W_RANDOM}, {ZERO, ZERO, ZERO, SCRATCH, DOUT(0), FWD(2), FWD(3), FWD(4), FWD(1), FWD(5)},
+     {{0, 2}, {1, 3}, {2, 4}}, 3},
+    {"gather_rows_forward", "gather_rows_backward", {.M = 9, .V = 4, .C = 3},
+     {W_RANDOM}, {ZERO, DOUT(0), FWD(2)}, {{0, 1}}, 1},
+    {"topk_router_forward", "topk_router_backward", {.N = 5, .V = 6, .K = 2, .norm = 1},
+     {W_RANDOM, W_NONE, W_NONE}, {ZERO, DOUT(0), FWD(0), FWD(1), FWD(2)}, {{0, 3}}, 1},
+    {"topk_router_forward", "topk_router_backward", {.N = 5, .V = 6, .K = 3, .norm = 0},
+     {W_RANDOM, W_NONE, W_NONE}, {ZERO, DOUT(0), FWD(0), FWD(1), FWD(2)}, {{0, 3}}, 1},
 };
 
 int oc_grad_cases(const oc_grad_case **out)

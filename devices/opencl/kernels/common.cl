@@ -22,6 +22,9 @@ typedef float acc_t;
 #define ERR_TT_TYPE_FWD 6
 #define ERR_TT_TOKEN_BWD 7
 #define ERR_TT_TYPE_BWD 8
+#define ERR_GATHER_FWD 9
+#define ERR_GATHER_BWD 10
+#define ERR_TOPK_BWD 11
 
 /* keeps the first code raised since the flag was last cleared */
 void raise_error(__global int *flag, int code)

@@ -1,0 +1,72 @@
+/* devices/opencl/kernels/topk.cl: top-k expert routing, one work-item per token row, the cpu
+ * reference's loops and order (softmax sums in acc_t, selection on the logits, ties to the
+ * lower index). The backward raises ERR_TOPK_BWD on an expert id outside [0, E). */
+
+__kernel void topk_router_forward(__global float *w, ulong w_off, __global int *ids,
+                                  ulong ids_off, __global float *probs, ulong p_off,
+                                  __global const float *logits, ulong x_off, int N, int E, int K,
+                                  int norm)
+{
+    size_t n = get_global_id(0);
+    if (n >= (size_t)N)
+        return;
+    __global const float *x = logits + x_off + n * E;
+    __global float *p = probs + p_off + n * E;
+    __global int *id = ids + ids_off + n * K;
+    acc_t mx = -INFINITY, sum = 0, sel = 0;
+    for (int e = 0; e < E; e++)
+        mx = x[e] > mx ? x[e] : mx;
+    for (int e = 0; e < E; e++)
+        sum += exp((acc_t)x[e] - mx);
+    for (int e = 0; e < E; e++)
+        p[e] = (float)(exp((acc_t)x[e] - mx) / sum);
+    for (int k = 0; k < K; k++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++)
+                taken |= id[j] == e;
+            if (!taken && (best < 0 || x[e] > x[best]))
+                best = e;
+        }
+        id[k] = best;
+        sel += p[best];
+    }
+    for (int k = 0; k < K; k++)
+        w[w_off + n * K + k] = norm ? (float)(p[id[k]] / sel) : p[id[k]];
+}
+
+__kernel void topk_router_backward(__global float *dlogits, ulong dx_off,
+                                   __global const float *dweights, ulong dw_off,
+                                   __global const float *weights, ulong w_off,
+                                   __global const int *ids, ulong ids_off,
+                                   __global const float *probs, ulong p_off, int N, int E, int K,
+                                   int norm, __global int *flag)
+{
+    size_t n = get_global_id(0);
+    if (n >= (size_t)N)
+        return;
+    __global const float *dw = dweights + dw_off + n * K, *w = weights + w_off + n * K;
+    __global const float *p = probs + p_off + n * E;
+    __global const int *id = ids + ids_off + n * K;
+    for (int k = 0; k < K; k++)
+        if (id[k] < 0 || id[k] >= E) {
+            raise_error(flag, ERR_TOPK_BWD);
+            return;
+        }
+    acc_t S = 0, wdw = 0, dot = 0;
+    for (int k = 0; k < K; k++) {
+        S += p[id[k]];
+        wdw += (acc_t)dw[k] * w[k];
+    }
+    for (int k = 0; k < K; k++)
+        dot += p[id[k]] * (norm ? ((acc_t)dw[k] - wdw) / S : (acc_t)dw[k]);
+    __global float *dx = dlogits + dx_off + n * E;
+    for (int e = 0; e < E; e++) {
+        acc_t dp = 0;
+        for (int k = 0; k < K; k++)
+            if (id[k] == e)
+                dp += norm ? ((acc_t)dw[k] - wdw) / S : (acc_t)dw[k];
+        dx[e] += (float)(p[e] * (dp - dot));
+    }
+}

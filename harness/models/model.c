@@ -163,6 +163,21 @@ int model_forward(model *m, const model_batch *b, double *loss)
 
 int model_backward(model *m) { return m->f->backward(m->impl); }
 
+void model_moe_shape(const model *m, int *layers, int *experts)
+{
+    *layers = 0;
+    *experts = 0;
+    if (m->f->moe_shape) m->f->moe_shape(m->impl, layers, experts);
+}
+
+int model_expert_tokens(model *m, int64_t *counts)
+{
+    int layers, experts;
+    model_moe_shape(m, &layers, &experts);
+    if (layers == 0 || experts == 0) return 0;
+    return m->f->expert_tokens ? m->f->expert_tokens(m->impl, counts) : 0;
+}
+
 double model_grad_norm(model *m)
 {
     return sqrt(m->d->ops->sumsq(m->d, m->st.grad_mem, (int)m->st.grad_mem.n));

@@ -122,6 +122,13 @@ typedef struct model_family {
      * spells otherwise (BERT's cls.predictions.decoder.bias, TF's LayerNorm.gamma/beta), with
      * *alias set to 1 for such a spelling; -1 when the name is no parameter */
     int (*checkpoint_index)(const void *impl, const char *name_without_prefix, int *alias);
+    /* optional (NULL: no sparse-MoE layers): how many MoE layers and experts per layer this
+     * instance has (0 and 0 when its config has none) */
+    void (*moe_shape)(const void *impl, int *layers, int *experts);
+    /* optional, with moe_shape: the tokens the last forward routed to each expert, layers x
+     * experts counts row-major by layer (a token counts once for each of its top-k experts).
+     * 0, or 1 (device error) */
+    int (*expert_tokens)(void *impl, int64_t *counts);
 } model_family;
 
 /* ---- registry ---- */
@@ -169,6 +176,10 @@ int model_set_weights(model *m, const float *host);
 int model_get_weights(model *m, float *host, int grads);
 
 int model_forward(model *m, const model_batch *b, double *loss);
+/* the family's MoE layers and experts (0 and 0 for a family or config without) */
+void model_moe_shape(const model *m, int *layers, int *experts);
+/* the last forward's per-expert token counts, layers x experts (model_moe_shape); 0 or 1 */
+int model_expert_tokens(model *m, int64_t *counts);
 int model_backward(model *m);
 /* global L2 norm of all gradients */
 double model_grad_norm(model *m);

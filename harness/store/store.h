@@ -35,6 +35,10 @@ typedef struct {
     double step_ms, tokens_per_s;
     int64_t mem_peak_bytes, mem_used_bytes, mem_total_bytes;
     int threads;                /* CPU threads the step ran with (cpu backends); 0 unknown */
+    /* sparse-MoE routing of this step's forward: expert_tokens[layer * moe_experts + expert]
+     * tokens sent to each expert of each MoE layer; NULL (and 0, 0) for a model without */
+    int moe_layers, moe_experts;
+    const int64_t *expert_tokens;
 } step_record;
 
 /* Inserts a runs row with status 'running' and started_at now. Returns 0 or 1 (message). */

@@ -316,8 +316,10 @@ static int64_t store_run(store *st, const char *scenario, const char *json, cons
     int64_t id;
     assert_int_equal(store_begin_run(st, &m, &id), 0);
     for (int i = 0; i < n; i++) {
-        step_record r = {i + 1, 5.0 / (i + 1), 1.0 / 3, 1e-3, 512, 10.0, tps, 1 << 20, 1 << 19,
-                         1 << 30, 0};
+        step_record r = {.step = i + 1, .loss = 5.0 / (i + 1), .grad_norm = 1.0 / 3, .lr = 1e-3,
+                         .tokens = 512, .step_ms = 10.0, .tokens_per_s = tps,
+                         .mem_peak_bytes = 1 << 20, .mem_used_bytes = 1 << 19,
+                         .mem_total_bytes = 1 << 30};
         assert_int_equal(store_add_step(st, id, &r), 0);
     }
     if (status)

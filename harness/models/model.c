@@ -11,9 +11,10 @@
 
 extern const model_family gpt2_family; /* gpt2_family.c */
 extern const model_family bert_family; /* bert_family.c */
+extern const model_family llama_family; /* llama_family.c */
 
 /* every family the harness knows; a new one adds its table here */
-static const model_family *const families[] = {&gpt2_family, &bert_family};
+static const model_family *const families[] = {&gpt2_family, &bert_family, &llama_family};
 
 const model_family *model_family_find(const char *name)
 {
@@ -21,6 +22,16 @@ const model_family *model_family_find(const char *name)
         if (strcmp(families[i]->name, name) == 0)
             return families[i];
     return NULL;
+}
+
+int model_family_reads_type(const model_family *f, const char *type)
+{
+    if (strcmp(f->name, type) == 0)
+        return 1;
+    for (const char *const *t = f->model_types; t && *t; t++)
+        if (strcmp(*t, type) == 0)
+            return 1;
+    return 0;
 }
 
 const model_family *model_family_at(int i)

@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "bert_config.h"
+#include "llama_config.h"
 #include "model_config.h"
 
 /* the label value that adds nothing to the loss (PyTorch's CrossEntropyLoss ignore_index) */
@@ -33,6 +34,7 @@ typedef struct {
 typedef union {
     gpt2_config gpt2;
     bert_config bert;
+    llama_config llama;
 } model_config_u;
 
 /* one batch, as a Hugging Face model takes it: [B*T] each, row-major by sequence */
@@ -81,6 +83,9 @@ typedef struct model_family {
      * as they are (BERT's "cls." head). A loader accepts names with or without the prefix. */
     const char *hf_prefix;
     const char *const *unprefixed;
+    /* optional (NULL: only `name`): the config.json model_types the family reads,
+     * NULL-terminated (the llama family: llama, qwen2, mistral, mixtral) */
+    const char *const *model_types;
     /* a head tied to parameter 0 (GPT-2 "lm_head.weight"): left out when saving, accepted and
      * ignored (with a warning when it differs) when loading; NULL when none */
     const char *tied_head;
@@ -135,6 +140,9 @@ typedef struct model_family {
 
 /* the family named name ("gpt2"), or NULL */
 const model_family *model_family_find(const char *name);
+/* 1 when family f reads config.json files of model_type `type` (its name, or one of its
+ * model_types) */
+int model_family_reads_type(const model_family *f, const char *type);
 /* the i-th registered family, NULL past the last (for listing them) */
 const model_family *model_family_at(int i);
 

@@ -291,13 +291,14 @@ static int exactly_one(const src *mx, json_t *m, const char *a, const char *b, i
     return 0;
 }
 
-/* a config.json of another model type is not a gpt2 config */
-static int check_model_type(const part *cfg, const char *family)
+/* a config.json of a model type the family does not read (gpt2 reads gpt2; llama reads llama,
+ * qwen2, mistral, mixtral) is refused */
+static int check_model_type(const part *cfg, const model_family *f)
 {
     json_t *t = json_object_get(cfg->obj, "model_type");
-    if (json_is_string(t) && strcmp(json_string_value(t), family) != 0)
+    if (json_is_string(t) && !model_family_reads_type(f, json_string_value(t)))
         return fail(&cfg->at, "model_type", "\"%.64s\" is not a %s config",
-                    json_string_value(t), family);
+                    json_string_value(t), f->name);
     return 0;
 }
 
@@ -360,7 +361,7 @@ static int load_family_config(const src *mx, json_t *m, scenario *s)
         rc = part_open(mx, m, "overrides", "model.overrides", 0, &ovr);
     if (!rc) {
         snprintf(s->config_path, sizeof s->config_path, "%s", cfg.path);
-        rc = check_model_type(&cfg, s->family);
+        rc = check_model_type(&cfg, s->fam);
     }
     const model_family *f = s->fam;
     if (!rc) {

@@ -108,7 +108,7 @@ static size_t build_param_table(llama *m)
     const llama_dims *z = &m->z;
     const llama_config *c = &m->c;
     int qkv_bias = c->variant == LLAMA_QWEN2 || c->attention_bias;
-    size_t per_layer = 10 + 3 * z->E, off = 0;
+    size_t per_layer = 14 + 3 * z->E, off = 0; /* 8 attention, 3 MLP or a router, 2 norms */
     char name[64];
     m->params = calloc((size_t)z->L * per_layer + 3, sizeof *m->params);
     m->li = calloc((size_t)z->L, sizeof *m->li);

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# tests/test_llama_config.sh: the llama family's config reader and checks from the CLI: each
+# variant by model_type, and hostile or unsupported configs refused by name with exit 2 before the
+# store is created (Baichuan2, rope_scaling, sliding windows, bad sizes and types).
+# usage: test_llama_config.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$1"; SRC="$2"
+. "$(dirname "$0")/lib.sh"
+corpus="$SRC/scenarios/data/corpus.txt"
+# run_cfg NAME CONFIG_JSON [SEQ_LEN]: a 1-step scenario with that inline config
+run_cfg() {
+  cat >"$T/$1.json" <<JSON
+{"name": "$1", "model": {"family": "llama", "config": $2},
+ "data": {"path": "$corpus", "tokenizer": "byte", "seq_len": ${3:-32}},
+ "train": {"steps": 1, "batch_size": 2, "lr": 1e-3, "seed": 1}}
+JSON
+}
+base='"vocab_size": 256, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64'
+ok() { run_cfg "$1" "$2" "${3:-32}"; expect 0 "$1" -- "$H" run "$T/$1.json" --db "$T/ok.db" --quiet; }
+refused() { # refused NAME CONFIG TEXT [SEQ_LEN]
+  rm -f "$T/no.db"; run_cfg "$1" "$2" "${4:-32}"
+  expect 2 "$1" -- "$H" run "$T/$1.json" --db "$T/no.db"; says "$3"
+  [ ! -e "$T/no.db" ] && pass || fail "$1: the refused run created the store"
+}
+echo "every variant by model_type"
+ok llama "{\"model_type\": \"llama\", $base}"
+ok qwen2 "{\"model_type\": \"qwen2\", $base}"
+ok mistral "{\"model_type\": \"mistral\", $base, \"sliding_window\": 64}"
+ok mixtral "{\"model_type\": \"mixtral\", $base, \"num_local_experts\": 3, \"num_experts_per_tok\": 2}"
+ok no-type "{$base}"
+ok rope-params "{$base, \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 500000.0}, \"rope_scaling\": null}"
+ok head-dim "{$base, \"head_dim\": 16}"
+echo "an unknown key is warned about, not refused"
+ok unknown "{$base, \"no_such_key\": 3}"
+grep -qF "no_such_key" "$T/err" && pass || fail "no warning naming no_such_key"
+echo "what the harness does not implement, refused by name"
+refused baichuan "{\"model_type\": \"baichuan\", $base}" "W_pack"
+refused gpt2-type "{\"model_type\": \"gpt2\", $base}" "not a llama config"
+refused rope-scaling "{$base, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}}" "rope_scaling"
+refused rope-yarn "{$base, \"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 1e4}}" "yarn"
+refused window "{\"model_type\": \"mistral\", $base, \"sliding_window\": 16}" "sliding_window 16"
+refused qwen2-window "{\"model_type\": \"qwen2\", $base, \"use_sliding_window\": true, \"sliding_window\": 8}" "sliding_window 8"
+refused act "{$base, \"hidden_act\": \"gelu\"}" "hidden_act"
+refused mlp-bias "{$base, \"mlp_bias\": true}" "mlp_bias"
+refused attn-drop "{$base, \"attention_dropout\": 0.1}" "attention_dropout"
+refused jitter "{\"model_type\": \"mixtral\", $base, \"router_jitter_noise\": 0.1}" "router_jitter_noise"
+refused topk "{\"model_type\": \"mixtral\", $base, \"num_local_experts\": 2, \"num_experts_per_tok\": 3}" "num_experts_per_tok"
+refused qwen2-attn-bias "{\"model_type\": \"qwen2\", $base, \"attention_bias\": true}" "attention_bias"
+echo "hostile values and types"
+nokv="${base/, \"num_key_value_heads\": 2/}"
+refused kv-heads "{$nokv, \"num_key_value_heads\": 3}" "num_key_value_heads"
+refused kv-zero "{$nokv, \"num_key_value_heads\": 0}" "num_key_value_heads"
+refused odd-head "{$base, \"head_dim\": 7}" "head_dim"
+refused neg-head "{$base, \"head_dim\": -2}" "head_dim"
+refused str-size "{$base, \"hidden_size\": \"32\"}" "hidden_size"
+refused zero-layers "{$base, \"num_hidden_layers\": 0}" "num_hidden_layers"
+refused huge-vocab "{$base, \"vocab_size\": 2000000000}" "vocab_size"
+refused bad-eps "{$base, \"rms_norm_eps\": 0}" "rms_norm_eps"
+refused bad-theta "{$base, \"rope_theta\": -1}" "rope_theta"
+refused bool-type "{$base, \"tie_word_embeddings\": 1}" "tie_word_embeddings"
+refused type-type "{\"model_type\": 3, $base}" "model_type"
+refused rope-type "{$base, \"rope_scaling\": [1]}" "rope_scaling"
+refused pad "{$base, \"pad_token_id\": 300}" "pad_token_id"
+refused seq "{$base}" "max_position_embeddings" 128
+refused dtype "{$base, \"torch_dtype\": \"int8\"}" "torch_dtype"
+finish

@@ -259,7 +259,7 @@ static const bad_case BAD[] = {
     {"bad_override_dtype.json", "bad_override_dtype.json:7: model.overrides.torch_dtype: "
                                 "unknown dtype \"float8\""},
     {"bad_betas.json", "bad_betas.json:10: train.betas: beta2 must be in [0, 1), got 1"},
-    {"bad_family.json", "bad_family.json:4: model.family: unknown value \"llama\""},
+    {"bad_family.json", "bad_family.json:4: model.family: unknown value \"t5\""},
     {"bad_world_size.json", "bad_world_size.json:9: world_size: must be >= 1, got 0"},
     {"bad_seed.json", "bad_seed.json:9: train.seed: must be a non-negative integer"},
     {"no-such-scenario.json", "no-such-scenario.json: cannot read the scenario: "},

@@ -63,4 +63,14 @@ refused rope-type "{$base, \"rope_scaling\": [1]}" "rope_scaling"
 refused pad "{$base, \"pad_token_id\": 300}" "pad_token_id"
 refused seq "{$base}" "max_position_embeddings" 128
 refused dtype "{$base, \"torch_dtype\": \"int8\"}" "torch_dtype"
+echo "overrides with the family's keys (override_config.json rules)"
+cat >"$T/ovr.json" <<JSON
+{"name": "ovr", "model": {"family": "llama", "config": {"model_type": "qwen2", $base},
+ "overrides": {"rms_norm_eps": 1e-5, "no_such_key": 1}},
+ "data": {"path": "$corpus", "tokenizer": "byte", "seq_len": 32},
+ "train": {"steps": 1, "batch_size": 2, "lr": 1e-3, "seed": 1}}
+JSON
+expect 0 "overrides" -- "$H" run "$T/ovr.json" --db "$T/ok.db" --quiet; says "no_such_key"
+sed -i 's/"rms_norm_eps": 1e-5/"rms_norm_eps": "small"/' "$T/ovr.json"
+expect 2 "an override of the wrong type" -- "$H" run "$T/ovr.json" --db "$T/no2.db"; says "rms_norm_eps"
 finish

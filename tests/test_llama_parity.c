@@ -386,6 +386,18 @@ static void routing_matches(const char *name, const char *dev)
     assert_int_equal(model_expert_tokens(f.m, counts), 0);
     for (int i = 0; i < layers * experts; i++)
         total += counts[i];
+    for (int l = 0; l < L; l++) /* each expert's count is transformers' choices of it */
+        for (int e = 0; e < experts; e++) {
+            int64_t want_n = 0;
+            json_t *layer = json_array_get(want, (size_t)l);
+            for (int n = 0; n < N; n++)
+                for (int k = 0; k < K; k++)
+                    want_n += json_integer_value(json_array_get(json_array_get(layer, (size_t)n),
+                                                                (size_t)k)) == e;
+            if (counts[(size_t)l * experts + e] != want_n)
+                fail_msg("layer %d expert %d: %lld tokens, transformers routed %lld", l, e,
+                         (long long)counts[(size_t)l * experts + e], (long long)want_n);
+        }
     print_message("%s on %s: %d of %d routing choices differ from transformers at step 0\n",
                   name, dev, differ, L * N * K);
     assert_int_equal(total, (int64_t)L * N * K);

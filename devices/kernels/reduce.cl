@@ -10,7 +10,10 @@ KERNEL void reduce_partial(GLOBAL const float *x, ulong x_off, int n, int square
     LOCAL_MEM acc_t buf[WG_BUF];
     size_t items = GLOBAL_SIZE, chunk = ((size_t)n + items - 1) / items;
     size_t lo = GLOBAL_ID * chunk, hi = min(lo + chunk, (size_t)n);
-    acc_t s = 0, comp = 0; /* without fp64: Kahan-compensated float sums */
+    acc_t s = 0;
+#if !HAVE_FP64
+    acc_t comp = 0; /* without fp64: Kahan-compensated float sums */
+#endif
     for (size_t i = lo; i < hi; i++) {
         acc_t v = x[x_off + i];
         v = squares ? v * v : v;

@@ -8,8 +8,8 @@
 #include "cu_internal.h"
 
 /* cuBLAS's workspace: given explicitly, so its kernel choice never depends on what memory
- * happens to be free (PyTorch's deterministic mode sets CUBLAS_WORKSPACE_CONFIG likewise) */
-#define CUBLAS_WORKSPACE_BYTES ((size_t)32 << 20)
+ * happens to be free (as PyTorch's deterministic mode fixes the cuBLAS workspace configuration) */
+#define BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 
 device *cuda_device_open(const char *arg, char *err, size_t errlen);
 
@@ -328,7 +328,7 @@ static int setup(device *d, cu_ctx *c, char *err, size_t errlen)
         setup_failed(cudaMalloc((void **)&c->flag, sizeof(int)), "cudaMalloc", err, errlen) ||
         setup_failed(cudaMalloc((void **)&c->partial, KERNEL_REDUCE_GROUPS * sizeof(double)),
                      "cudaMalloc", err, errlen) ||
-        setup_failed(cudaMalloc(&c->workspace, CUBLAS_WORKSPACE_BYTES), "cudaMalloc", err,
+        setup_failed(cudaMalloc(&c->workspace, BLAS_WORKSPACE_BYTES), "cudaMalloc", err,
                      errlen) ||
         setup_failed(cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream), "cudaMemsetAsync",
                      err, errlen) ||
@@ -339,7 +339,7 @@ static int setup(device *d, cu_ctx *c, char *err, size_t errlen)
     if (s == CUBLAS_STATUS_SUCCESS && (call = "cublasSetStream", 1))
         s = cublasSetStream(c->blas, c->stream);
     if (s == CUBLAS_STATUS_SUCCESS && (call = "cublasSetWorkspace", 1))
-        s = cublasSetWorkspace(c->blas, c->workspace, CUBLAS_WORKSPACE_BYTES);
+        s = cublasSetWorkspace(c->blas, c->workspace, BLAS_WORKSPACE_BYTES);
     /* plain fp32 products (no TF32), as PyTorch's default for float32 matmul */
     if (s == CUBLAS_STATUS_SUCCESS && (call = "cublasSetMathMode", 1))
         s = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH);

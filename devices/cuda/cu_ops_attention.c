@@ -136,30 +136,30 @@ static void attention_backward_op(device *d, const char *op, dten dqkv, dten scr
 }
 
 static void cu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,
-                                  int NH, int causal)
+                                 int NH, int causal)
 {
     attention_forward_op(d, "attention_forward", out, att, qkv, (dten){0}, B, T, C, NH, causal,
                          NULL);
 }
 
 static void cu_attention_masked_forward(device *d, dten out, dten att, dten qkv, dten keymask,
-                                         int B, int T, int C, int NH, int causal,
-                                         const attn_dropout *drop)
+                                        int B, int T, int C, int NH, int causal,
+                                        const attn_dropout *drop)
 {
     attention_forward_op(d, "attention_masked_forward", out, att, qkv, keymask, B, T, C, NH,
                          causal, drop);
 }
 
 static void cu_attention_backward(device *d, dten dqkv, dten scratch, dten dout, dten qkv,
-                                   dten att, int B, int T, int C, int NH, int causal)
+                                  dten att, int B, int T, int C, int NH, int causal)
 {
     attention_backward_op(d, "attention_backward", dqkv, scratch, dout, qkv, att, (dten){0}, B,
                           T, C, NH, causal, NULL);
 }
 
 static void cu_attention_masked_backward(device *d, dten dqkv, dten scratch, dten dout,
-                                          dten qkv, dten att, dten keymask, int B, int T, int C,
-                                          int NH, int causal, const attn_dropout *drop)
+                                         dten qkv, dten att, dten keymask, int B, int T, int C,
+                                         int NH, int causal, const attn_dropout *drop)
 {
     attention_backward_op(d, "attention_masked_backward", dqkv, scratch, dout, qkv, att, keymask,
                           B, T, C, NH, causal, drop);

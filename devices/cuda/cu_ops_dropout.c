@@ -4,8 +4,8 @@
 #include "philox.h"
 
 int cu_dropout_launch(device *d, const char *op, dten y, dten mask, dten x, size_t n,
-                       int accumulate, double p, uint64_t seed, uint32_t step, uint32_t layer,
-                       uint32_t site)
+                      int accumulate, double p, uint64_t seed, uint32_t step, uint32_t layer,
+                      uint32_t site)
 {
     cu_args a = {0};
     ca_ten(&a, y);
@@ -41,13 +41,13 @@ static void dropout_op(device *d, const char *op, dten y, dten mask, dten x, int
 }
 
 static void cu_dropout_forward(device *d, dten out, dten mask, dten inp, int n, double p,
-                                uint64_t seed, uint32_t step, uint32_t layer, uint32_t site)
+                               uint64_t seed, uint32_t step, uint32_t layer, uint32_t site)
 {
     dropout_op(d, "dropout_forward", out, mask, inp, n, 0, p, seed, step, layer, site);
 }
 
 static void cu_dropout_backward(device *d, dten dinp, dten dout, int n, double p, uint64_t seed,
-                                 uint32_t step, uint32_t layer, uint32_t site)
+                                uint32_t step, uint32_t layer, uint32_t site)
 {
     dropout_op(d, "dropout_backward", dinp, (dten){0}, dout, n, 1, p, seed, step, layer, site);
 }

@@ -4,7 +4,7 @@
 #include "cu_internal.h"
 
 static void cu_embedding_forward(device *d, dten out, dten tokens, dten wte, dten wpe, int B,
-                                  int T, int C)
+                                 int T, int C)
 {
     const char *op = "embedding_forward";
     if (!op_embedding_ok(d, op, wte, wpe, out, tokens, B, T, C))
@@ -26,7 +26,7 @@ static void cu_embedding_forward(device *d, dten out, dten tokens, dten wte, dte
 }
 
 static void cu_embedding_tt_forward(device *d, dten out, dten tokens, dten types, dten wte,
-                                     dten wpe, dten wtt, int B, int T, int C)
+                                    dten wpe, dten wtt, int B, int T, int C)
 {
     const char *op = "embedding_tt_forward";
     if (!op_embedding_tt_ok(d, op, wte, wpe, wtt, out, tokens, types, B, T, C))
@@ -79,7 +79,7 @@ static int position_grad(device *d, const char *op, dten dwpe, dten dout, int B,
 }
 
 static void cu_embedding_backward(device *d, dten dwte, dten dwpe, dten dout, dten tokens,
-                                   int B, int T, int C)
+                                  int B, int T, int C)
 {
     const char *op = "embedding_backward";
     if (!op_embedding_ok(d, op, dwte, dwpe, dout, tokens, B, T, C))
@@ -91,7 +91,7 @@ static void cu_embedding_backward(device *d, dten dwte, dten dwpe, dten dout, dt
 }
 
 static void cu_embedding_tt_backward(device *d, dten dwte, dten dwpe, dten dwtt, dten dout,
-                                      dten tokens, dten types, int B, int T, int C)
+                                     dten tokens, dten types, int B, int T, int C)
 {
     const char *op = "embedding_tt_backward";
     if (!op_embedding_tt_ok(d, op, dwte, dwpe, dwtt, dout, tokens, types, B, T, C))

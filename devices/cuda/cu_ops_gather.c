@@ -23,7 +23,7 @@ static void cu_gather_rows_forward(device *d, dten out, dten inp, dten idx, int 
 
 /* one item per channel walking the M rows in order (embedding_backward_wte's kernel) */
 static void cu_gather_rows_backward(device *d, dten dinp, dten dout, dten idx, int M, int R,
-                                     int C)
+                                    int C)
 {
     const char *op = "gather_rows_backward";
     if (!op_gather_rows_ok(d, op, dinp, dout, idx, M, R, C))

@@ -47,8 +47,8 @@ static int cublas_call(device *d, const gemm_args *g, size_t off_a, size_t off_b
 }
 
 static void cu_gemm(device *d, int transA, int transB, int M, int N, int K, double alpha, dten A,
-                     int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
-                     int ldc, long strideC, int batch)
+                    int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
+                    int ldc, long strideC, int batch)
 {
     if (!op_gemm_ok(d, transA, transB, M, N, K, A, lda, strideA, Bm, ldb, strideB, Cm, ldc,
                     strideC, batch))

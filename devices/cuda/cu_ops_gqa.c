@@ -24,8 +24,8 @@ static void gqa_dim_args(device *d, cu_args *a, dten keymask, int T, int NH, int
 }
 
 static void cu_attention_gqa_forward(device *d, dten out, dten att, dten q, dten k, dten v,
-                                      dten keymask, int B, int T, int NH, int NKV, int hs,
-                                      int causal)
+                                     dten keymask, int B, int T, int NH, int NKV, int hs,
+                                     int causal)
 {
     const char *op = "attention_gqa_forward";
     if (!op_gqa_ok(d, op, q, k, v, out, att, keymask, B, T, NH, NKV, hs))
@@ -45,8 +45,8 @@ static void cu_attention_gqa_forward(device *d, dten out, dten att, dten q, dten
 }
 
 static void cu_attention_gqa_backward(device *d, dten dq, dten dk, dten dv, dten scratch,
-                                       dten dout, dten q, dten k, dten v, dten att, dten keymask,
-                                       int B, int T, int NH, int NKV, int hs, int causal)
+                                      dten dout, dten q, dten k, dten v, dten att, dten keymask,
+                                      int B, int T, int NH, int NKV, int hs, int causal)
 {
     const char *op = "attention_gqa_backward";
     size_t rows = (size_t)B * NH * (size_t)T, kv = (size_t)B * T * (size_t)NKV * hs;

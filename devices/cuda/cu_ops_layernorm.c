@@ -3,7 +3,7 @@
 #include "cu_internal.h"
 
 static void cu_layernorm_forward(device *d, dten out, dten mean, dten rstd, dten inp, dten w,
-                                  dten b, int N, int C, double eps)
+                                 dten b, int N, int C, double eps)
 {
     const char *op = "layernorm_forward";
     if (!op_layernorm_ok(d, op, inp, out, w, b, mean, rstd, N, C))
@@ -24,7 +24,7 @@ static void cu_layernorm_forward(device *d, dten out, dten mean, dten rstd, dten
 }
 
 static void cu_layernorm_backward(device *d, dten dinp, dten dw, dten db, dten dout, dten inp,
-                                   dten w, dten mean, dten rstd, int N, int C)
+                                  dten w, dten mean, dten rstd, int N, int C)
 {
     const char *op = "layernorm_backward";
     if (!op_layernorm_backward_ok(d, dinp, dw, db, dout, inp, w, mean, rstd, N, C))

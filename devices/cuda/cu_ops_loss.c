@@ -3,7 +3,7 @@
 #include "cu_internal.h"
 
 static void cu_softmax_xent_forward(device *d, dten losses, dten probs, dten logits,
-                                     dten targets, int N, int V, int ignore_index)
+                                    dten targets, int N, int V, int ignore_index)
 {
     const char *op = "softmax_xent_forward";
     if (!op_xent_ok(d, op, probs, targets, N, V) ||
@@ -24,7 +24,7 @@ static void cu_softmax_xent_forward(device *d, dten losses, dten probs, dten log
 }
 
 static void cu_softmax_xent_backward(device *d, dten dlogits, dten probs, dten targets, int N,
-                                      int V, int ignore_index, double scale)
+                                     int V, int ignore_index, double scale)
 {
     const char *op = "softmax_xent_backward";
     if (!op_xent_ok(d, op, probs, targets, N, V) ||

@@ -7,7 +7,7 @@
 #include "cu_internal.h"
 
 static void cu_adamw(device *d, dten p, dten g, dten m, dten v, int n, double lr, double beta1,
-                      double beta2, double eps, double weight_decay, int t)
+                     double beta2, double eps, double weight_decay, int t)
 {
     const char *op = "adamw";
     if (d->failed || !device_dims_ok(d, op, &n, 1, 0) || !device_dims_ok(d, op, &t, 1, 1) ||

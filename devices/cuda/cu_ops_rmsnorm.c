@@ -3,7 +3,7 @@
 #include "cu_internal.h"
 
 static void cu_rmsnorm_forward(device *d, dten out, dten rstd, dten inp, dten w, int N, int C,
-                                double eps)
+                               double eps)
 {
     const char *op = "rmsnorm_forward";
     if (!op_rmsnorm_ok(d, op, inp, out, w, rstd, N, C))
@@ -22,7 +22,7 @@ static void cu_rmsnorm_forward(device *d, dten out, dten rstd, dten inp, dten w,
 }
 
 static void cu_rmsnorm_backward(device *d, dten dinp, dten dw, dten dout, dten inp, dten w,
-                                 dten rstd, int N, int C)
+                                dten rstd, int N, int C)
 {
     const char *op = "rmsnorm_backward";
     if (!op_rmsnorm_ok(d, op, inp, dout, w, rstd, N, C) ||

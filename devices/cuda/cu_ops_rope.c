@@ -23,13 +23,13 @@ static void rope_launch(device *d, const char *op, cu_kernel_id k, dten y, dten 
 }
 
 static void cu_rope_forward(device *d, dten out, dten inp, dten cos_t, dten sin_t, int B, int T,
-                             int NH, int hs)
+                            int NH, int hs)
 {
     rope_launch(d, "rope_forward", K_ROPE_FORWARD, out, inp, cos_t, sin_t, B, T, NH, hs);
 }
 
 static void cu_rope_backward(device *d, dten dinp, dten dout, dten cos_t, dten sin_t, int B,
-                              int T, int NH, int hs)
+                             int T, int NH, int hs)
 {
     rope_launch(d, "rope_backward", K_ROPE_BACKWARD, dinp, dout, cos_t, sin_t, B, T, NH, hs);
 }

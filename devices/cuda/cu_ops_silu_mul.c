@@ -18,7 +18,7 @@ static void cu_silu_mul_forward(device *d, dten out, dten gate, dten up, int n)
 }
 
 static void cu_silu_mul_backward(device *d, dten dgate, dten dup, dten dout, dten gate, dten up,
-                                  int n)
+                                 int n)
 {
     const char *op = "silu_mul_backward";
     if (!op_elementwise_ok(d, op, n, dgate, dup, dout) ||

@@ -3,7 +3,7 @@
 #include "cu_internal.h"
 
 static void cu_topk_router_forward(device *d, dten weights, dten ids, dten probs, dten logits,
-                                    int N, int E, int K, int norm)
+                                   int N, int E, int K, int norm)
 {
     const char *op = "topk_router_forward";
     if (!op_topk_ok(d, op, weights, ids, probs, logits, N, E, K))
@@ -23,7 +23,7 @@ static void cu_topk_router_forward(device *d, dten weights, dten ids, dten probs
 }
 
 static void cu_topk_router_backward(device *d, dten dlogits, dten dweights, dten weights,
-                                     dten ids, dten probs, int N, int E, int K, int norm)
+                                    dten ids, dten probs, int N, int E, int K, int norm)
 {
     const char *op = "topk_router_backward";
     if (!op_topk_ok(d, op, dweights, ids, probs, dlogits, N, E, K) ||

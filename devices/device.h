@@ -285,11 +285,12 @@ void device_reset_peak(device *d);
 void device_close(device *d);
 
 /* ---- registry (devices/registry.c) ---- */
-/* spec: "cpu", "cpu64", "opencl", "opencl:1", "cuda:0" ... On failure returns NULL and writes a
- * message into err. A backend not compiled in or absent at run time is an error, never a
+/* spec: "cpu", "cpu64", "opencl", "opencl:1", "cuda:0", "plugin:PATH[:N]" (an out-of-tree
+ * backend, devices/device_plugin.h) ... On failure returns NULL and writes a message into err.
+ * A backend not compiled in or absent at run time is an error, never a
  * silent fallback to another device. */
 device *device_open(const char *spec, char *err, size_t errlen);
-/* names of the backends compiled into this binary, NULL-terminated */
+/* names of the backends compiled into this binary and "plugin", NULL-terminated */
 const char *const *device_backends(void);
 
 /* One line of `harness devices`: a spec that device_open accepts and what it names. */
@@ -302,5 +303,8 @@ typedef struct {
 } device_info;
 /* fills up to max entries for every device of every compiled-in backend; returns the count */
 int device_list(device_info *out, int max);
+/* one line per compiled-in backend that has no device here and says why (e.g. "cuda: no CUDA
+ * device on this machine (...)"), newline-terminated, into out; returns the number of lines */
+int device_notes(char *out, size_t len);
 
 #endif

@@ -1,5 +1,6 @@
 /* devices/philox.h: the counter-based generator Philox4x32-10 (Random123) and the dropout
- * decision built on it, one text compiled as C (cpu backends, host) and as OpenCL C (embedded). */
+ * decision built on it, one text compiled as C (cpu backends, host), as OpenCL C (embedded) and
+ * as CUDA C (the cuda backend's kernels). */
 
 /* Written in the subset C11 and OpenCL C 1.2 share, so every device draws the same bits: the
  * opencl backend embeds this file ahead of its kernels (devices/opencl/ocl_program.c). The
@@ -11,6 +12,11 @@
 typedef uint philox_u32;
 typedef ulong philox_u64;
 #define PHILOX_FN
+#elif defined(__CUDACC__) || defined(__MUSACC__)
+#include <stdint.h>
+typedef uint32_t philox_u32;
+typedef uint64_t philox_u64;
+#define PHILOX_FN static inline __host__ __device__
 #else
 #include <stdint.h>
 typedef uint32_t philox_u32;

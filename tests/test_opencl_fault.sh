@@ -24,7 +24,7 @@ fi
 # runs, so a rerun only relinks) ----
 echo "building the fault-injection harness in $B"
 CMAKE="${CMAKE_COMMAND:-cmake}" # ctest passes the cmake that configured this build
-if ! "$CMAKE" -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release -DHARNESS_SANITIZE=OFF -DHARNESS_OPENCL=ON \
+if ! "$CMAKE" -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=Release -DHARNESS_SANITIZE=OFF -DHARNESS_OPENCL=ON -DHARNESS_CUDA=OFF \
       -DHARNESS_OPENCL_FAULT=$FAULT >"$T/cfg" 2>&1 ||
    ! "$CMAKE" --build "$B" --target harness -j2 >"$T/build" 2>&1; then
   echo "FAIL: the fault build did not build"; tail -20 "$T/cfg" "$T/build"

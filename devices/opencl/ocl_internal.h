@@ -14,60 +14,11 @@ struct dbuf {
     cl_mem mem;
 };
 
-/* every kernel of kernels/<name>.cl, in the order of ocl_kernel_names (ocl_program.c) */
-typedef enum {
-    K_GELU_FORWARD,
-    K_GELU_BACKWARD,
-    K_ADD,
-    K_ACCUMULATE,
-    K_SCALE,
-    K_FAULT_ADD,
-    K_BIAS_ADD,
-    K_BIAS_BACKWARD,
-    K_GEMM_SCALE,
-    K_EMBEDDING_FORWARD,
-    K_EMBEDDING_BACKWARD_WTE,
-    K_EMBEDDING_BACKWARD_WPE,
-    K_LAYERNORM_FORWARD,
-    K_LAYERNORM_BACKWARD_INP,
-    K_LAYERNORM_BACKWARD_WB,
-    K_ATTENTION_SOFTMAX,
-    K_ATTENTION_VALUE,
-    K_ATTENTION_BACKWARD_DPRE,
-    K_ATTENTION_BACKWARD_DQ,
-    K_ATTENTION_BACKWARD_DKV,
-    K_SOFTMAX_XENT_FORWARD,
-    K_SOFTMAX_XENT_BACKWARD,
-    K_ADAMW,
-    K_REDUCE,
-    K_GELU_ERF_FORWARD,
-    K_GELU_ERF_BACKWARD,
-    K_EMBEDDING_TT_FORWARD,
-    K_DROPOUT_APPLY,
-    K_RMSNORM_FORWARD,
-    K_RMSNORM_BACKWARD_INP,
-    K_RMSNORM_BACKWARD_W,
-    K_SILU_MUL_FORWARD,
-    K_SILU_MUL_BACKWARD,
-    K_ROPE_FORWARD,
-    K_ROPE_BACKWARD,
-    K_GQA_FORWARD,
-    K_GQA_BACKWARD_DQ,
-    K_GQA_BACKWARD_DKV,
-    K_GATHER_ROWS_FORWARD,
-    K_TOPK_ROUTER_FORWARD,
-    K_TOPK_ROUTER_BACKWARD,
-    K_COUNT
-} ocl_kernel_id;
-
-/* work-groups of the sum/sumsq kernel: fixed, so the summation order never changes */
-#define OCL_REDUCE_GROUPS 64
-
-/* error codes kernels raise in the flag buffer (ERR_* in kernels/common.cl) */
-enum { OCL_ERR_TOKEN_FWD = 1, OCL_ERR_TOKEN_BWD = 2, OCL_ERR_TARGET_FWD = 3,
-       OCL_ERR_TARGET_BWD = 4, OCL_ERR_TT_TOKEN_FWD = 5, OCL_ERR_TT_TYPE_FWD = 6,
-       OCL_ERR_TT_TOKEN_BWD = 7, OCL_ERR_TT_TYPE_BWD = 8, OCL_ERR_GATHER_FWD = 9,
-       OCL_ERR_GATHER_BWD = 10, OCL_ERR_TOPK_BWD = 11 };
+/* the kernel ids (K_*), the reduce's group count and the error codes (KERR_*) the kernels of
+ * devices/kernels/ share with the cuda backend */
+#include "kernels/kernel_list.h"
+typedef kernel_id ocl_kernel_id;
+#define OCL_REDUCE_GROUPS KERNEL_REDUCE_GROUPS
 
 typedef struct {
     cl_platform_id platform;
@@ -134,7 +85,8 @@ int ocl_dropout_launch(device *d, const char *op, dten y, dten mask, dten x, siz
                        uint32_t site);
 
 /* ---- program (ocl_program.c) ---- */
-/* builds the embedded kernels (common.cl and devices/philox.h first) for c->dev and creates every kernel; 0, or 1 with err written */
+/* builds the embedded kernels (dialect.h, devices/philox.h, common.cl first) for c->dev and
+ * creates every kernel; 0, or 1 with err written */
 int ocl_build_program(ocl_ctx *c, char *err, size_t errlen);
 void ocl_release_program(ocl_ctx *c);
 

@@ -85,7 +85,7 @@ static void ocl_embedding_backward(device *d, dten dwte, dten dwpe, dten dout, d
     if (!op_embedding_ok(d, op, dwte, dwpe, dout, tokens, B, T, C))
         return;
     ocl_op_begin(d);
-    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, OCL_ERR_TOKEN_BWD) &&
+    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, KERR_TOKEN_BWD) &&
         position_grad(d, op, dwpe, dout, B, T, C))
         ocl_fault(d, op, dwpe, (size_t)T * C);
 }
@@ -97,8 +97,8 @@ static void ocl_embedding_tt_backward(device *d, dten dwte, dten dwpe, dten dwtt
     if (!op_embedding_tt_ok(d, op, dwte, dwpe, dwtt, dout, tokens, types, B, T, C))
         return;
     ocl_op_begin(d);
-    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, OCL_ERR_TT_TOKEN_BWD) &&
-        scatter_rows(d, op, dwtt, dout, types, B * T, C, OCL_ERR_TT_TYPE_BWD) &&
+    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, KERR_TT_TOKEN_BWD) &&
+        scatter_rows(d, op, dwtt, dout, types, B * T, C, KERR_TT_TYPE_BWD) &&
         position_grad(d, op, dwpe, dout, B, T, C))
         ocl_fault(d, op, dwpe, (size_t)T * C);
 }

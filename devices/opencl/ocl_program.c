@@ -1,5 +1,5 @@
-/* devices/opencl/ocl_program.c: builds the OpenCL C kernels embedded at build time (common.cl and
- * devices/philox.h first, then every other kernels/<name>.cl) into one program; creates kernels. */
+/* devices/opencl/ocl_program.c: builds the kernels of devices/kernels/ embedded at build time
+ * (dialect.h, devices/philox.h and common.cl first, then every other <name>.cl) into one program. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,67 +7,30 @@
 #include "ocl_internal.h"
 #include "opencl_kernels.h"
 
-/* names of the __kernel functions, in ocl_kernel_id order */
-static const char *const kernel_names[K_COUNT] = {
-    [K_GELU_FORWARD] = "gelu_forward",
-    [K_GELU_BACKWARD] = "gelu_backward",
-    [K_ADD] = "add",
-    [K_ACCUMULATE] = "accumulate",
-    [K_SCALE] = "scale",
-    [K_FAULT_ADD] = "fault_add",
-    [K_BIAS_ADD] = "bias_add",
-    [K_BIAS_BACKWARD] = "bias_backward",
-    [K_GEMM_SCALE] = "gemm_scale",
-    [K_EMBEDDING_FORWARD] = "embedding_forward",
-    [K_EMBEDDING_BACKWARD_WTE] = "embedding_backward_wte",
-    [K_EMBEDDING_BACKWARD_WPE] = "embedding_backward_wpe",
-    [K_LAYERNORM_FORWARD] = "layernorm_forward",
-    [K_LAYERNORM_BACKWARD_INP] = "layernorm_backward_inp",
-    [K_LAYERNORM_BACKWARD_WB] = "layernorm_backward_wb",
-    [K_ATTENTION_SOFTMAX] = "attention_softmax",
-    [K_ATTENTION_VALUE] = "attention_value",
-    [K_ATTENTION_BACKWARD_DPRE] = "attention_backward_dpre",
-    [K_ATTENTION_BACKWARD_DQ] = "attention_backward_dq",
-    [K_ATTENTION_BACKWARD_DKV] = "attention_backward_dkv",
-    [K_SOFTMAX_XENT_FORWARD] = "softmax_xent_forward",
-    [K_SOFTMAX_XENT_BACKWARD] = "softmax_xent_backward",
-    [K_ADAMW] = "adamw",
-    [K_REDUCE] = "reduce_partial",
-    [K_GELU_ERF_FORWARD] = "gelu_erf_forward",
-    [K_GELU_ERF_BACKWARD] = "gelu_erf_backward",
-    [K_EMBEDDING_TT_FORWARD] = "embedding_tt_forward",
-    [K_DROPOUT_APPLY] = "dropout_apply",
-    [K_RMSNORM_FORWARD] = "rmsnorm_forward",
-    [K_RMSNORM_BACKWARD_INP] = "rmsnorm_backward_inp",
-    [K_RMSNORM_BACKWARD_W] = "rmsnorm_backward_w",
-    [K_SILU_MUL_FORWARD] = "silu_mul_forward",
-    [K_SILU_MUL_BACKWARD] = "silu_mul_backward",
-    [K_ROPE_FORWARD] = "rope_forward",
-    [K_ROPE_BACKWARD] = "rope_backward",
-    [K_GQA_FORWARD] = "gqa_forward",
-    [K_GQA_BACKWARD_DQ] = "gqa_backward_dq",
-    [K_GQA_BACKWARD_DKV] = "gqa_backward_dkv",
-    [K_GATHER_ROWS_FORWARD] = "gather_rows_forward",
-    [K_TOPK_ROUTER_FORWARD] = "topk_router_forward",
-    [K_TOPK_ROUTER_BACKWARD] = "topk_router_backward",
-};
+/* names of the kernel functions, in kernel_id order */
+#define KERNEL_NAME(id, name) #name,
+static const char *const kernel_names[K_COUNT] = {KERNEL_LIST(KERNEL_NAME)};
+#undef KERNEL_NAME
 
-/* a file the kernels build on: common.cl, or a header shared with the C side (philox.h) */
-static int is_base_source(const char *name)
+/* where a file goes in the build: the dialect's macros (devices/kernels/dialect.h) first, then
+ * the headers shared with the C side (philox.h), then common.cl, then the kernel files */
+static int source_rank(const char *name)
 {
     size_t n = strlen(name);
-    return strcmp(name, "common.cl") == 0 || (n > 2 && strcmp(name + n - 2, ".h") == 0);
+    if (strcmp(name, "dialect.h") == 0)
+        return 0;
+    if (n > 2 && strcmp(name + n - 2, ".h") == 0)
+        return 1;
+    return strcmp(name, "common.cl") == 0 ? 2 : 3;
 }
 
-/* the sources in build order: common.cl and the shared headers (types and helpers the others
- * use, in name order) first */
+/* the sources in build order (by rank, then by name as embedded) */
 static int source_order(const char **src, size_t *len)
 {
     int n = 0;
-    for (int pass = 0; pass < 2; pass++)
+    for (int rank = 0; rank < 4; rank++)
         for (int i = 0; i < opencl_kernel_file_count; i++) {
-            int common = is_base_source(opencl_kernel_files[i].name);
-            if (common == (pass == 0)) {
+            if (source_rank(opencl_kernel_files[i].name) == rank) {
                 src[n] = opencl_kernel_files[i].text;
                 len[n++] = opencl_kernel_files[i].len;
             }

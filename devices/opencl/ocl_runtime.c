@@ -91,36 +91,6 @@ int ocl_ok(device *d, const char *op, const char *call, cl_int err)
     return 0;
 }
 
-static const char *flag_message(int code)
-{
-    switch (code) {
-    case OCL_ERR_TOKEN_FWD:
-        return "embedding_forward: a token id is outside the rows of wte";
-    case OCL_ERR_TOKEN_BWD:
-        return "embedding_backward: a token id is outside the rows of dwte";
-    case OCL_ERR_TARGET_FWD:
-        return "softmax_xent_forward: a target is outside [0, V) and not the ignore index";
-    case OCL_ERR_TARGET_BWD:
-        return "softmax_xent_backward: a target is outside [0, V) and not the ignore index";
-    case OCL_ERR_TT_TOKEN_FWD:
-        return "embedding_tt_forward: a token id is outside the rows of wte";
-    case OCL_ERR_TT_TYPE_FWD:
-        return "embedding_tt_forward: a token type id is outside the rows of wtt";
-    case OCL_ERR_TT_TOKEN_BWD:
-        return "embedding_tt_backward: a token id is outside the rows of dwte";
-    case OCL_ERR_TT_TYPE_BWD:
-        return "embedding_tt_backward: a token type id is outside the rows of dwtt";
-    case OCL_ERR_GATHER_FWD:
-        return "gather_rows_forward: an id is outside the rows of inp";
-    case OCL_ERR_GATHER_BWD:
-        return "gather_rows_backward: an id is outside the rows of dinp";
-    case OCL_ERR_TOPK_BWD:
-        return "topk_router_backward: an expert id is outside [0, E)";
-    default:
-        return "a kernel raised an unknown error code";
-    }
-}
-
 int ocl_check_flag(device *d, const char *op)
 {
     ocl_ctx *c = OCL(d);
@@ -131,7 +101,7 @@ int ocl_check_flag(device *d, const char *op)
         return 0;
     if (code == 0)
         return 1;
-    device_fail(d, "opencl: %s (found at %s)", flag_message(code), op);
+    device_fail(d, "opencl: %s (found at %s)", kernel_error_message(code), op);
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /* devices/opencl/opencl_kernels.h: the table of embedded OpenCL C sources that
- * embed_kernels.cmake generates from kernels/<name>.cl at build time (one entry per file). */
+ * embed_kernels.cmake generates from devices/kernels/ at build time (one entry per file). */
 #ifndef OPENCL_KERNELS_H
 #define OPENCL_KERNELS_H
 

@@ -502,6 +502,9 @@ static void print_devices_table(const device_info *d, int n)
     for (const char *const *b = device_backends(); *b; b++)
         printf(" %s", *b);
     printf("\n");
+    char notes[2048];
+    if (device_notes(notes, sizeof notes))
+        printf("%s", notes);
 }
 
 static int print_devices_json(const device_info *d, int n)

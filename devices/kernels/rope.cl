@@ -1,13 +1,13 @@
-/* devices/opencl/kernels/rope.cl: rotary position embedding (HF Llama's rotate_half convention)
+/* devices/kernels/rope.cl: rotary position embedding (HF Llama's rotate_half convention)
  * on [B,T,NH,hs] from cos/sin tables [T,hs/2]: one work-item per (row, i < hs/2) pair, so in
  * place is safe. Same expressions as the cpu reference. */
 
-__kernel void rope_forward(__global float *out, ulong out_off, __global const float *inp,
-                           ulong inp_off, __global const float *cos_t, ulong cos_off,
-                           __global const float *sin_t, ulong sin_off, int T, int NH, int hs,
+KERNEL void rope_forward(GLOBAL float *out, ulong out_off, GLOBAL const float *inp,
+                           ulong inp_off, GLOBAL const float *cos_t, ulong cos_off,
+                           GLOBAL const float *sin_t, ulong sin_off, int T, int NH, int hs,
                            ulong pairs)
 {
-    size_t p = get_global_id(0);
+    size_t p = GLOBAL_ID;
     if (p >= pairs)
         return;
     int hh = hs / 2;
@@ -20,12 +20,12 @@ __kernel void rope_forward(__global float *out, ulong out_off, __global const fl
 }
 
 /* the transpose: dinp[i] += dout[i] c + dout[i+h] s, dinp[i+h] += dout[i+h] c - dout[i] s */
-__kernel void rope_backward(__global float *dinp, ulong dinp_off, __global const float *dout,
-                            ulong dout_off, __global const float *cos_t, ulong cos_off,
-                            __global const float *sin_t, ulong sin_off, int T, int NH, int hs,
+KERNEL void rope_backward(GLOBAL float *dinp, ulong dinp_off, GLOBAL const float *dout,
+                            ulong dout_off, GLOBAL const float *cos_t, ulong cos_off,
+                            GLOBAL const float *sin_t, ulong sin_off, int T, int NH, int hs,
                             ulong pairs)
 {
-    size_t p = get_global_id(0);
+    size_t p = GLOBAL_ID;
     if (p >= pairs)
         return;
     int hh = hs / 2;

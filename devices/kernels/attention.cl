@@ -1,4 +1,4 @@
-/* devices/opencl/kernels/attention.cl: multi-head self-attention on qkv[B,T,3C] ([q | k | v],
+/* devices/kernels/attention.cl: multi-head self-attention on qkv[B,T,3C] ([q | k | v],
  * head h on channels [h*hs, (h+1)*hs)), causal or not, with an optional key mask and dropout of
  * the probabilities, forward and backward, without atomics. */
 
@@ -28,7 +28,7 @@ typedef struct {
 } drop_walk;
 
 /* x kept and scaled, or 0, as element i's keep decision says */
-float drop_apply(drop_walk *w, size_t i, float x, ulong thr, float keep_scale, ulong seed,
+DEVICE_FN float drop_apply(drop_walk *w, size_t i, float x, ulong thr, float keep_scale, ulong seed,
                  ulong step, ulong layer, ulong site)
 {
     uint blk = (uint)(i >> 2);
@@ -42,23 +42,23 @@ float drop_apply(drop_walk *w, size_t i, float x, ulong thr, float keep_scale, u
 #define DROP(w, i, x) drop_apply(w, i, x, thr, keep_scale, seed, step, layer, site)
 
 /* att[b,h,t,:] = softmax_s(q_t . k_s * scale) over the visible s < send, 0 at the others */
-__kernel void attention_softmax(__global float *att, ulong att_off, __global const float *qkv,
+KERNEL void attention_softmax(GLOBAL float *att, ulong att_off, GLOBAL const float *qkv,
                                 ulong qkv_off, int B, int T, int C, int NH, int causal,
-                                float scale, __global const int *km, ulong km_off, int has_mask)
+                                float scale, GLOBAL const int *km, ulong km_off, int has_mask)
 {
-    size_t r = get_global_id(0);
+    size_t r = GLOBAL_ID;
     if (r >= (size_t)B * NH * T)
         return;
     int t = r % T, h = (r / T) % NH, hs = C / NH;
     size_t b = r / ((size_t)NH * T);
-    __global const float *q = qkv + qkv_off + QKV_ROW(b, t) + h * hs;
-    __global float *a = att + att_off + r * T;
+    GLOBAL const float *q = qkv + qkv_off + QKV_ROW(b, t) + h * hs;
+    GLOBAL float *a = att + att_off + r * T;
     int send = causal ? t + 1 : T;
     float mx = -INFINITY;
     for (int s = 0; s < send; s++) {
         if (!VISIBLE(b, s))
             continue;
-        __global const float *k = qkv + qkv_off + QKV_ROW(b, s) + C + h * hs;
+        GLOBAL const float *k = qkv + qkv_off + QKV_ROW(b, s) + C + h * hs;
         float dot = 0;
         for (int j = 0; j < hs; j++)
             dot += q[j] * k[j];
@@ -79,18 +79,18 @@ __kernel void attention_softmax(__global float *att, ulong att_off, __global con
 
 /* out[b,t,h*hs+j] = sum_s att_d[b,h,t,s] v_s[j] (att_d = att without dropout): one item per
  * output element */
-__kernel void attention_value(__global float *out, ulong out_off, __global const float *att,
-                              ulong att_off, __global const float *qkv, ulong qkv_off, int B,
+KERNEL void attention_value(GLOBAL float *out, ulong out_off, GLOBAL const float *att,
+                              ulong att_off, GLOBAL const float *qkv, ulong qkv_off, int B,
                               int T, int C, int NH, int causal, DROP_PARAMS)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)B * T * C)
         return;
     int hs = C / NH, c = i % C, h = c / hs;
     size_t bt = i / C, b = bt / T;
     int t = bt % T, send = causal ? t + 1 : T;
-    __global const float *a = att + att_off + ((b * NH + h) * T + t) * (size_t)T;
-    __global const float *v = qkv + qkv_off + QKV_ROW(b, 0) + 2 * C + c;
+    GLOBAL const float *a = att + att_off + ((b * NH + h) * T + t) * (size_t)T;
+    GLOBAL const float *v = qkv + qkv_off + QKV_ROW(b, 0) + 2 * C + c;
     size_t base = ((b * NH + h) * T + t) * (size_t)T;
     drop_walk w = {0};
     float y = 0;
@@ -104,29 +104,29 @@ __kernel void attention_value(__global float *out, ulong out_off, __global const
 /* per query row: datt[s] = dout_t . v_s (with dropout: dropped and scaled as att was);
  * dpre[s] = att[s] (datt[s] - sum_s' att datt) * scale into scratch over the visible s (0 past
  * send and at masked keys) */
-__kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
-                                      __global const float *dout, ulong dout_off,
-                                      __global const float *qkv, ulong qkv_off,
-                                      __global const float *att, ulong att_off, int B, int T,
+KERNEL void attention_backward_dpre(GLOBAL float *scratch, ulong sc_off,
+                                      GLOBAL const float *dout, ulong dout_off,
+                                      GLOBAL const float *qkv, ulong qkv_off,
+                                      GLOBAL const float *att, ulong att_off, int B, int T,
                                       int C, int NH, int causal, float scale,
-                                      __global const int *km, ulong km_off, int has_mask,
+                                      GLOBAL const int *km, ulong km_off, int has_mask,
                                       DROP_PARAMS)
 {
-    size_t r = get_global_id(0);
+    size_t r = GLOBAL_ID;
     if (r >= (size_t)B * NH * T)
         return;
     int t = r % T, h = (r / T) % NH, hs = C / NH;
     size_t b = r / ((size_t)NH * T);
-    __global const float *go = dout + dout_off + (b * T + t) * (size_t)C + h * hs;
-    __global const float *a = att + att_off + r * T;
-    __global float *w = scratch + sc_off + r * T;
+    GLOBAL const float *go = dout + dout_off + (b * T + t) * (size_t)C + h * hs;
+    GLOBAL const float *a = att + att_off + r * T;
+    GLOBAL float *w = scratch + sc_off + r * T;
     int send = causal ? t + 1 : T;
     drop_walk dw = {0};
     acc_t dsum = 0;
     for (int s = 0; s < send; s++) {
         if (!VISIBLE(b, s))
             continue;
-        __global const float *v = qkv + qkv_off + QKV_ROW(b, s) + 2 * C + h * hs;
+        GLOBAL const float *v = qkv + qkv_off + QKV_ROW(b, s) + 2 * C + h * hs;
         float dot = 0;
         for (int j = 0; j < hs; j++)
             dot += go[j] * v[j];
@@ -142,19 +142,19 @@ __kernel void attention_backward_dpre(__global float *scratch, ulong sc_off,
 }
 
 /* dq_t[j] += sum_s dpre[t][s] k_s[j]: one item per element of dq */
-__kernel void attention_backward_dq(__global float *dqkv, ulong dqkv_off,
-                                    __global const float *scratch, ulong sc_off,
-                                    __global const float *qkv, ulong qkv_off, int B, int T, int C,
+KERNEL void attention_backward_dq(GLOBAL float *dqkv, ulong dqkv_off,
+                                    GLOBAL const float *scratch, ulong sc_off,
+                                    GLOBAL const float *qkv, ulong qkv_off, int B, int T, int C,
                                     int NH, int causal)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)B * T * C)
         return;
     int hs = C / NH, c = i % C, h = c / hs;
     size_t bt = i / C, b = bt / T;
     int t = bt % T, send = causal ? t + 1 : T;
-    __global const float *w = scratch + sc_off + ((b * NH + h) * T + t) * (size_t)T;
-    __global const float *k = qkv + qkv_off + QKV_ROW(b, 0) + C + c;
+    GLOBAL const float *w = scratch + sc_off + ((b * NH + h) * T + t) * (size_t)T;
+    GLOBAL const float *k = qkv + qkv_off + QKV_ROW(b, 0) + C + c;
     float acc = 0;
     for (int s = 0; s < send; s++)
         acc += w[s] * k[(size_t)s * 3 * C];
@@ -164,23 +164,23 @@ __kernel void attention_backward_dq(__global float *dqkv, ulong dqkv_off,
 /* dk_s[j] += sum_t dpre[t][s] q_t[j] when do_dk; dv_s[j] += sum_t att[t][s] dout_t[j] when
  * do_dv, over the query rows t that see key s (t >= s when causal; none when s is masked): one
  * item per element of dk/dv. With dropout att is the dropped probabilities (in scratch). */
-__kernel void attention_backward_dkv(__global float *dqkv, ulong dqkv_off,
-                                     __global const float *scratch, ulong sc_off,
-                                     __global const float *dout, ulong dout_off,
-                                     __global const float *qkv, ulong qkv_off,
-                                     __global const float *att, ulong att_off, int B, int T,
-                                     int C, int NH, int causal, __global const int *km,
+KERNEL void attention_backward_dkv(GLOBAL float *dqkv, ulong dqkv_off,
+                                     GLOBAL const float *scratch, ulong sc_off,
+                                     GLOBAL const float *dout, ulong dout_off,
+                                     GLOBAL const float *qkv, ulong qkv_off,
+                                     GLOBAL const float *att, ulong att_off, int B, int T,
+                                     int C, int NH, int causal, GLOBAL const int *km,
                                      ulong km_off, int has_mask, int do_dk, int do_dv)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)B * T * C)
         return;
     int hs = C / NH, c = i % C, h = c / hs;
     size_t bt = i / C, b = bt / T;
     int s = bt % T;
     size_t head = (b * NH + h) * (size_t)T * T;
-    __global const float *q = qkv + qkv_off + QKV_ROW(b, 0) + c;
-    __global const float *go = dout + dout_off + b * T * (size_t)C + c;
+    GLOBAL const float *q = qkv + qkv_off + QKV_ROW(b, 0) + c;
+    GLOBAL const float *go = dout + dout_off + b * T * (size_t)C + c;
     float dk = 0, dv = 0;
     for (int t = causal ? s : 0; VISIBLE(b, s) && t < T; t++) {
         size_t ts = head + (size_t)t * T + s;
@@ -189,7 +189,7 @@ __kernel void attention_backward_dkv(__global float *dqkv, ulong dqkv_off,
         if (do_dv)
             dv += att[att_off + ts] * go[(size_t)t * C];
     }
-    __global float *row = dqkv + dqkv_off + QKV_ROW(b, s);
+    GLOBAL float *row = dqkv + dqkv_off + QKV_ROW(b, s);
     if (do_dk)
         row[C + c] += dk;
     if (do_dv)

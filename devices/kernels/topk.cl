@@ -1,18 +1,18 @@
-/* devices/opencl/kernels/topk.cl: top-k expert routing, one work-item per token row, the cpu
+/* devices/kernels/topk.cl: top-k expert routing, one work-item per token row, the cpu
  * reference's loops and order (softmax sums in acc_t, selection on the logits, ties to the
  * lower index). The backward raises ERR_TOPK_BWD on an expert id outside [0, E). */
 
-__kernel void topk_router_forward(__global float *w, ulong w_off, __global int *ids,
-                                  ulong ids_off, __global float *probs, ulong p_off,
-                                  __global const float *logits, ulong x_off, int N, int E, int K,
+KERNEL void topk_router_forward(GLOBAL float *w, ulong w_off, GLOBAL int *ids,
+                                  ulong ids_off, GLOBAL float *probs, ulong p_off,
+                                  GLOBAL const float *logits, ulong x_off, int N, int E, int K,
                                   int norm)
 {
-    size_t n = get_global_id(0);
+    size_t n = GLOBAL_ID;
     if (n >= (size_t)N)
         return;
-    __global const float *x = logits + x_off + n * E;
-    __global float *p = probs + p_off + n * E;
-    __global int *id = ids + ids_off + n * K;
+    GLOBAL const float *x = logits + x_off + n * E;
+    GLOBAL float *p = probs + p_off + n * E;
+    GLOBAL int *id = ids + ids_off + n * K;
     acc_t mx = -INFINITY, sum = 0, sel = 0;
     for (int e = 0; e < E; e++)
         mx = x[e] > mx ? x[e] : mx;
@@ -36,19 +36,19 @@ __kernel void topk_router_forward(__global float *w, ulong w_off, __global int *
         w[w_off + n * K + k] = norm ? (float)(p[id[k]] / sel) : p[id[k]];
 }
 
-__kernel void topk_router_backward(__global float *dlogits, ulong dx_off,
-                                   __global const float *dweights, ulong dw_off,
-                                   __global const float *weights, ulong w_off,
-                                   __global const int *ids, ulong ids_off,
-                                   __global const float *probs, ulong p_off, int N, int E, int K,
-                                   int norm, __global int *flag)
+KERNEL void topk_router_backward(GLOBAL float *dlogits, ulong dx_off,
+                                   GLOBAL const float *dweights, ulong dw_off,
+                                   GLOBAL const float *weights, ulong w_off,
+                                   GLOBAL const int *ids, ulong ids_off,
+                                   GLOBAL const float *probs, ulong p_off, int N, int E, int K,
+                                   int norm, GLOBAL int *flag)
 {
-    size_t n = get_global_id(0);
+    size_t n = GLOBAL_ID;
     if (n >= (size_t)N)
         return;
-    __global const float *dw = dweights + dw_off + n * K, *w = weights + w_off + n * K;
-    __global const float *p = probs + p_off + n * E;
-    __global const int *id = ids + ids_off + n * K;
+    GLOBAL const float *dw = dweights + dw_off + n * K, *w = weights + w_off + n * K;
+    GLOBAL const float *p = probs + p_off + n * E;
+    GLOBAL const int *id = ids + ids_off + n * K;
     for (int k = 0; k < K; k++)
         if (id[k] < 0 || id[k] >= E) {
             raise_error(flag, ERR_TOPK_BWD);
@@ -61,7 +61,7 @@ __kernel void topk_router_backward(__global float *dlogits, ulong dx_off,
     }
     for (int k = 0; k < K; k++)
         dot += p[id[k]] * (norm ? ((acc_t)dw[k] - wdw) / S : (acc_t)dw[k]);
-    __global float *dx = dlogits + dx_off + n * E;
+    GLOBAL float *dx = dlogits + dx_off + n * E;
     for (int e = 0; e < E; e++) {
         acc_t dp = 0;
         for (int k = 0; k < K; k++)

@@ -1,12 +1,12 @@
-/* devices/opencl/kernels/gather.cl: the expert gather of rows by index, one item per output
+/* devices/kernels/gather.cl: the expert gather of rows by index, one item per output
  * element; a bad id raises ERR_GATHER_FWD and writes NaN. The backward (scatter-add) is
  * embedding_backward_wte's kernel with ERR_GATHER_BWD. */
 
-__kernel void gather_rows_forward(__global float *out, ulong out_off, __global const float *inp,
-                                  ulong inp_off, __global const int *idx, ulong idx_off, int R,
-                                  int C, ulong total, __global int *flag)
+KERNEL void gather_rows_forward(GLOBAL float *out, ulong out_off, GLOBAL const float *inp,
+                                  ulong inp_off, GLOBAL const int *idx, ulong idx_off, int R,
+                                  int C, ulong total, GLOBAL int *flag)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= total)
         return;
     size_t m = i / C, c = i % C;

@@ -1,13 +1,13 @@
-/* devices/opencl/kernels/elementwise.cl: one work-item per element: GELU (tanh and erf forms)
+/* devices/kernels/elementwise.cl: one work-item per element: GELU (tanh and erf forms)
  * forward and backward, residual add, accumulate, scale, bias add, the fault-injection add.
  * GELU uses 0.5(1 + tanh(u)) = sigmoid(2u), as the cpu reference: no cancellation for x < 0. */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_C 0.044715f
 
-__kernel void gelu_forward(__global float *out, ulong out_off, __global const float *inp,
+KERNEL void gelu_forward(GLOBAL float *out, ulong out_off, GLOBAL const float *inp,
                            ulong inp_off, int n)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)n)
         return;
     float x = inp[inp_off + i];
@@ -16,10 +16,10 @@ __kernel void gelu_forward(__global float *out, ulong out_off, __global const fl
 
 /* d/dx of 0.5x(1+tanh(u)), u = k(x + c x^3): 0.5(1+th) + 0.5x(1-th^2) k(1 + 3c x^2), with
  * 0.5(1+th) = sig and 0.5(1-th^2) = 2 sig (1-sig), sig = sigmoid(2u) */
-__kernel void gelu_backward(__global float *dinp, ulong dinp_off, __global const float *inp,
-                            ulong inp_off, __global const float *dout, ulong dout_off, int n)
+KERNEL void gelu_backward(GLOBAL float *dinp, ulong dinp_off, GLOBAL const float *inp,
+                            ulong inp_off, GLOBAL const float *dout, ulong dout_off, int n)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)n)
         return;
     float x = inp[inp_off + i];
@@ -32,10 +32,10 @@ __kernel void gelu_backward(__global float *dinp, ulong dinp_off, __global const
 #define GELU_INV_SQRT_2PI 0.39894228040143268f /* 1/sqrt(2 pi) */
 
 /* exact GELU, the cpu reference's expression: x * 0.5 * (1 + erf(x / sqrt(2))) */
-__kernel void gelu_erf_forward(__global float *out, ulong out_off, __global const float *inp,
+KERNEL void gelu_erf_forward(GLOBAL float *out, ulong out_off, GLOBAL const float *inp,
                                ulong inp_off, int n)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)n)
         return;
     float x = inp[inp_off + i];
@@ -43,10 +43,10 @@ __kernel void gelu_erf_forward(__global float *out, ulong out_off, __global cons
 }
 
 /* d/dx of x Phi(x): Phi(x) + x phi(x) */
-__kernel void gelu_erf_backward(__global float *dinp, ulong dinp_off, __global const float *inp,
-                                ulong inp_off, __global const float *dout, ulong dout_off, int n)
+KERNEL void gelu_erf_backward(GLOBAL float *dinp, ulong dinp_off, GLOBAL const float *inp,
+                                ulong inp_off, GLOBAL const float *dout, ulong dout_off, int n)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)n)
         return;
     float x = inp[inp_off + i];
@@ -55,42 +55,42 @@ __kernel void gelu_erf_backward(__global float *dinp, ulong dinp_off, __global c
     dinp[dinp_off + i] += dout[dout_off + i] * (cdf + x * pdf);
 }
 
-__kernel void add(__global float *out, ulong out_off, __global const float *a, ulong a_off,
-                  __global const float *b, ulong b_off, int n)
+KERNEL void add(GLOBAL float *out, ulong out_off, GLOBAL const float *a, ulong a_off,
+                  GLOBAL const float *b, ulong b_off, int n)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i < (size_t)n)
         out[out_off + i] = a[a_off + i] + b[b_off + i];
 }
 
-__kernel void accumulate(__global float *dst, ulong dst_off, __global const float *src,
+KERNEL void accumulate(GLOBAL float *dst, ulong dst_off, GLOBAL const float *src,
                          ulong src_off, int n)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i < (size_t)n)
         dst[dst_off + i] += src[src_off + i];
 }
 
-__kernel void scale(__global float *x, ulong x_off, float s, int n)
+KERNEL void scale(GLOBAL float *x, ulong x_off, float s, int n)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i < (size_t)n)
         x[x_off + i] *= s;
 }
 
 /* out[n,c] += bias[c] over nc = N*C elements */
-__kernel void bias_add(__global float *out, ulong out_off, __global const float *bias,
+KERNEL void bias_add(GLOBAL float *out, ulong out_off, GLOBAL const float *bias,
                        ulong bias_off, ulong nc, int C)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i < nc)
         out[out_off + i] += bias[bias_off + i % (size_t)C];
 }
 
 /* only a fault-injection build (HARNESS_OPENCL_FAULT) enqueues this */
-__kernel void fault_add(__global float *x, ulong x_off, ulong n, float delta)
+KERNEL void fault_add(GLOBAL float *x, ulong x_off, ulong n, float delta)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i < n)
         x[x_off + i] += delta;
 }

@@ -1,18 +1,18 @@
-/* devices/opencl/kernels/loss.cl: softmax cross-entropy. Forward: one work-group per row (max
+/* devices/kernels/loss.cl: softmax cross-entropy. Forward: one work-group per row (max
  * and sum through work-group reductions; probs may be the logits view itself: each element is
  * read before the item that owns it overwrites it). Backward: one item per element. */
 
-__kernel void softmax_xent_forward(__global float *losses, ulong loss_off, __global float *probs,
-                                   ulong probs_off, __global const float *logits,
-                                   ulong logits_off, __global const int *targets, ulong tg_off,
-                                   int V, int ignore_index, __global int *flag)
+KERNEL void softmax_xent_forward(GLOBAL float *losses, ulong loss_off, GLOBAL float *probs,
+                                   ulong probs_off, GLOBAL const float *logits,
+                                   ulong logits_off, GLOBAL const int *targets, ulong tg_off,
+                                   int V, int ignore_index, GLOBAL int *flag)
 {
-    __local float fbuf[WG_BUF];
-    __local acc_t abuf[WG_BUF];
-    size_t n = get_group_id(0);
-    int lid = get_local_id(0);
-    __global const float *x = logits + logits_off + n * V;
-    __global float *p = probs + probs_off + n * V;
+    LOCAL_MEM float fbuf[WG_BUF];
+    LOCAL_MEM acc_t abuf[WG_BUF];
+    size_t n = GROUP_ID;
+    int lid = LOCAL_ID;
+    GLOBAL const float *x = logits + logits_off + n * V;
+    GLOBAL float *p = probs + probs_off + n * V;
     int tg = targets[tg_off + n];
     int ignored = tg == ignore_index, bad = !ignored && (tg < 0 || tg >= V);
     float xt = ignored || bad ? 0.0f : x[tg]; /* read before any item writes p */
@@ -38,13 +38,13 @@ __kernel void softmax_xent_forward(__global float *losses, ulong loss_off, __glo
 }
 
 /* dlogits[n,i] += scale * (probs[n,i] - (i == target)) for rows not ignored */
-__kernel void softmax_xent_backward(__global float *dlogits, ulong dl_off,
-                                    __global const float *probs, ulong probs_off,
-                                    __global const int *targets, ulong tg_off, int V,
+KERNEL void softmax_xent_backward(GLOBAL float *dlogits, ulong dl_off,
+                                    GLOBAL const float *probs, ulong probs_off,
+                                    GLOBAL const int *targets, ulong tg_off, int V,
                                     int ignore_index, float scale, ulong total,
-                                    __global int *flag)
+                                    GLOBAL int *flag)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= total)
         return;
     size_t n = i / V;

@@ -1,13 +1,13 @@
-/* devices/opencl/kernels/optim.cl: fused AdamW, one item per parameter, in acc_t (double where
+/* devices/kernels/optim.cl: fused AdamW, one item per parameter, in acc_t (double where
  * the device has it, as the cpu reference computes), PyTorch's order of operations. */
 
 /* p = p * decay - step_size * m / (sqrt(v) / bc2_sqrt + eps), after the m and v updates */
-__kernel void adamw(__global float *p, ulong p_off, __global const float *g, ulong g_off,
-                    __global float *m, ulong m_off, __global float *v, ulong v_off, int n,
+KERNEL void adamw(GLOBAL float *p, ulong p_off, GLOBAL const float *g, ulong g_off,
+                    GLOBAL float *m, ulong m_off, GLOBAL float *v, ulong v_off, int n,
                     acc_t beta1, acc_t beta2, acc_t eps, acc_t step_size, acc_t decay,
                     acc_t bc2_sqrt)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= (size_t)n)
         return;
     acc_t gi = g[g_off + i];

@@ -1,4 +1,4 @@
-/* devices/opencl/kernels/gqa.cl: grouped-query attention, naive: one work-item per query row
+/* devices/kernels/gqa.cl: grouped-query attention, naive: one work-item per query row
  * (forward; backward's dq), one per element of dk/dv (summing over the group's query heads and
  * the queries), no atomics. Same loops and order as the cpu reference, sums in acc_t. */
 
@@ -10,13 +10,13 @@
 #define GQA_SEES(b, t, s)                                                                        \
     ((!causal || (s) <= (t)) && (!has_mask || km[km_off + (size_t)(b) * T + (s)] != 0))
 
-__kernel void gqa_forward(__global float *out, ulong out_off, __global float *att, ulong att_off,
-                          __global const float *q, ulong q_off, __global const float *k,
-                          ulong k_off, __global const float *v, ulong v_off, int T, int NH,
-                          int NKV, int hs, int causal, acc_t scale, __global const int *km,
+KERNEL void gqa_forward(GLOBAL float *out, ulong out_off, GLOBAL float *att, ulong att_off,
+                          GLOBAL const float *q, ulong q_off, GLOBAL const float *k,
+                          ulong k_off, GLOBAL const float *v, ulong v_off, int T, int NH,
+                          int NKV, int hs, int causal, acc_t scale, GLOBAL const int *km,
                           ulong km_off, int has_mask, ulong rows)
 {
-    size_t r = get_global_id(0);
+    size_t r = GLOBAL_ID;
     if (r >= rows)
         return;
     size_t b = r / ((size_t)NH * T);
@@ -24,7 +24,7 @@ __kernel void gqa_forward(__global float *out, ulong out_off, __global float *at
     q += q_off;
     k += k_off;
     v += v_off;
-    __global float *ar = att + att_off + GQA_A(b, h, t, 0);
+    GLOBAL float *ar = att + att_off + GQA_A(b, h, t, 0);
     float mx = -INFINITY;
     for (int s = 0; s < T; s++) {
         if (!GQA_SEES(b, t, s))
@@ -52,7 +52,7 @@ __kernel void gqa_forward(__global float *out, ulong out_off, __global float *at
 /* p where the query sees the key, 0 elsewhere whatever att holds */
 #define GQA_P(b, h, t, s) (GQA_SEES(b, t, s) ? (acc_t)att[att_off + GQA_A(b, h, t, s)] : 0)
 
-acc_t gqa_dp(__global const float *dy, __global const float *v, size_t b, int h, int t, int s,
+DEVICE_FN acc_t gqa_dp(GLOBAL const float *dy, GLOBAL const float *v, size_t b, int h, int t, int s,
              int j, int T, int NH, int NKV, int hs)
 {
     acc_t dp = 0;
@@ -62,14 +62,14 @@ acc_t gqa_dp(__global const float *dy, __global const float *v, size_t b, int h,
 }
 
 /* row (b,h,t): D = sum_s p dp into scratch, dq += scale sum_s p (dp - D) k[s] */
-__kernel void gqa_backward_dq(__global float *dq, ulong dq_off, __global float *sc, ulong sc_off,
-                              __global const float *dout, ulong dout_off,
-                              __global const float *k, ulong k_off, __global const float *v,
-                              ulong v_off, __global const float *att, ulong att_off, int T,
+KERNEL void gqa_backward_dq(GLOBAL float *dq, ulong dq_off, GLOBAL float *sc, ulong sc_off,
+                              GLOBAL const float *dout, ulong dout_off,
+                              GLOBAL const float *k, ulong k_off, GLOBAL const float *v,
+                              ulong v_off, GLOBAL const float *att, ulong att_off, int T,
                               int NH, int NKV, int hs, int causal, acc_t scale,
-                              __global const int *km, ulong km_off, int has_mask, ulong rows)
+                              GLOBAL const int *km, ulong km_off, int has_mask, ulong rows)
 {
-    size_t r = get_global_id(0);
+    size_t r = GLOBAL_ID;
     if (r >= rows)
         return;
     size_t b = r / ((size_t)NH * T);
@@ -94,15 +94,15 @@ __kernel void gqa_backward_dq(__global float *dq, ulong dq_off, __global float *
 }
 
 /* element (b,s,j,c) of dk and dv */
-__kernel void gqa_backward_dkv(__global float *dk, ulong dk_off, __global float *dv, ulong dv_off,
-                               __global const float *sc, ulong sc_off,
-                               __global const float *dout, ulong dout_off,
-                               __global const float *q, ulong q_off, __global const float *v,
-                               ulong v_off, __global const float *att, ulong att_off, int T,
+KERNEL void gqa_backward_dkv(GLOBAL float *dk, ulong dk_off, GLOBAL float *dv, ulong dv_off,
+                               GLOBAL const float *sc, ulong sc_off,
+                               GLOBAL const float *dout, ulong dout_off,
+                               GLOBAL const float *q, ulong q_off, GLOBAL const float *v,
+                               ulong v_off, GLOBAL const float *att, ulong att_off, int T,
                                int NH, int NKV, int hs, int causal, acc_t scale,
-                               __global const int *km, ulong km_off, int has_mask, ulong total)
+                               GLOBAL const int *km, ulong km_off, int has_mask, ulong total)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= total)
         return;
     size_t b = i / ((size_t)T * NKV * hs);

@@ -1,13 +1,13 @@
-/* devices/opencl/kernels/embedding.cl: token (+ token type) + position embedding. Forward: one
+/* devices/kernels/embedding.cl: token (+ token type) + position embedding. Forward: one
  * item per output element. Backward: one item per channel of dwte or dwtt (walking every (b,t) in
  * order) and one per (t, c) of dwpe (walking b), the cpu reference's order, with no atomics. */
 
-__kernel void embedding_forward(__global float *out, ulong out_off, __global const int *tokens,
-                                ulong tok_off, __global const float *wte, ulong wte_off,
-                                __global const float *wpe, ulong wpe_off, int T, int C, int V,
-                                ulong total, __global int *flag)
+KERNEL void embedding_forward(GLOBAL float *out, ulong out_off, GLOBAL const int *tokens,
+                                ulong tok_off, GLOBAL const float *wte, ulong wte_off,
+                                GLOBAL const float *wpe, ulong wpe_off, int T, int C, int V,
+                                ulong total, GLOBAL int *flag)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= total)
         return;
     size_t r = i / C, c = i % C;
@@ -21,15 +21,15 @@ __kernel void embedding_forward(__global float *out, ulong out_off, __global con
 }
 
 /* (wte[token] + wtt[type]) + wpe[t], BertEmbeddings' order; a bad id raises its code */
-__kernel void embedding_tt_forward(__global float *out, ulong out_off,
-                                   __global const int *tokens, ulong tok_off,
-                                   __global const int *types, ulong typ_off,
-                                   __global const float *wte, ulong wte_off,
-                                   __global const float *wpe, ulong wpe_off,
-                                   __global const float *wtt, ulong wtt_off, int T, int C, int V,
-                                   int NTT, ulong total, __global int *flag)
+KERNEL void embedding_tt_forward(GLOBAL float *out, ulong out_off,
+                                   GLOBAL const int *tokens, ulong tok_off,
+                                   GLOBAL const int *types, ulong typ_off,
+                                   GLOBAL const float *wte, ulong wte_off,
+                                   GLOBAL const float *wpe, ulong wpe_off,
+                                   GLOBAL const float *wtt, ulong wtt_off, int T, int C, int V,
+                                   int NTT, ulong total, GLOBAL int *flag)
 {
-    size_t i = get_global_id(0);
+    size_t i = GLOBAL_ID;
     if (i >= total)
         return;
     size_t r = i / C, c = i % C;
@@ -44,12 +44,12 @@ __kernel void embedding_tt_forward(__global float *out, ulong out_off,
 }
 
 /* dwte[ids[r]] += dout[r] (also dwtt with the type ids); a bad id raises err */
-__kernel void embedding_backward_wte(__global float *dwte, ulong dwte_off,
-                                     __global const float *dout, ulong dout_off,
-                                     __global const int *tokens, ulong tok_off, int BT, int C,
-                                     int V, __global int *flag, int err)
+KERNEL void embedding_backward_wte(GLOBAL float *dwte, ulong dwte_off,
+                                     GLOBAL const float *dout, ulong dout_off,
+                                     GLOBAL const int *tokens, ulong tok_off, int BT, int C,
+                                     int V, GLOBAL int *flag, int err)
 {
-    size_t c = get_global_id(0);
+    size_t c = GLOBAL_ID;
     if (c >= (size_t)C)
         return;
     for (int r = 0; r < BT; r++) {
@@ -62,11 +62,11 @@ __kernel void embedding_backward_wte(__global float *dwte, ulong dwte_off,
     }
 }
 
-__kernel void embedding_backward_wpe(__global float *dwpe, ulong dwpe_off,
-                                     __global const float *dout, ulong dout_off, int B, int T,
+KERNEL void embedding_backward_wpe(GLOBAL float *dwpe, ulong dwpe_off,
+                                     GLOBAL const float *dout, ulong dout_off, int B, int T,
                                      int C)
 {
-    size_t i = get_global_id(0), tc = (size_t)T * C;
+    size_t i = GLOBAL_ID, tc = (size_t)T * C;
     if (i >= tc)
         return;
     float acc = dwpe[dwpe_off + i];

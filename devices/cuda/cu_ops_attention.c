@@ -1,0 +1,174 @@
+/* devices/cuda/cu_ops_attention.c: the cuda backend's multi-head self-attention (causal or
+ * not, optional key mask and probability dropout): forward (softmax rows, then att . v) and
+ * backward (softmax backward into scratch, then dq, dk and dv), each kernel owning whole outputs
+ * so no atomics are needed. */
+#include <math.h>
+
+#include "cu_internal.h"
+#include "philox.h"
+
+/* B, T, C, NH, causal: the shape arguments every attention kernel has */
+static void shape_args(cu_args *a, int B, int T, int C, int NH, int causal)
+{
+    ca_int(a, B);
+    ca_int(a, T);
+    ca_int(a, C);
+    ca_int(a, NH);
+    ca_int(a, causal);
+}
+
+/* the key mask arguments (km, km_off, has_mask); without a mask any buffer stands in, unread */
+static void mask_args(device *d, cu_args *a, dten keymask)
+{
+    if (keymask.buf) {
+        ca_ten(a, keymask);
+    } else {
+        ca_ptr(a, CU(d)->flag);
+        ca_ulong(a, 0);
+    }
+    ca_int(a, keymask.buf != NULL);
+}
+
+/* the probability dropout arguments (has_drop, thr, keep_scale, seed, step, layer, site);
+ * drop NULL or p = 0: none (the kernels then read only has_drop) */
+static void drop_args(cu_args *a, const attn_dropout *drop)
+{
+    int on = drop && drop->p != 0;
+    ca_int(a, on);
+    ca_ulong(a, on ? (size_t)philox_dropout_threshold(drop->p) : 0);
+    ca_float(a, on && drop->p < 1 ? 1.0 / (1.0 - drop->p) : 0.0);
+    ca_ulong(a, on ? (size_t)drop->seed : 0);
+    ca_ulong(a, on ? drop->step : 0);
+    ca_ulong(a, on ? drop->layer : 0);
+    ca_ulong(a, DROPOUT_SITE_ATTN_PROBS);
+}
+
+static void attention_forward_op(device *d, const char *op, dten out, dten att, dten qkv,
+                                 dten keymask, int B, int T, int C, int NH, int causal,
+                                 const attn_dropout *drop)
+{
+    if (!op_attention_ok(d, op, qkv, att, out, B, T, C, NH) ||
+        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
+        return;
+    cu_op_begin(d);
+    double scale = 1.0 / sqrt((double)(C / NH));
+    cu_args s = {0}, v = {0};
+    ca_ten(&s, att);
+    ca_ten(&s, qkv);
+    shape_args(&s, B, T, C, NH, causal);
+    ca_float(&s, scale);
+    mask_args(d, &s, keymask);
+    ca_ten(&v, out);
+    ca_ten(&v, att);
+    ca_ten(&v, qkv);
+    shape_args(&v, B, T, C, NH, causal);
+    drop_args(&v, drop);
+    if (cu_launch(d, op, K_ATTENTION_SOFTMAX, &s, (size_t)B * NH * T) &&
+        cu_launch(d, op, K_ATTENTION_VALUE, &v, (size_t)B * T * C))
+        cu_fault(d, op, out, (size_t)B * T * C);
+}
+
+/* the arguments of attention_backward_dkv: dk (from scratch) when do_dk, dv (from probs) when
+ * do_dv */
+static void dkv_args(device *d, cu_args *kv, dten dqkv, dten scratch, dten dout, dten qkv,
+                     dten probs, dten keymask, int B, int T, int C, int NH, int causal, int do_dk,
+                     int do_dv)
+{
+    ca_ten(kv, dqkv);
+    ca_ten(kv, scratch);
+    ca_ten(kv, dout);
+    ca_ten(kv, qkv);
+    ca_ten(kv, probs);
+    shape_args(kv, B, T, C, NH, causal);
+    mask_args(d, kv, keymask);
+    ca_int(kv, do_dk);
+    ca_int(kv, do_dv);
+}
+
+/* with dropout: dk from the softmax backward in scratch, then scratch = dropout(att) (the
+ * forward's att_d) and dv from it */
+static int launch_dkv_dropped(device *d, const char *op, dten dqkv, dten scratch, dten dout,
+                              dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
+                              int causal, const attn_dropout *drop)
+{
+    cu_args k = {0}, v = {0};
+    size_t btc = (size_t)B * T * C, n = (size_t)B * NH * T * T;
+    dkv_args(d, &k, dqkv, scratch, dout, qkv, att, keymask, B, T, C, NH, causal, 1, 0);
+    dkv_args(d, &v, dqkv, scratch, dout, qkv, dten_view(scratch, 0, n), keymask, B, T, C, NH,
+             causal, 0, 1);
+    return cu_launch(d, op, K_ATTENTION_BACKWARD_DKV, &k, btc) &&
+           cu_dropout_launch(d, op, dten_view(scratch, 0, n), (dten){0}, dten_view(att, 0, n),
+                              n, 0, drop->p, drop->seed, drop->step, drop->layer,
+                              DROPOUT_SITE_ATTN_PROBS) &&
+           cu_launch(d, op, K_ATTENTION_BACKWARD_DKV, &v, btc);
+}
+
+static void attention_backward_op(device *d, const char *op, dten dqkv, dten scratch, dten dout,
+                                  dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
+                                  int causal, const attn_dropout *drop)
+{
+    if (!op_attention_backward_ok(d, op, dqkv, scratch, dout, qkv, att, B, T, C, NH) ||
+        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
+        return;
+    cu_op_begin(d);
+    int dropped = drop && drop->p != 0;
+    cu_args p = {0}, q = {0}, kv = {0};
+    ca_ten(&p, scratch);
+    ca_ten(&p, dout);
+    ca_ten(&p, qkv);
+    ca_ten(&p, att);
+    shape_args(&p, B, T, C, NH, causal);
+    ca_float(&p, 1.0 / sqrt((double)(C / NH)));
+    mask_args(d, &p, keymask);
+    drop_args(&p, drop);
+    ca_ten(&q, dqkv);
+    ca_ten(&q, scratch);
+    ca_ten(&q, qkv);
+    shape_args(&q, B, T, C, NH, causal);
+    dkv_args(d, &kv, dqkv, scratch, dout, qkv, att, keymask, B, T, C, NH, causal, 1, 1);
+    size_t btc = (size_t)B * T * C;
+    if (cu_launch(d, op, K_ATTENTION_BACKWARD_DPRE, &p, (size_t)B * NH * T) &&
+        cu_launch(d, op, K_ATTENTION_BACKWARD_DQ, &q, btc) &&
+        (dropped ? launch_dkv_dropped(d, op, dqkv, scratch, dout, qkv, att, keymask, B, T, C,
+                                      NH, causal, drop)
+                 : cu_launch(d, op, K_ATTENTION_BACKWARD_DKV, &kv, btc)))
+        cu_fault(d, op, dqkv, 3 * btc);
+}
+
+static void cu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,
+                                 int NH, int causal)
+{
+    attention_forward_op(d, "attention_forward", out, att, qkv, (dten){0}, B, T, C, NH, causal,
+                         NULL);
+}
+
+static void cu_attention_masked_forward(device *d, dten out, dten att, dten qkv, dten keymask,
+                                        int B, int T, int C, int NH, int causal,
+                                        const attn_dropout *drop)
+{
+    attention_forward_op(d, "attention_masked_forward", out, att, qkv, keymask, B, T, C, NH,
+                         causal, drop);
+}
+
+static void cu_attention_backward(device *d, dten dqkv, dten scratch, dten dout, dten qkv,
+                                  dten att, int B, int T, int C, int NH, int causal)
+{
+    attention_backward_op(d, "attention_backward", dqkv, scratch, dout, qkv, att, (dten){0}, B,
+                          T, C, NH, causal, NULL);
+}
+
+static void cu_attention_masked_backward(device *d, dten dqkv, dten scratch, dten dout,
+                                         dten qkv, dten att, dten keymask, int B, int T, int C,
+                                         int NH, int causal, const attn_dropout *drop)
+{
+    attention_backward_op(d, "attention_masked_backward", dqkv, scratch, dout, qkv, att, keymask,
+                          B, T, C, NH, causal, drop);
+}
+
+void cu_fill_attention(device_i *ops)
+{
+    ops->attention_forward = cu_attention_forward;
+    ops->attention_backward = cu_attention_backward;
+    ops->attention_masked_forward = cu_attention_masked_forward;
+    ops->attention_masked_backward = cu_attention_masked_backward;
+}

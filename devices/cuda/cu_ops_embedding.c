@@ -1,0 +1,112 @@
+/* devices/cuda/cu_ops_embedding.c: the cuda backend's token (+ token type) + position
+ * embedding, forward and backward. Ids are checked on the device: a bad one raises the error
+ * flag, which the next synchronize or download turns into a device error naming the op. */
+#include "cu_internal.h"
+
+static void cu_embedding_forward(device *d, dten out, dten tokens, dten wte, dten wpe, int B,
+                                 int T, int C)
+{
+    const char *op = "embedding_forward";
+    if (!op_embedding_ok(d, op, wte, wpe, out, tokens, B, T, C))
+        return;
+    cu_op_begin(d);
+    size_t total = (size_t)B * T * C;
+    cu_args a = {0};
+    ca_ten(&a, out);
+    ca_ten(&a, tokens);
+    ca_ten(&a, wte);
+    ca_ten(&a, wpe);
+    ca_int(&a, T);
+    ca_int(&a, C);
+    ca_int(&a, (int)(wte.n / (size_t)C));
+    ca_ulong(&a, total);
+    ca_ptr(&a, CU(d)->flag);
+    if (cu_launch(d, op, K_EMBEDDING_FORWARD, &a, total))
+        cu_fault(d, op, out, total);
+}
+
+static void cu_embedding_tt_forward(device *d, dten out, dten tokens, dten types, dten wte,
+                                    dten wpe, dten wtt, int B, int T, int C)
+{
+    const char *op = "embedding_tt_forward";
+    if (!op_embedding_tt_ok(d, op, wte, wpe, wtt, out, tokens, types, B, T, C))
+        return;
+    cu_op_begin(d);
+    size_t total = (size_t)B * T * C;
+    cu_args a = {0};
+    ca_ten(&a, out);
+    ca_ten(&a, tokens);
+    ca_ten(&a, types);
+    ca_ten(&a, wte);
+    ca_ten(&a, wpe);
+    ca_ten(&a, wtt);
+    ca_int(&a, T);
+    ca_int(&a, C);
+    ca_int(&a, (int)(wte.n / (size_t)C));
+    ca_int(&a, (int)(wtt.n / (size_t)C));
+    ca_ulong(&a, total);
+    ca_ptr(&a, CU(d)->flag);
+    if (cu_launch(d, op, K_EMBEDDING_TT_FORWARD, &a, total))
+        cu_fault(d, op, out, total);
+}
+
+/* dtable[ids[r],:] += dout[r,:] over the B*T rows; a bad id raises err. 1 when enqueued */
+static int scatter_rows(device *d, const char *op, dten dtable, dten dout, dten ids, int BT,
+                        int C, int err)
+{
+    cu_args a = {0};
+    ca_ten(&a, dtable);
+    ca_ten(&a, dout);
+    ca_ten(&a, ids);
+    ca_int(&a, BT);
+    ca_int(&a, C);
+    ca_int(&a, (int)(dtable.n / (size_t)C));
+    ca_ptr(&a, CU(d)->flag);
+    ca_int(&a, err);
+    return cu_launch(d, op, K_EMBEDDING_BACKWARD_WTE, &a, (size_t)C);
+}
+
+/* dwpe[t,:] += sum_b dout[b,t,:]. 1 when enqueued */
+static int position_grad(device *d, const char *op, dten dwpe, dten dout, int B, int T, int C)
+{
+    cu_args p = {0};
+    ca_ten(&p, dwpe);
+    ca_ten(&p, dout);
+    ca_int(&p, B);
+    ca_int(&p, T);
+    ca_int(&p, C);
+    return cu_launch(d, op, K_EMBEDDING_BACKWARD_WPE, &p, (size_t)T * C);
+}
+
+static void cu_embedding_backward(device *d, dten dwte, dten dwpe, dten dout, dten tokens,
+                                  int B, int T, int C)
+{
+    const char *op = "embedding_backward";
+    if (!op_embedding_ok(d, op, dwte, dwpe, dout, tokens, B, T, C))
+        return;
+    cu_op_begin(d);
+    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, KERR_TOKEN_BWD) &&
+        position_grad(d, op, dwpe, dout, B, T, C))
+        cu_fault(d, op, dwpe, (size_t)T * C);
+}
+
+static void cu_embedding_tt_backward(device *d, dten dwte, dten dwpe, dten dwtt, dten dout,
+                                     dten tokens, dten types, int B, int T, int C)
+{
+    const char *op = "embedding_tt_backward";
+    if (!op_embedding_tt_ok(d, op, dwte, dwpe, dwtt, dout, tokens, types, B, T, C))
+        return;
+    cu_op_begin(d);
+    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, KERR_TT_TOKEN_BWD) &&
+        scatter_rows(d, op, dwtt, dout, types, B * T, C, KERR_TT_TYPE_BWD) &&
+        position_grad(d, op, dwpe, dout, B, T, C))
+        cu_fault(d, op, dwpe, (size_t)T * C);
+}
+
+void cu_fill_embedding(device_i *ops)
+{
+    ops->embedding_forward = cu_embedding_forward;
+    ops->embedding_backward = cu_embedding_backward;
+    ops->embedding_tt_forward = cu_embedding_tt_forward;
+    ops->embedding_tt_backward = cu_embedding_tt_backward;
+}

@@ -1,0 +1,114 @@
+/* devices/cuda/cu_ops_gemm.c: the cuda backend's strided-batched GEMM through cuBLAS (row-major
+ * through the column-major transpose identity), and the bias add and bias gradient kernels. */
+#include "cu_internal.h"
+
+/* C_i = beta * C_i, when there is no product (K == 0 or alpha == 0) */
+static void scale_only(device *d, dten Cm, int M, int N, int ldc, long strideC, int batch,
+                       double beta)
+{
+    cu_args a = {0};
+    ca_ten(&a, Cm);
+    ca_int(&a, M);
+    ca_int(&a, N);
+    ca_int(&a, ldc);
+    ca_ulong(&a, (size_t)strideC);
+    ca_int(&a, batch);
+    ca_float(&a, beta);
+    cu_launch(d, "gemm", K_GEMM_SCALE, &a, (size_t)batch * M * N);
+}
+
+typedef struct {
+    int transA, transB, M, N, K;
+    float alpha, beta;
+    dten A, B, C;
+    int lda, ldb, ldc;
+    long sA, sB, sC;
+} gemm_args;
+
+/* one cuBLAS call: Sgemm for one matrix, SgemmStridedBatched for several. Row-major C = op(A)
+ * op(B) is column-major C^T = op(B)^T op(A)^T: the operands go in swapped, M and N too. */
+static int cublas_call(device *d, const gemm_args *g, size_t off_a, size_t off_b, size_t off_c,
+                       int batch)
+{
+    cu_ctx *c = CU(d);
+    cublasOperation_t ta = g->transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = g->transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const float *A = (const float *)g->A.buf->ptr + off_a;
+    const float *B = (const float *)g->B.buf->ptr + off_b;
+    float *C = (float *)g->C.buf->ptr + off_c;
+    if (batch == 1)
+        return cu_blas_ok(d, "gemm", "cublasSgemm",
+                          cublasSgemm(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha, B, g->ldb, A,
+                                      g->lda, &g->beta, C, g->ldc));
+    return cu_blas_ok(d, "gemm", "cublasSgemmStridedBatched",
+                      cublasSgemmStridedBatched(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha, B,
+                                                g->ldb, g->sB, A, g->lda, g->sA, &g->beta, C,
+                                                g->ldc, g->sC, batch));
+}
+
+static void cu_gemm(device *d, int transA, int transB, int M, int N, int K, double alpha, dten A,
+                    int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
+                    int ldc, long strideC, int batch)
+{
+    if (!op_gemm_ok(d, transA, transB, M, N, K, A, lda, strideA, Bm, ldb, strideB, Cm, ldc,
+                    strideC, batch))
+        return;
+    cu_op_begin(d);
+    if (M == 0 || N == 0 || batch == 0)
+        return;
+    if (K == 0 || alpha == 0) {
+        scale_only(d, Cm, M, N, ldc, strideC, batch, beta);
+        cu_fault(d, "gemm", Cm, (size_t)(batch - 1) * strideC + (size_t)(M - 1) * ldc + N);
+        return;
+    }
+    gemm_args g = {transA, transB, M, N, K, (float)alpha, (float)beta, A, Bm, Cm, lda, ldb, ldc,
+                   strideA, strideB, strideC};
+    /* batches writing one C (stride 0) run one after another, as the cpu reference does */
+    int ok = 1;
+    if (strideC == 0 && batch > 1)
+        for (int i = 0; i < batch && ok; i++)
+            ok = cublas_call(d, &g, A.off + (size_t)i * strideA, Bm.off + (size_t)i * strideB,
+                              Cm.off, 1);
+    else
+        ok = cublas_call(d, &g, A.off, Bm.off, Cm.off, batch);
+    if (ok)
+        cu_fault(d, "gemm", Cm, (size_t)(batch - 1) * strideC + (size_t)(M - 1) * ldc + N);
+}
+
+static void cu_bias_add(device *d, dten out, dten bias, int N, int C)
+{
+    const char *op = "bias_add";
+    if (!op_bias_ok(d, op, out, bias, N, C))
+        return;
+    cu_op_begin(d);
+    size_t nc = (size_t)N * C;
+    cu_args a = {0};
+    ca_ten(&a, out);
+    ca_ten(&a, bias);
+    ca_ulong(&a, nc);
+    ca_int(&a, C);
+    if (cu_launch(d, op, K_BIAS_ADD, &a, nc))
+        cu_fault(d, op, out, nc);
+}
+
+static void cu_bias_backward(device *d, dten dbias, dten dout, int N, int C)
+{
+    const char *op = "bias_backward";
+    if (!op_bias_ok(d, op, dout, dbias, N, C))
+        return;
+    cu_op_begin(d);
+    cu_args a = {0};
+    ca_ten(&a, dbias);
+    ca_ten(&a, dout);
+    ca_int(&a, N);
+    ca_int(&a, C);
+    if (cu_launch(d, op, K_BIAS_BACKWARD, &a, (size_t)C * CU(d)->wg))
+        cu_fault(d, op, dbias, (size_t)C);
+}
+
+void cu_fill_gemm(device_i *ops)
+{
+    ops->gemm = cu_gemm;
+    ops->bias_add = cu_bias_add;
+    ops->bias_backward = cu_bias_backward;
+}

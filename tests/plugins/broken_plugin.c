@@ -1,0 +1,53 @@
+/* tests/plugins/broken_plugin.c: deliberately broken device plugins for tests/test_plugin.sh, one
+ * source built four ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP. */
+#include <stdio.h>
+
+#include "device_plugin.h"
+
+device *cpu_device_open(const char *arg, char *err, size_t errlen);
+
+#ifdef BROKEN_OP
+/* the cpu device with gelu_forward failing as a vendor's op would: a device error naming it */
+static device_i broken_ops;
+
+static void failing_gelu_forward(device *d, dten out, dten inp, int n)
+{
+    (void)out, (void)inp;
+    device_fail(d, "%s: gelu_forward: the accelerator rejected the kernel (n = %d)", d->backend, n);
+}
+#endif
+
+static device *broken_open(int ordinal, char *err, size_t errlen)
+{
+    device *d = cpu_device_open("", err, errlen);
+#ifdef BROKEN_OP
+    if (d) {
+        broken_ops = *d->ops;
+        broken_ops.gelu_forward = failing_gelu_forward;
+        d->ops = &broken_ops;
+    }
+#endif
+    (void)ordinal;
+    return d;
+}
+
+/* without the v1 entry point: what a plugin of another (here: an imagined older) ABI exports */
+#ifdef BROKEN_NO_ENTRY
+#define PLUGIN_ENTRY harness_device_plugin_v0
+#else
+#define PLUGIN_ENTRY harness_device_plugin_v1
+#endif
+
+const harness_device_plugin *PLUGIN_ENTRY(void);
+
+const harness_device_plugin *PLUGIN_ENTRY(void)
+{
+    static harness_device_plugin table = HARNESS_DEVICE_PLUGIN_INIT("broken", broken_open, NULL);
+#ifdef BROKEN_VERSION
+    table.abi_version = HARNESS_DEVICE_PLUGIN_ABI + 1;
+#endif
+#ifdef BROKEN_SIZE
+    table.device_i_size -= (uint32_t)sizeof(void *); /* built against an older device_i */
+#endif
+    return &table;
+}

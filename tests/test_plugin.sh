@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# tests/test_plugin.sh: out-of-tree device backends (devices/device_plugin.h): the example plugin
+# built from the cpu backend's sources passes `harness ops` and trains gpt2-tiny as cpu does.
+# usage: test_plugin.sh HARNESS_EXE SOURCE_DIR (run in the build folder, where the plugins are)
+
+# Broken plugins (tests/plugins/broken_plugin.c) each fail with a clear message: a wrong ABI
+# version, a struct size of another device.h and a missing entry point exit 2 before anything
+# runs; an op that fails is a device error naming the op (ops: FAIL, exit 1; run: exit 1).
+set -u
+H="$1"; SRC="$2"
+B="$(cd "$(dirname "$H")" && pwd)"
+. "$(dirname "$0")/lib.sh"
+
+# ---- the example plugin: every op against the cpu reference, by path and by name ----
+expect 0 "ops on the example plugin (path)" -- "$H" ops --device "plugin:$B/example_cpu.so"
+if grep -q " 0 failed" "$T/out" && ! grep -q FAIL "$T/out"; then pass; else fail "ops table has failures"; fi
+expect 0 "ops grad on the example plugin" -- "$H" ops --mode grad --device "plugin:$B/example_cpu.so"
+HARNESS_PLUGIN_PATH="/nonexistent:$B" expect 0 "ops by name through HARNESS_PLUGIN_PATH" -- \
+  "$H" ops --device plugin:example_cpu:0 --op gelu_forward
+
+# ---- gpt2-tiny on cpu and on the plugin: the same losses and gradient norms, bit for bit ----
+expect 0 "gpt2-tiny on cpu" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device cpu --db "$T/s.db" --quiet
+HARNESS_PLUGIN_PATH="$B" expect 0 "gpt2-tiny on the plugin" -- \
+  "$H" run "$SRC/scenarios/gpt2-tiny.json" --device plugin:example_cpu --db "$T/s.db" --quiet
+if command -v sqlite3 >/dev/null; then
+  a="$(sqlite3 "$T/s.db" "SELECT step, loss, grad_norm FROM steps WHERE run_id = 1 ORDER BY step")"
+  b="$(sqlite3 "$T/s.db" "SELECT step, loss, grad_norm FROM steps WHERE run_id = 2 ORDER BY step")"
+  if [ -n "$a" ] && [ "$(echo "$a" | wc -l)" = 40 ] && [ "$a" = "$b" ]; then pass
+  else fail "the plugin's 40 steps differ from cpu's"; diff <(echo "$a") <(echo "$b") | head -5; fi
+else
+  echo "note: sqlite3 absent, the step-by-step comparison is skipped"
+fi
+
+# ---- load errors: exit 2, a message that says what is wrong ----
+expect 2 "wrong ABI version" -- "$H" ops --device "plugin:$B/broken_version.so"
+says "built for device plugin ABI version 2, this harness speaks version 1"
+expect 2 "wrong struct size" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_size.so" --db "$T/x.db"
+says "struct device_i is"
+says "rebuild the plugin"
+expect 2 "no entry point" -- "$H" ops --device "plugin:$B/broken_no_entry.so"
+says "does not export harness_device_plugin_v1"
+expect 2 "no such file" -- "$H" ops --device "plugin:$B/absent.so"
+says "plugin: cannot load $B/absent.so"
+env -u HARNESS_PLUGIN_PATH "$H" ops --device plugin:example_cpu >"$T/out" 2>"$T/err"
+if [ $? = 2 ]; then pass; else fail "a name without HARNESS_PLUGIN_PATH: not exit 2"; fi
+says "HARNESS_PLUGIN_PATH is not set"
+HARNESS_PLUGIN_PATH="$T" expect 2 "a name not on the path" -- "$H" ops --device plugin:example_cpu
+says "no example_cpu.so or libexample_cpu.so in HARNESS_PLUGIN_PATH"
+expect 2 "a device number the plugin lacks" -- "$H" ops --device "plugin:$B/example_cpu.so:3"
+says "there is one device (0), not 3"
+
+# ---- a failing op: a device error naming the op ----
+expect 1 "failing op in ops" -- "$H" ops --device "plugin:$B/broken_op.so" --op gelu_forward
+if grep -q "FAIL  broken: gelu_forward: the accelerator rejected the kernel" "$T/out"; then pass
+else fail "ops does not name the failing op"; head -5 "$T/out"; fi
+expect 0 "the other ops of that plugin pass" -- "$H" ops --device "plugin:$B/broken_op.so" --op add,gemm
+expect 1 "failing op in a run" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_op.so" --db "$T/f.db"
+says "gelu_forward: the accelerator rejected the kernel"
+finish

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# tools/gpu-check.sh: one command for whoever has an NVIDIA GPU: builds the cuda backend, checks
+# every op, every tiny scenario against its cpu baseline, determinism, and a GPT-2 124M benchmark.
+#
+# usage: tools/gpu-check.sh [--out FILE] [--harness EXE --bench EXE] [--device SPEC]
+#                           [--seq N] [--batch N] [--steps N]
+# Writes one report (default gpu-check-report.txt) with: the GPU and driver; `harness ops
+# --device cuda` in test, grad and perf modes; `harness run scenarios/*tiny*.json --compare` on
+# cuda against the committed cpu baselines; gpt2-tiny twice on cuda with identical losses;
+# comm-check and a 2-rank run (skipped until the harness has them, issue 12); and tokens/s of
+# GPT-2 124M (n_layer 12, n_embd 768, vocab 50257) trained by bench_train on cuda beside PyTorch
+# eager (workloads/bench_gpt2_torch.py) on the same GPU in the same run. Without --harness it
+# configures and builds build-gpu/ with -DHARNESS_CUDA=ON; --harness/--bench take prebuilt ones
+# (a machine without the -dev packages). Python: $HARNESS_PYTHON, else python3 (needs torch
+# and transformers; the benchmark's torch half is skipped, said so, without them).
+# Exit: 0 when every check passed, 1 when one failed, 2 on a usage or build error.
+set -u
+cd "$(dirname "$0")/.."
+OUT=gpu-check-report.txt; H=""; BENCH=""; DEV=cuda; SEQ=1024; BATCH=4; STEPS=10
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT="$2"; shift 2 ;;
+    --harness) H="$2"; shift 2 ;;
+    --bench) BENCH="$2"; shift 2 ;;
+    --device) DEV="$2"; shift 2 ;;
+    --seq) SEQ="$2"; shift 2 ;;
+    --batch) BATCH="$2"; shift 2 ;;
+    --steps) STEPS="$2"; shift 2 ;;
+    *) sed -n '4,5p' "$0" | sed 's/^# //' >&2; exit 2 ;;
+  esac
+done
+PY="${HARNESS_PYTHON:-python3}"
+failed=0
+section() { printf '\n== %s\n' "$*" | tee -a "$OUT"; }
+# step NAME CMD...: runs CMD, its output into the report, its status noted; a nonzero one fails
+step() {
+  local name="$1"; shift
+  "$@" >"$OUT.tmp" 2>&1; local rc=$?
+  cat "$OUT.tmp" >>"$OUT"
+  printf '>> %s: exit %d\n' "$name" "$rc" | tee -a "$OUT"
+  [ "$rc" = 0 ] || failed=1
+  return "$rc"
+}
+
+: >"$OUT"
+echo "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee -a "$OUT"
+section "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >>"$OUT" 2>&1 ||
+  echo "nvidia-smi: not available" >>"$OUT"
+
+if [ -z "$H" ]; then
+  section "build (build-gpu, Release, HARNESS_CUDA=ON)"
+  if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DHARNESS_CUDA=ON >>"$OUT" 2>&1 ||
+     ! cmake --build build-gpu -j"$(nproc)" --target harness bench_train >>"$OUT" 2>&1; then
+    echo "build failed; see $OUT" | tee -a "$OUT"; exit 2
+  fi
+  H=build-gpu/harness; BENCH=build-gpu/bench_train
+fi
+[ -n "$BENCH" ] || BENCH="$(dirname "$H")/bench_train"
+section "devices"
+step "harness devices" "$H" devices
+
+section "ops --device $DEV --mode test"
+step "ops test" "$H" ops --device "$DEV"
+section "ops --device $DEV --mode grad"
+step "ops grad" "$H" ops --device "$DEV" --mode grad
+section "ops --device $DEV --mode perf (CUDA events)"
+step "ops perf" "$H" ops --device "$DEV" --mode perf
+
+section "tiny scenarios on $DEV against the committed cpu baselines"
+DB="$(mktemp -d)"; trap 'rm -rf "$DB" "$OUT.tmp"' EXIT
+step "run --compare" "$H" run scenarios/*tiny*.json --device "$DEV" --compare --db "$DB/compare.db" --quiet
+
+section "determinism: gpt2-tiny twice on $DEV, every step's loss and grad norm"
+det() {
+  "$H" run scenarios/gpt2-tiny.json --device "$DEV" --db "$DB/det.db" --quiet || return 1
+  "$H" run scenarios/gpt2-tiny.json --device "$DEV" --db "$DB/det.db" --quiet || return 1
+  "$PY" - "$DB/det.db" <<'PYEOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+runs = [r[0] for r in db.execute("SELECT id FROM runs ORDER BY id")]
+a, b = ([tuple(s) for s in db.execute(
+    "SELECT step, loss, grad_norm FROM steps WHERE run_id = ? ORDER BY step", (r,))] for r in runs[-2:])
+same = a == b and len(a) > 0
+print(f"{len(a)} steps each; identical losses and grad norms: {'yes' if same else 'NO'}")
+sys.exit(0 if same else 1)
+PYEOF
+}
+step "determinism" det
+
+section "multi-rank"
+if "$H" 2>&1 | grep -q "comm-check"; then
+  step "comm-check" "$H" comm-check --device "$DEV"
+else
+  echo "skipped: this harness has no comm-check command nor a rank interface yet (issue 12);" \
+       "the NCCL communicator and the 2-rank run arrive with it" | tee -a "$OUT"
+fi
+
+section "benchmark: GPT-2 124M (n_layer 12, n_embd 768, n_head 12, vocab 50257, seq $SEQ, batch $BATCH), fp32"
+ARGS=(--layers 12 --embd 768 --heads 12 --seq "$SEQ" --batch "$BATCH" --vocab 50257 --steps "$STEPS")
+step "bench_train on $DEV" "$BENCH" --device "$DEV" "${ARGS[@]}"
+harness_tps="$(grep -oE 'tokens/s +[0-9.]+' "$OUT.tmp" | awk '{print $2}')"
+torch_line=""
+if "$PY" -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
+  for attn in eager sdpa; do
+    step "torch eager ($attn attention)" "$PY" workloads/bench_gpt2_torch.py --attn "$attn" "${ARGS[@]}"
+    tps="$(grep -oE 'tokens/s [0-9.]+' "$OUT.tmp" | awk '{print $2}')"
+    torch_line="$torch_line$(printf '%-34s %12s tokens/s' "PyTorch eager, $attn attention" "${tps:-?}")"$'\n'
+    [ "$attn" = eager ] && torch_eager_tps="$tps"
+  done
+else
+  torch_line="PyTorch: skipped ($PY has no torch/transformers with CUDA)"$'\n'
+fi
+section "summary"
+{
+  printf '%-34s %12s tokens/s\n' "harness on $DEV (bench_train)" "${harness_tps:-?}"
+  printf '%s' "$torch_line"
+  if [ -n "${harness_tps:-}" ] && [ -n "${torch_eager_tps:-}" ]; then
+    awk -v h="$harness_tps" -v t="$torch_eager_tps" 'BEGIN { printf "harness / PyTorch eager (eager attention): %.3f\n", h / t }'
+  fi
+  grep -E '^>> ' "$OUT" | sed 's/^>> /  /'
+  [ "$failed" = 0 ] && echo "gpu-check: every check passed" || echo "gpu-check: a check FAILED"
+} | tee -a "$OUT"
+echo "report: $OUT"
+exit "$failed"

@@ -216,7 +216,7 @@ static int single_id(tokenizer *t, const char *text, const char *where, int32_t 
     return rc;
 }
 
-int alpaca_special_id(tokenizer *t, const char *role, const char *text, const char *where,
+int data_special_id(tokenizer *t, const char *role, const char *text, const char *where,
                       int32_t *id)
 {
     if (text && text[0] && strcmp(text, "eos") != 0 && strcmp(text, "unk") != 0)
@@ -231,8 +231,7 @@ int alpaca_special_id(tokenizer *t, const char *role, const char *text, const ch
                   "\"eos\" or \"unk\" (the choice of the Qwen and Llama SFT scripts) or a token's "
                   "text", where, tokenizer_name(t));
     else
-        log_error("%s: the tokenizer (%s) has no %s token%s", where, tokenizer_name(t), from,
-                  strcmp(role, "eos") == 0 ? ": Alpaca appends EOS to every output; set "
-                                             "data.eos_token to its text" : "");
+        log_error("%s: the tokenizer (%s) has no %s token: give the token's text there", where,
+                  tokenizer_name(t), from);
     return EXIT_USAGE;
 }

@@ -67,7 +67,7 @@ void alpaca_batch(const alpaca_dataset *ds, int step, int batch, int rank, int w
  * ("eos", "pad", "unk": tokenizer_special_id); "eos" or "unk" as the pad's text takes that role's
  * id; any other text must encode to exactly one id (besides the template's). Returns 0, or 2 after
  * a message naming `where` (the scenario field) and why. */
-int alpaca_special_id(struct tokenizer *t, const char *role, const char *text, const char *where,
+int data_special_id(struct tokenizer *t, const char *role, const char *text, const char *where,
                       int32_t *id);
 
 #endif

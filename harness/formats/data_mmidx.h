@@ -62,18 +62,19 @@ int mmidx_dtype_for_vocab(int vocab_size);
 /* ---- writing: MMapIndexedDatasetBuilder with one sequence per document ---- */
 typedef struct {
     FILE *bin;
-    char bin_path[4200], idx_path[4200];
+    char bin_path[4200], idx_path[4200]; /* the .tmp files being written */
     int dtype, item_size;
     int32_t *sizes;
     size_t n, cap;
     uint64_t bin_bytes;
 } mmidx_writer;
 
-/* creates PREFIX.bin (PREFIX.idx at finish); 0, or 2 after a message */
+/* creates PREFIX.bin.tmp (PREFIX.idx.tmp at finish, then both renamed to PREFIX.bin and
+ * PREFIX.idx, so a failed run leaves earlier files as they were); 0, or 2 after a message */
 int mmidx_writer_open(mmidx_writer *w, const char *prefix, int dtype);
 /* appends one document of n ids (each must fit the dtype); 0, or 1 after a message */
 int mmidx_writer_add(mmidx_writer *w, const int32_t *ids, size_t n);
-/* writes PREFIX.idx and closes both; 0, or 1 after a message */
+/* writes the index, closes both and renames them into place; 0, or 1 after a message */
 int mmidx_writer_finish(mmidx_writer *w);
 /* closes and removes what was written (after a failure) */
 void mmidx_writer_abort(mmidx_writer *w);

@@ -12,12 +12,12 @@
 int mmidx_writer_open(mmidx_writer *w, const char *prefix, int dtype)
 {
     memset(w, 0, sizeof *w);
-    if (strlen(prefix) + 5 > sizeof w->bin_path) {
+    if (strlen(prefix) + sizeof ".bin.tmp" > sizeof w->bin_path) {
         log_error("%.64s...: the output prefix is too long", prefix);
         return EXIT_USAGE;
     }
-    snprintf(w->bin_path, sizeof w->bin_path, "%s.bin", prefix);
-    snprintf(w->idx_path, sizeof w->idx_path, "%s.idx", prefix);
+    snprintf(w->bin_path, sizeof w->bin_path, "%s.bin.tmp", prefix);
+    snprintf(w->idx_path, sizeof w->idx_path, "%s.idx.tmp", prefix);
     w->dtype = dtype;
     w->item_size = dtype == MMIDX_U16 ? 2 : 4;
     if (!(w->bin = fopen(w->bin_path, "wb"))) {
@@ -98,6 +98,21 @@ static int write_index(mmidx_writer *w, FILE *f)
     return ok ? 0 : -1;
 }
 
+/* the finished .tmp files renamed to PREFIX.bin and PREFIX.idx */
+static int publish(mmidx_writer *w)
+{
+    char bin[sizeof w->bin_path], idx[sizeof w->idx_path];
+    snprintf(bin, sizeof bin, "%.*s", (int)(strlen(w->bin_path) - 4), w->bin_path);
+    snprintf(idx, sizeof idx, "%.*s", (int)(strlen(w->idx_path) - 4), w->idx_path);
+    if (rename(w->bin_path, bin) != 0 || rename(w->idx_path, idx) != 0) {
+        log_error("%s: cannot rename the finished files into place: %s", bin, strerror(errno));
+        remove(w->bin_path);
+        remove(w->idx_path);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
 int mmidx_writer_finish(mmidx_writer *w)
 {
     int rc = fclose(w->bin) != 0;
@@ -118,7 +133,7 @@ int mmidx_writer_finish(mmidx_writer *w)
     }
     free(w->sizes);
     w->sizes = NULL;
-    return 0;
+    return publish(w);
 }
 
 void mmidx_writer_abort(mmidx_writer *w)

@@ -198,9 +198,14 @@ static int load_data(struct trainer *tr, const scenario *s)
     if (rc)
         return rc;
     int vocab = s->fam->config_sizes(&s->model).vocab_size;
+    if (ids > vocab && tr->from == FROM_MEGATRON) {
+        log_error("%s: the megatron data hold token id %d, outside the model's vocab_size %d",
+                  s->path, ids - 1, vocab);
+        return EXIT_USAGE;
+    }
     if (ids > vocab) {
-        log_error("%s: the %s has %d ids but model vocab_size is %d", s->path,
-                  tr->from == FROM_MEGATRON ? "megatron data" : "tokenizer", ids, vocab);
+        log_error("%s: the %s tokenizer has %d ids but model vocab_size is %d", s->path,
+                  s->tokenizer, ids, vocab);
         return EXIT_USAGE;
     }
     return 0;

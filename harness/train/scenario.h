@@ -32,7 +32,8 @@ typedef struct {
 
     /* "data": {"path": "data/corpus.txt", "tokenizer": "byte", "seq_len": 64,
      *          "objective": "clm" | "mlm", "mlm_probability": 0.15, "line_by_line": false} */
-    char data_path[PATH_MAX];   /* resolved against the scenario file's folder */
+    char data_path[PATH_MAX];   /* resolved against the scenario file's folder (megatron with
+                                   data.path: the prefix, also blend_path[0]) */
     char tokenizer[64];         /* "byte" | "bpe" | "wordpiece" */
     char tokenizer_path[PATH_MAX]; /* bpe, wordpiece: tokenizer.json, vocab.json, vocab.txt or a
                                       folder (default: the model directory); resolved */

@@ -71,6 +71,11 @@ expect 0 "run on two blended datasets" -- "$H" run "$T/blend.json" --db "$T/s.db
 scenario flat "\"format\": \"megatron\", \"seq_len\": 16, \"blend\": [3, \"$M/docs_text_document\", 7, \"$M/wide_text_document\"]"
 expect 0 "run on Megatron's flat blend list" -- "$H" run "$T/flat.json" --db "$T/s.db" --dump-batches "$T/b2.jsonl"
 cmp -s "$T/b1.jsonl" "$T/b2.jsonl" && pass || fail "the flat list and the objects (same weights, normalised) gave other batches"
+scenario words "\"format\": \"megatron\", \"seq_len\": 16, \"blend\": [\"0.3\", \"$M/docs_text_document\", \"0.7\", \"$M/wide_text_document\"]"
+expect 0 "run on the flat list with weights as strings (--data-path's words)" -- "$H" run "$T/words.json" --db "$T/s.db" --dump-batches "$T/b3.jsonl"
+cmp -s "$T/b1.jsonl" "$T/b3.jsonl" && pass || fail "weights as strings gave other batches"
+scenario nan "\"format\": \"megatron\", \"seq_len\": 16, \"blend\": [\"0.3x\", \"$M/docs_text_document\"]"
+expect 2 "a weight that is no number" -- "$H" run "$T/nan.json" --db "$T/s.db"; says "must be a weight"
 cp "$M/docs_text_document.bin" "$T/own_text_document.bin"
 pre --input "$M/docs.txt" --output-prefix "$T/own" >/dev/null 2>&1
 scenario own "\"format\": \"megatron\", \"path\": \"own_text_document\", \"seq_len\": 16"

@@ -552,6 +552,16 @@ static int blend_object(const src *dx, json_t *e, size_t i, scenario *s)
     return add_dataset(dx, "blend", i, json_string_value(p), json_number_value(w), s);
 }
 
+/* a flat blend list's weight: a number, or a string holding one (Megatron's --data-path words) */
+static int blend_weight(json_t *e, double *w)
+{
+    if (json_is_number(e)) {
+        *w = json_number_value(e);
+        return 1;
+    }
+    return json_is_string(e) && parse_double(json_string_value(e), w) == 0;
+}
+
 /* data.blend: [{"path", "weight"}, ...] or Megatron's flat [W, PREFIX, W, PREFIX, ...] */
 static int load_blend(const src *dx, json_t *b, scenario *s)
 {
@@ -560,6 +570,7 @@ static int load_blend(const src *dx, json_t *b, scenario *s)
         return fail(dx, "blend", "must be a non-empty array of {\"path\", \"weight\"} objects or "
                     "[weight, prefix, ...]");
     int flat = !json_is_object(json_array_get(b, 0)), rc = 0;
+    double w = 0;
     if (flat && n % 2)
         return fail(dx, "blend", "the flat form pairs a weight with a prefix: %zu items", n);
     for (size_t i = 0; !rc && i < n; i += flat ? 2 : 1) {
@@ -567,10 +578,11 @@ static int load_blend(const src *dx, json_t *b, scenario *s)
         if (!flat)
             rc = json_is_object(e) ? blend_object(dx, e, i, s)
                                    : fail(dx, "blend", "entry %zu: must be an object", i);
-        else if (!json_is_number(e) || !json_is_string(p))
-            rc = fail(dx, "blend", "items %zu and %zu: must be a number and a prefix", i, i + 1);
+        else if (!blend_weight(e, &w) || !json_is_string(p))
+            rc = fail(dx, "blend", "items %zu and %zu: must be a weight (a number) and a prefix",
+                      i, i + 1);
         else
-            rc = add_dataset(dx, "blend", i / 2, json_string_value(p), json_number_value(e), s);
+            rc = add_dataset(dx, "blend", i / 2, json_string_value(p), w, s);
     }
     return rc;
 }

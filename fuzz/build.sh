@@ -17,4 +17,6 @@ COMMON=(harness/util/util.c harness/util/escape.c harness/util/input_file.c)
   -o build-fuzz/fuzz_tokenizer
 "$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/ingest/logparse*.c "${COMMON[@]}" $LIBS \
   -o build-fuzz/fuzz_logparse
-echo "fuzz: built build-fuzz/fuzz_safetensors, build-fuzz/fuzz_tokenizer and build-fuzz/fuzz_logparse"
+"$CC" "${FLAGS[@]}" fuzz/fuzz_mmidx.c harness/formats/data_mmidx.c "${COMMON[@]}" $LIBS \
+  -o build-fuzz/fuzz_mmidx
+echo "fuzz: built build-fuzz/fuzz_safetensors, build-fuzz/fuzz_tokenizer, build-fuzz/fuzz_logparse and build-fuzz/fuzz_mmidx"

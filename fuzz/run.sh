@@ -3,7 +3,7 @@
 # build-fuzz/corpus-TARGET; crashes to build-fuzz/crash-*). usage: bash fuzz/run.sh TARGET [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${1:?usage: fuzz/run.sh safetensors|tokenizer|logparse [SECONDS]}"; secs="${2:-60}"
+target="${1:?usage: fuzz/run.sh safetensors|tokenizer|logparse|mmidx [SECONDS]}"; secs="${2:-60}"
 [ -x "build-fuzz/fuzz_$target" ] || bash fuzz/build.sh
 mkdir -p "build-fuzz/corpus-$target"
 cd build-fuzz

@@ -77,6 +77,22 @@ for kind in link fifo dir big; do
   scenario data "$tiny_cfg" "\"path\": \"$x\", \"tokenizer\": \"byte\""
   refused "data file ($kind)" "$want" -- "$H" run "$T/data.json" --db "$T/s.db"
 
+  hostile "$kind" "$x" $((1024 * MiB))
+  scenario sft "$tiny_cfg" "\"format\": \"alpaca\", \"path\": \"$x\", \"tokenizer\": \"byte\", \"pad_token\": \"a\", \"eos_token\": \"b\""
+  refused "alpaca data file ($kind)" "$want" -- "$H" run "$T/sft.json" --db "$T/s.db"
+  refused "preprocess --input ($kind)" "$want" -- "$H" preprocess --input "$x" --output-prefix "$T/pp" --tokenizer byte
+  [ -e "$T/pp_text_document.bin" ] && fail "preprocess ($kind) wrote a .bin" || pass
+
+  if [ "$kind" != big ]; then # .idx and .bin are mapped, never read whole: no cap
+    for ext in idx bin; do
+      rm -rf "$T/mm"; mkdir "$T/mm"
+      cp "$SRC/tests/data/megatron/docs_text_document.idx" "$SRC/tests/data/megatron/docs_text_document.bin" "$T/mm/"
+      hostile "$kind" "$T/mm/docs_text_document.$ext"
+      scenario mm "$tiny_cfg" "\"format\": \"megatron\", \"path\": \"$T/mm/docs_text_document\""
+      refused "megatron .$ext ($kind)" "$want" -- "$H" run "$T/mm.json" --db "$T/s.db"
+    done
+  fi
+
   hostile "$kind" "$x" $((4 * MiB))
   scenario cfgpath "\"config_path\": \"$x\"" "$byte_data"
   [ "$kind" = dir ] && want_cfg="$x/config.json" || want_cfg="$want"

@@ -18,7 +18,7 @@ fi
 # the versions the fixtures and figures were made with (a newer release is tried by editing
 # these pins, not silently); torch first (the largest), then transformers and its helpers.
 "$venv/bin/python" -m pip install --quiet torch==2.15.0 >&2
-"$venv/bin/python" -m pip install --quiet transformers==5.23.0 tokenizers==0.23.3 safetensors==0.8.0 \
+"$venv/bin/python" -m pip install --quiet transformers==5.23.0 tokenizers==0.23.3 safetensors==0.8.0 numpy==2.4.6 \
   accelerate==1.15.0 >&2
 # a real published BERT checkpoint (all-MiniLM-L6-v2: weights, vocab.txt, tokenizer.json) for
 # tests/test_minilm.sh and tests/test_wordpiece.c; those tests skip without it

@@ -465,39 +465,183 @@ static int load_objective(const src *dx, json_t *d, scenario *s)
     return get_bool(dx, d, "line_by_line", &s->line_by_line);
 }
 
-static int load_data(const src *x, json_t *root, scenario *s)
+/* data.path (a file) and its tokenizer and objective: the text and alpaca formats */
+static int load_text_source(const src *dx, json_t *d, scenario *s)
 {
-    static const char *const keys[] = {"path",      "tokenizer",       "tokenizer_path",
-                                       "seq_len",   "objective",       "mlm_probability",
-                                       "line_by_line", NULL};
     static const char *const tokenizers[] = {"byte", "bpe", "wordpiece", NULL};
-    json_t *d;
     char rel[PATH_MAX];
-    int rc = get_obj(x, root, "data", 1, &d);
-    if (rc)
-        return rc;
-    src dx = sub(x, "data");
-    if ((rc = check_keys(&dx, d, keys)) || (rc = get_str(&dx, d, "path", 1, rel, sizeof rel)) ||
-        (rc = resolve(&dx, "path", rel, s->data_path)))
+    int rc;
+    if ((rc = get_str(dx, d, "path", 1, rel, sizeof rel)) ||
+        (rc = resolve(dx, "path", rel, s->data_path)))
         return rc;
     char why_buf[INPUT_WHY_LEN];
     const char *why = unreadable(s->data_path, INPUT_DATA, why_buf);
     if (why)
-        return fail(&dx, "path", "cannot read the data file %s: %s", s->data_path, why);
-    if ((rc = get_str(&dx, d, "tokenizer", 0, s->tokenizer, sizeof s->tokenizer)) ||
-        (rc = one_of(&dx, "tokenizer", s->tokenizer, tokenizers)) ||
-        (rc = load_tokenizer_path(&dx, d, s)) || (rc = load_objective(&dx, d, s)))
+        return fail(dx, "path", "cannot read the data file %s: %s", s->data_path, why);
+    if ((rc = get_str(dx, d, "tokenizer", 0, s->tokenizer, sizeof s->tokenizer)) ||
+        (rc = one_of(dx, "tokenizer", s->tokenizer, tokenizers)) ||
+        (rc = load_tokenizer_path(dx, d, s)) || (rc = load_objective(dx, d, s)))
         return rc;
     model_sizes z = s->fam->config_sizes(&s->model);
     if (strcmp(s->tokenizer, "byte") == 0 && z.vocab_size < 256)
-        return fail(&dx, "tokenizer", "the byte tokenizer needs vocab_size >= 256, the model has %d",
+        return fail(dx, "tokenizer", "the byte tokenizer needs vocab_size >= 256, the model has %d",
                     z.vocab_size);
-    if ((rc = get_int(&dx, d, "seq_len", 1, 2, &s->seq_len)))
+    return 0;
+}
+
+/* the first of keys (NULL-terminated) that d has, or NULL */
+static const char *first_present(json_t *d, const char *const *keys)
+{
+    for (const char *const *k = keys; *k; k++)
+        if (json_object_get(d, *k))
+            return *k;
+    return NULL;
+}
+
+/* data.model_max_length, data.eos_token, data.pad_token: alpaca's, after seq_len */
+static int load_alpaca(const src *dx, json_t *d, scenario *s)
+{
+    static const char *const own[] = {"model_max_length", "eos_token", "pad_token", NULL};
+    const char *k = first_present(d, own);
+    if (strcmp(s->data_format, "alpaca") != 0)
+        return k ? fail(dx, k, "is only for \"format\": \"alpaca\"") : 0;
+    int rc;
+    if (strcmp(s->objective, "clm") != 0 || s->fam->labels != LABELS_CAUSAL)
+        return fail(dx, "format", "alpaca data train a causal LM (objective clm, a decoder "
+                    "family), not %s with the %s family", s->objective, s->family);
+    s->model_max_length = s->seq_len;
+    if ((rc = get_int(dx, d, "model_max_length", 0, 2, &s->model_max_length)) ||
+        (rc = get_str(dx, d, "eos_token", 0, s->eos_token, sizeof s->eos_token)) ||
+        (rc = get_str(dx, d, "pad_token", 0, s->pad_token, sizeof s->pad_token)))
         return rc;
+    if (s->model_max_length > s->seq_len)
+        return fail(dx, "model_max_length", "%d is larger than seq_len %d (every row is padded to "
+                    "seq_len)", s->model_max_length, s->seq_len);
+    return 0;
+}
+
+/* one megatron dataset: PREFIX.idx and PREFIX.bin must be readable files */
+static int add_dataset(const src *dx, const char *key, size_t i, const char *rel, double weight,
+                       scenario *s)
+{
+    if (s->n_blend >= SCN_MAX_BLEND)
+        return fail(dx, key, "more than %d datasets", SCN_MAX_BLEND);
+    char *out = s->blend_path[s->n_blend], file[PATH_MAX + 8], why[INPUT_WHY_LEN];
+    int rc = resolve(dx, key, rel, out);
+    if (rc)
+        return rc;
+    for (int k = 0; k < 2; k++) {
+        snprintf(file, sizeof file, "%s%s", out, k ? ".bin" : ".idx");
+        uint64_t size;
+        int fd = input_open(file, &size, why, sizeof why);
+        if (fd < 0)
+            return fail(dx, key, "dataset %zu: cannot read %s: %s", i, file, why);
+        close(fd);
+    }
+    if (!(weight > 0) || weight > 1e300)
+        return fail(dx, key, "dataset %zu: the weight must be a number > 0, got %g", i, weight);
+    s->blend_weight[s->n_blend++] = weight;
+    return 0;
+}
+
+/* one entry of data.blend: {"path": P, "weight": W} */
+static int blend_object(const src *dx, json_t *e, size_t i, scenario *s)
+{
+    json_t *p = json_object_get(e, "path"), *w = json_object_get(e, "weight");
+    if (json_object_size(e) != 2 || !json_is_string(p) || !json_is_number(w))
+        return fail(dx, "blend", "entry %zu: must be {\"path\": PREFIX, \"weight\": NUMBER}", i);
+    return add_dataset(dx, "blend", i, json_string_value(p), json_number_value(w), s);
+}
+
+/* a flat blend list's weight: a number, or a string holding one (Megatron's --data-path words) */
+static int blend_weight(json_t *e, double *w)
+{
+    if (json_is_number(e)) {
+        *w = json_number_value(e);
+        return 1;
+    }
+    return json_is_string(e) && parse_double(json_string_value(e), w) == 0;
+}
+
+/* data.blend: [{"path", "weight"}, ...] or Megatron's flat [W, PREFIX, W, PREFIX, ...] */
+static int load_blend(const src *dx, json_t *b, scenario *s)
+{
+    size_t n = json_array_size(b);
+    if (!json_is_array(b) || n == 0)
+        return fail(dx, "blend", "must be a non-empty array of {\"path\", \"weight\"} objects or "
+                    "[weight, prefix, ...]");
+    int flat = !json_is_object(json_array_get(b, 0)), rc = 0;
+    double w = 0;
+    if (flat && n % 2)
+        return fail(dx, "blend", "the flat form pairs a weight with a prefix: %zu items", n);
+    for (size_t i = 0; !rc && i < n; i += flat ? 2 : 1) {
+        json_t *e = json_array_get(b, i), *p = flat ? json_array_get(b, i + 1) : NULL;
+        if (!flat)
+            rc = json_is_object(e) ? blend_object(dx, e, i, s)
+                                   : fail(dx, "blend", "entry %zu: must be an object", i);
+        else if (!blend_weight(e, &w) || !json_is_string(p))
+            rc = fail(dx, "blend", "items %zu and %zu: must be a weight (a number) and a prefix",
+                      i, i + 1);
+        else
+            rc = add_dataset(dx, "blend", i / 2, json_string_value(p), w, s);
+    }
+    return rc;
+}
+
+/* data.path (one prefix) or data.blend; no tokenizer keys (the files hold token ids) */
+static int load_megatron(const src *dx, json_t *d, scenario *s)
+{
+    static const char *const text_only[] = {"tokenizer", "tokenizer_path", "objective",
+                                            "mlm_probability", "line_by_line", NULL};
+    const char *k = first_present(d, text_only);
+    if (k)
+        return fail(dx, k, "is not used by the megatron format (its files hold token ids)");
+    if (s->fam->labels != LABELS_CAUSAL)
+        return fail(dx, "format", "megatron data train a causal LM; the %s family is not one",
+                    s->family);
+    json_t *p = json_object_get(d, "path"), *b = json_object_get(d, "blend");
+    if (!p == !b)
+        return fail(dx, p ? "blend" : "path", "give data.path (one dataset's prefix) or "
+                    "data.blend, %s", p ? "not both" : "one of them");
+    if (b)
+        return load_blend(dx, b, s);
+    if (!json_is_string(p))
+        return fail(dx, "path", "must be a string (a prefix without .bin/.idx), not %s",
+                    json_type_name(p));
+    int rc = add_dataset(dx, "path", 0, json_string_value(p), 1.0, s);
+    if (!rc)
+        snprintf(s->data_path, sizeof s->data_path, "%s", s->blend_path[0]);
+    return rc;
+}
+
+static int load_data(const src *x, json_t *root, scenario *s)
+{
+    static const char *const keys[] = {"path",         "tokenizer",       "tokenizer_path",
+                                       "seq_len",      "objective",       "mlm_probability",
+                                       "line_by_line", "format",          "model_max_length",
+                                       "eos_token",    "pad_token",       "blend",
+                                       NULL};
+    static const char *const formats[] = {"text", "alpaca", "megatron", NULL};
+    json_t *d;
+    int rc = get_obj(x, root, "data", 1, &d);
+    if (rc)
+        return rc;
+    src dx = sub(x, "data");
+    if ((rc = check_keys(&dx, d, keys)) ||
+        (rc = get_str(&dx, d, "format", 0, s->data_format, sizeof s->data_format)) ||
+        (rc = one_of(&dx, "format", s->data_format, formats)))
+        return rc;
+    int megatron = strcmp(s->data_format, "megatron") == 0;
+    if (!megatron && json_object_get(d, "blend"))
+        return fail(&dx, "blend", "is only for \"format\": \"megatron\"");
+    if ((rc = megatron ? load_megatron(&dx, d, s) : load_text_source(&dx, d, s)) ||
+        (rc = get_int(&dx, d, "seq_len", 1, 2, &s->seq_len)))
+        return rc;
+    model_sizes z = s->fam->config_sizes(&s->model);
     if (s->seq_len > z.max_positions)
         return fail(&dx, "seq_len", "%d is larger than the model's %s (%d)", s->seq_len,
                     z.positions_key, z.max_positions);
-    return 0;
+    return load_alpaca(&dx, d, s);
 }
 
 static int get_betas(const src *tx, json_t *t, scenario *s)
@@ -587,6 +731,7 @@ static void set_defaults(scenario *s)
     model_family_find("gpt2")->config_defaults(&s->model); /* until model.family says */
     snprintf(s->tokenizer, sizeof s->tokenizer, "byte");
     snprintf(s->objective, sizeof s->objective, "clm");
+    snprintf(s->data_format, sizeof s->data_format, "text");
     snprintf(s->schedule, sizeof s->schedule, "constant");
     s->decay_all = 1;
     s->beta1 = 0.9;

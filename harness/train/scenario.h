@@ -9,6 +9,7 @@
 #include "models/models.h"
 
 #define SCN_STR 256
+#define SCN_MAX_BLEND 16 /* datasets one megatron data.blend may mix */
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
@@ -31,7 +32,8 @@ typedef struct {
 
     /* "data": {"path": "data/corpus.txt", "tokenizer": "byte", "seq_len": 64,
      *          "objective": "clm" | "mlm", "mlm_probability": 0.15, "line_by_line": false} */
-    char data_path[PATH_MAX];   /* resolved against the scenario file's folder */
+    char data_path[PATH_MAX];   /* resolved against the scenario file's folder (megatron with
+                                   data.path: the prefix, also blend_path[0]) */
     char tokenizer[64];         /* "byte" | "bpe" | "wordpiece" */
     char tokenizer_path[PATH_MAX]; /* bpe, wordpiece: tokenizer.json, vocab.json, vocab.txt or a
                                       folder (default: the model directory); resolved */
@@ -39,6 +41,17 @@ typedef struct {
     char objective[8];          /* "clm" (next token, default) | "mlm" (masked, data_mlm.h) */
     double mlm_probability;     /* mlm: share of non-special tokens chosen, (0, 1], 0.15 */
     int line_by_line;           /* mlm: 1 one padded row per line, 0 grouped blocks (default) */
+    /* "format": "text" (the default: data_path tokenized, data.h / data_mlm.h) | "alpaca"
+     * (instruction records, data_alpaca.h) | "megatron" (binarized datasets, data_gpt.h) */
+    char data_format[16];
+    int model_max_length;       /* alpaca: truncation length, 2 .. seq_len (default seq_len) */
+    char eos_token[SCN_STR];    /* alpaca: the EOS's text, "" = the tokenizer's eos token */
+    char pad_token[SCN_STR];    /* alpaca: "" = the tokenizer's pad, "eos", "unk" or a text */
+    /* megatron: data.path (one dataset) or data.blend: prefixes (without .bin/.idx), resolved,
+     * and weights (> 0, normalised by the reader) */
+    int n_blend;
+    char blend_path[SCN_MAX_BLEND][PATH_MAX];
+    double blend_weight[SCN_MAX_BLEND];
 
     /* "train": {...} */
     int steps;

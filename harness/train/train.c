@@ -27,14 +27,22 @@ double lr_multiplier(const char *schedule, int step, int warmup, int total)
     return fmax(0.0, 0.5 * (1.0 + cos(3.14159265358979323846 * progress)));
 }
 
+/* where a run's batches come from */
+typedef enum { FROM_TEXT, FROM_MLM, FROM_ALPACA, FROM_MEGATRON } batch_source;
+
 struct trainer {
     const scenario *s;
     device *d;
     model *model;
-    int mlm;           /* data.objective "mlm": batches from mlm_data, else from data */
+    int mlm;           /* data.objective "mlm": batches from mlm_data */
+    batch_source from;
     dataset data;
     mlm_dataset mlm_data;
-    int32_t *inputs, *targets, *types, *mask; /* [B*T] each; types, mask only for mlm */
+    alpaca_dataset sft;
+    gpt_data gpt;
+    int32_t *inputs, *targets, *types, *mask; /* [B*T] each; types only for mlm, mask for mlm
+                                                 and alpaca */
+    int32_t *sample;   /* megatron: one sample of seq_len + 1 ids */
     int steps;
     FILE *dump; /* train_options.dump_batches, open */
     const char *dump_path;
@@ -47,19 +55,26 @@ static model_batch next_batch(struct trainer *tr, int step, int64_t *tokens)
 {
     const scenario *s = tr->s;
     int B = s->batch_size, T = s->seq_len;
-    if (!tr->mlm) {
-        dataset_batch(&tr->data, step - 1, B, 0, s->world_size, tr->inputs, tr->targets);
+    if (tr->from == FROM_TEXT || tr->from == FROM_MEGATRON) {
+        if (tr->from == FROM_TEXT)
+            dataset_batch(&tr->data, step - 1, B, 0, s->world_size, tr->inputs, tr->targets);
+        else
+            gpt_data_batch(&tr->gpt, step - 1, B, 0, s->world_size, tr->inputs, tr->targets,
+                           tr->sample);
         *tokens = (int64_t)B * T;
         return (model_batch){B, T, tr->inputs, NULL, NULL, tr->targets, s->seed,
                              (uint32_t)step};
     }
-    mlm_batch(&tr->mlm_data, s->seed, step - 1, B, 0, s->world_size, tr->inputs, tr->types,
-              tr->mask, tr->targets);
+    if (tr->from == FROM_ALPACA)
+        alpaca_batch(&tr->sft, step - 1, B, 0, s->world_size, tr->inputs, tr->mask, tr->targets);
+    else
+        mlm_batch(&tr->mlm_data, s->seed, step - 1, B, 0, s->world_size, tr->inputs, tr->types,
+                  tr->mask, tr->targets);
     *tokens = 0;
     for (size_t i = 0; i < (size_t)B * (size_t)T; i++)
         *tokens += tr->mask[i] != 0;
-    return (model_batch){B, T, tr->inputs, tr->types, tr->mask, tr->targets, s->seed,
-                         (uint32_t)step};
+    return (model_batch){B, T, tr->inputs, tr->mlm ? tr->types : NULL, tr->mask, tr->targets,
+                         s->seed, (uint32_t)step};
 }
 
 /* one optimizer step (1-based); fills r, returns 0, or 1 after a device error */
@@ -113,10 +128,32 @@ static int check_fit(const scenario *s, const device *d)
     return EXIT_USAGE;
 }
 
-/* the data file, tokenized: causal blocks into tr->data, or masked-LM rows into tr->mlm_data;
- * *ids: the largest id the data holds plus one */
+/* the alpaca format's EOS and pad ids (data.eos_token, data.pad_token) */
+static int alpaca_ids(const scenario *s, tokenizer *tok, alpaca_options *o)
+{
+    char where[PATH_MAX + 32];
+    snprintf(where, sizeof where, "%s: data.eos_token", s->path);
+    int rc = data_special_id(tok, "eos", s->eos_token, where, &o->eos_id);
+    snprintf(where, sizeof where, "%s: data.pad_token", s->path);
+    if (!rc && strcmp(s->pad_token, "eos") == 0) /* the EOS as data.eos_token resolved it */
+        o->pad_id = o->eos_id;
+    else if (!rc)
+        rc = data_special_id(tok, "pad", s->pad_token, where, &o->pad_id);
+    return rc;
+}
+
+/* the data file, tokenized: causal blocks into tr->data, masked-LM rows into tr->mlm_data, or
+ * Alpaca examples into tr->sft; *ids: the largest id the data holds plus one */
 static int load_dataset(struct trainer *tr, const scenario *s, tokenizer *tok, int *ids)
 {
+    if (tr->from == FROM_ALPACA) {
+        alpaca_options o = {s->seq_len, s->model_max_length, -1, -1};
+        int rc = alpaca_ids(s, tok, &o);
+        if (!rc)
+            rc = alpaca_dataset_load(s->data_path, tok, &o, &tr->sft);
+        *ids = tr->sft.vocab_size;
+        return rc;
+    }
     if (!tr->mlm) {
         int rc = dataset_load_tok(s->data_path, tok, s->seq_len, &tr->data);
         *ids = tr->data.vocab_size;
@@ -128,20 +165,44 @@ static int load_dataset(struct trainer *tr, const scenario *s, tokenizer *tok, i
     return rc;
 }
 
-/* the tokenizer and the data file, tokenized, within the model's vocabulary */
+/* the megatron datasets, mapped; *ids: their largest id plus one */
+static int load_megatron(struct trainer *tr, const scenario *s, int *ids)
+{
+    const char *prefixes[SCN_MAX_BLEND];
+    for (int i = 0; i < s->n_blend; i++)
+        prefixes[i] = s->blend_path[i];
+    int rc = gpt_data_open(&tr->gpt, prefixes, s->blend_weight, s->n_blend, s->seq_len);
+    *ids = rc ? 0 : tr->gpt.max_id + 1;
+    return rc;
+}
+
+/* the tokenizer and the data file, tokenized (or the megatron files, mapped), within the
+ * model's vocabulary */
 static int load_data(struct trainer *tr, const scenario *s)
 {
-    tokenizer *tok;
-    int rc = tokenizer_open(s->tokenizer, s->tokenizer_path, &tok);
-    if (rc)
-        return rc;
-    int ids = 0;
     tr->mlm = strcmp(s->objective, "mlm") == 0;
-    rc = load_dataset(tr, s, tok, &ids);
-    tokenizer_free(tok);
+    tr->from = !strcmp(s->data_format, "alpaca")     ? FROM_ALPACA
+               : !strcmp(s->data_format, "megatron") ? FROM_MEGATRON
+               : tr->mlm                             ? FROM_MLM
+                                                     : FROM_TEXT;
+    int ids = 0, rc;
+    if (tr->from == FROM_MEGATRON) {
+        rc = load_megatron(tr, s, &ids);
+    } else {
+        tokenizer *tok;
+        if ((rc = tokenizer_open(s->tokenizer, s->tokenizer_path, &tok)))
+            return rc;
+        rc = load_dataset(tr, s, tok, &ids);
+        tokenizer_free(tok);
+    }
     if (rc)
         return rc;
     int vocab = s->fam->config_sizes(&s->model).vocab_size;
+    if (ids > vocab && tr->from == FROM_MEGATRON) {
+        log_error("%s: the megatron data hold token id %d, outside the model's vocab_size %d",
+                  s->path, ids - 1, vocab);
+        return EXIT_USAGE;
+    }
     if (ids > vocab) {
         log_error("%s: the %s tokenizer has %d ids but model vocab_size is %d", s->path,
                   s->tokenizer, ids, vocab);
@@ -188,9 +249,12 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
     size_t bt = (size_t)s->batch_size * (size_t)s->seq_len; /* <= INT_MAX: check_fit */
     tr->inputs = malloc(bt * sizeof *tr->inputs);
     tr->targets = malloc(bt * sizeof *tr->targets);
+    int masked = tr->mlm || tr->from == FROM_ALPACA;
     tr->types = tr->mlm ? malloc(bt * sizeof *tr->types) : NULL;
-    tr->mask = tr->mlm ? malloc(bt * sizeof *tr->mask) : NULL;
-    if (!tr->inputs || !tr->targets || (tr->mlm && (!tr->types || !tr->mask))) {
+    tr->mask = masked ? malloc(bt * sizeof *tr->mask) : NULL;
+    tr->sample = malloc(((size_t)s->seq_len + 1) * sizeof *tr->sample);
+    if (!tr->inputs || !tr->targets || !tr->sample || (tr->mlm && !tr->types) ||
+        (masked && !tr->mask)) {
         log_error("out of host memory for a batch of %zu tokens", bt);
         return EXIT_FAIL;
     }
@@ -207,6 +271,9 @@ void train_free(trainer *tr)
     model_free(tr->model);
     dataset_free(&tr->data);
     mlm_dataset_free(&tr->mlm_data);
+    alpaca_dataset_free(&tr->sft);
+    gpt_data_close(&tr->gpt);
+    free(tr->sample);
     free(tr->inputs);
     free(tr->targets);
     free(tr->types);

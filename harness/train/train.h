@@ -44,7 +44,8 @@ typedef struct trainer trainer;
 
 /* Reads and checks everything a run of s on d needs, in this order: world_size, the sizes
  * against the harness's limits and d's memory (the family's check_fit), o->save_dir (that it could be
- * written; nothing is created), the tokenizer, the data file, then the model and its initial
+ * written; nothing is created), the tokenizer and the data file (or the megatron datasets,
+ * mapped and every token checked), then the model and its initial
  * weights (seeded, or the model directory's safetensors). Records nothing anywhere, so a caller
  * can open its store only after this succeeded. Returns 0 with *out ready for train_loop, 2 on
  * an input error or 1 when the device failed (message printed, *out NULL). o may be NULL. */

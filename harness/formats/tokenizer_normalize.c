@@ -8,21 +8,69 @@
 #include "tokenizer_bpe_internal.h"
 #include "tokenizer_steps.h"
 
-static int unicode_form(norm_kind kind, const char *in, size_t len, char **out, size_t *out_len)
+static int utf8proc_form(norm_kind kind, const char *in, size_t len, utf8proc_uint8_t **res,
+                         utf8proc_ssize_t *n)
 {
     int opts = UTF8PROC_STABLE;
     opts |= kind == NORM_NFC || kind == NORM_NFKC ? UTF8PROC_COMPOSE : UTF8PROC_DECOMPOSE;
     if (kind == NORM_NFKC || kind == NORM_NFKD)
         opts |= UTF8PROC_COMPAT;
-    utf8proc_uint8_t *res = NULL;
-    utf8proc_ssize_t n = len ? utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len,
-                                            &res, (utf8proc_option_t)opts) : 0;
-    if (n < 0)
-        return n == UTF8PROC_ERROR_NOMEM ? BPE_NO_MEMORY : BPE_REGEX_ERROR;
-    if (!len && !(res = calloc(1, 1)))
-        return BPE_NO_MEMORY;
-    *out = (char *)res;
-    *out_len = (size_t)n;
+    *n = utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len, res,
+                      (utf8proc_option_t)opts);
+    if (*n >= 0)
+        return BPE_OK;
+    return *n == UTF8PROC_ERROR_NOMEM ? BPE_NO_MEMORY : BPE_REGEX_ERROR;
+}
+
+/* cp is one the library's tables leave alone in this form (unicode_norm_compat.c) */
+static int kept_by_library(norm_kind kind, uint32_t cp)
+{
+    const norm_compat *c = &norm_compat_kept[kind];
+    int lo = 0, hi = c->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (cp < c->ranges[mid][0])
+            hi = mid - 1;
+        else if (cp > c->ranges[mid][1])
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+/* the form of in[len] onto out, the code points the library keeps passed through as they are
+ * and the runs between them normalized */
+static int unicode_form(norm_kind kind, const char *in, size_t len, char **out, size_t *out_len)
+{
+    piece_list acc = {0};
+    int rc = BPE_OK;
+    size_t run = 0, i = 0;
+    while (!rc) {
+        size_t at = i;
+        int kept = 0;
+        if (i < len && !(kept = kept_by_library(kind, utf8_next((const unsigned char *)in, &i))))
+            continue;
+        /* [at, i) is a kept code point, or at is the end */
+        utf8proc_uint8_t *res = NULL;
+        utf8proc_ssize_t n = 0;
+        if (at > run && (rc = utf8proc_form(kind, in + run, at - run, &res, &n)))
+            break;
+        if (piece_append(&acc, (const char *)res, (size_t)n) || piece_append(&acc, in + at, i - at))
+            rc = BPE_NO_MEMORY;
+        free(res);
+        run = i;
+        if (at == len)
+            break;
+    }
+    if (!rc && piece_append(&acc, "", 1))
+        rc = BPE_NO_MEMORY;
+    if (rc) {
+        free(acc.buf);
+        return rc;
+    }
+    *out = acc.buf;
+    *out_len = acc.len - 1;
     return BPE_OK;
 }
 

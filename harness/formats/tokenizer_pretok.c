@@ -22,8 +22,10 @@ static int reserve(piece_list *l, size_t more)
     return 0;
 }
 
-static int append(piece_list *l, const char *s, size_t n)
+int piece_append(piece_list *l, const char *s, size_t n)
 {
+    if (!n)
+        return 0;
     if (reserve(l, n))
         return -1;
     memcpy(l->buf + l->len, s, n);
@@ -56,7 +58,7 @@ static int emit_kept(const span_list *kept, const char *s, int at_start, piece_l
         if (k->is_match || k->end == k->beg)
             continue;
         size_t from = out->len;
-        if (append(out, s + k->beg, k->end - k->beg) ||
+        if (piece_append(out, s + k->beg, k->end - k->beg) ||
             close_piece(out, from, at_start && k->beg == 0))
             return BPE_NO_MEMORY;
     }
@@ -98,7 +100,7 @@ static int metaspace(const pre_step *st, const char *s, size_t len, int at_start
     piece_list tmp = {0};
     int rc = BPE_OK;
     for (size_t i = 0; i < len && !rc; i++)
-        rc = s[i] == ' ' ? append(&tmp, st->repl, st->repl_len) : append(&tmp, s + i, 1);
+        rc = s[i] == ' ' ? piece_append(&tmp, st->repl, st->repl_len) : piece_append(&tmp, s + i, 1);
     int starts = tmp.len >= st->repl_len && memcmp(tmp.buf, st->repl, st->repl_len) == 0;
     int prepend = !starts && (st->prepend == PREPEND_ALWAYS ||
                               (st->prepend == PREPEND_FIRST && at_start));
@@ -111,7 +113,7 @@ static int metaspace(const pre_step *st, const char *s, size_t len, int at_start
     }
     if (!rc && !st->split) {
         size_t from = out->len;
-        rc = append(out, tmp.buf, tmp.len) || close_piece(out, from, at_start);
+        rc = piece_append(out, tmp.buf, tmp.len) || close_piece(out, from, at_start);
     } else if (!rc) {
         rc = char_spans(tmp.buf, tmp.len, st, &w->spans) ||
              split_piece(&w->spans, SPLIT_MERGED_WITH_NEXT, 0, tmp.buf, at_start, w, out);
@@ -137,7 +139,7 @@ static int byte_level(const pre_step *st, const char *s, size_t len, int at_star
     int rc;
     if (!st->re) {
         size_t from = out->len;
-        rc = append(out, s, len) || close_piece(out, from, at_start) ? BPE_NO_MEMORY : BPE_OK;
+        rc = piece_append(out, s, len) || close_piece(out, from, at_start) ? BPE_NO_MEMORY : BPE_OK;
     } else if (!(rc = regex_spans(st->re, s, len, w, &w->spans))) {
         rc = split_piece(&w->spans, SPLIT_ISOLATED, 0, s, at_start, w, out);
     }
@@ -171,7 +173,7 @@ int pretok_run(const pre_step *s, int n, const char *text, size_t len, int at_st
                step_work *w)
 {
     w->a.len = w->a.n = 0;
-    if (append(&w->a, text, len) || close_piece(&w->a, 0, at_start))
+    if (piece_append(&w->a, text, len) || close_piece(&w->a, 0, at_start))
         return BPE_NO_MEMORY;
     for (int k = 0; k < n; k++) {
         w->b.len = w->b.n = 0;

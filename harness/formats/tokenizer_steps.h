@@ -19,6 +19,14 @@ typedef struct {
     OnigRegex re;       /* Replace's pattern (a String pattern compiled escaped, as the library does) */
 } norm_step;
 
+/* unicode_norm_compat.c (generated): per form (NFC, NFKC, NFD, NFKD, in norm_kind's order) the
+ * code point ranges the tokenizers library leaves alone while utf8proc changes them */
+typedef struct {
+    const uint32_t (*ranges)[2];
+    int n;
+} norm_compat;
+extern const norm_compat norm_compat_kept[4];
+
 /* ---- pre-tokenizers --------------------------------------------------------------------------- */
 
 typedef enum { PRE_SPLIT, PRE_METASPACE, PRE_DIGITS, PRE_BYTE_LEVEL } pre_kind;
@@ -58,6 +66,9 @@ typedef struct {
     piece *p;
     size_t n, cap_p;
 } piece_list;
+
+/* n bytes of s onto the end of l->buf (no piece made); 0, or -1 out of memory */
+int piece_append(piece_list *l, const char *s, size_t n);
 
 /* the library's find_matches: the text cut into spans, each a match of the pattern or not */
 typedef struct {

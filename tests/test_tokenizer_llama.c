@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 #include <jansson.h>
 
@@ -299,6 +302,154 @@ static void test_byte_fallback_bytes(void **state)
     tokenizer_free(t);
 }
 
+/* ---- hostile files: each refused with exit code 2 and a message naming the JSON path -------- */
+
+static char captured[4096];
+
+/* the llama2 fixture with `key` of the root replaced by the JSON `value` (NULL: removed),
+ * opened; the exit code, the message in captured */
+static int open_edited(const char *fixture, const char *key, const char *value)
+{
+    json_error_t e;
+    char src[512];
+    snprintf(src, sizeof src, "%s/%s/tokenizer.json", LLAMA_DIR, fixture);
+    json_t *root = json_load_file(tu_source_path(src), 0, &e);
+    assert_non_null(root);
+    json_t *model = json_object_get(root, "model");
+    json_t *where = !strncmp(key, "model.", 6) ? model : root;
+    const char *k = !strncmp(key, "model.", 6) ? key + 6 : key;
+    if (value) {
+        json_t *v = json_loads(value, JSON_DECODE_ANY, &e);
+        if (!v)
+            fail_msg("bad test JSON %s: %s", value, e.text);
+        json_object_set_new(where, k, v);
+    } else {
+        json_object_del(where, k);
+    }
+    const char *path = tu_temp_path(".json");
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    const char *err = tu_temp_path(".err");
+    fflush(stderr);
+    int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0 && dup2(fd, 2) >= 0);
+    close(fd);
+    tokenizer *t = NULL;
+    int rc = tokenizer_open("bpe", path, &t);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *text = read_file(err, NULL);
+    snprintf(captured, sizeof captured, "%s", text ? text : "");
+    free(text);
+    unlink(err);
+    unlink(path);
+    tokenizer_free(t);
+    return rc;
+}
+
+static void refused(const char *fixture, const char *key, const char *value, const char *says)
+{
+    int rc = open_edited(fixture, key, value);
+    if (rc != 2 || !strstr(captured, says))
+        fail_msg("%s = %s: exit %d, message \"%s\" (wanted exit 2 and \"%s\")", key,
+                 value ? value : "(removed)", rc, captured, says);
+}
+
+static void test_hostile_files(void **state)
+{
+    (void)state;
+    refused("llama2", "normalizer",
+            "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": \"Precompiled\"}]}",
+            "normalizer.normalizers[1]: type: \"Precompiled\" is not supported");
+    refused("llama2", "normalizer", "{\"type\": \"Lowercase\"}", "normalizer: type: \"Lowercase\"");
+    refused("llama2", "normalizer", "{\"type\": 7}", "normalizer: must be an object with a string \"type\"");
+    refused("llama2", "normalizer", "{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"(\"}, \"content\": \"x\"}",
+            "normalizer.pattern: the pattern does not compile");
+    refused("llama2", "normalizer", "{\"type\": \"Replace\", \"pattern\": {\"Glob\": \"*\"}, \"content\": \"x\"}",
+            "pattern must be");
+    refused("llama2", "normalizer", "{\"type\": \"Prepend\", \"prepend\": 3}", "\"prepend\" must be a string");
+    refused("llama2", "pre_tokenizer", "{\"type\": \"Whitespace\"}", "pre_tokenizer: type: \"Whitespace\"");
+    refused("llama2", "pre_tokenizer",
+            "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"type\": \"Digits\"}]}",
+            "pre_tokenizer.pretokenizers[1]: a pre-tokenizer after ByteLevel");
+    refused("llama2", "pre_tokenizer", "{\"type\": \"Split\", \"pattern\": {\"String\": \"x\"}, \"behavior\": \"Sideways\"}",
+            "behavior must be one of");
+    refused("llama2", "pre_tokenizer", "{\"type\": \"Metaspace\", \"replacement\": \"ab\"}",
+            "replacement must be one character");
+    refused("llama2", "pre_tokenizer", "{\"type\": \"Metaspace\", \"replacement\": \"_\", \"prepend_scheme\": \"sometimes\"}",
+            "prepend_scheme must be");
+    refused("llama2", "pre_tokenizer", "{\"type\": \"Digits\", \"individual_digits\": \"yes\"}",
+            "\"individual_digits\" must be true or false");
+    refused("llama2", "pre_tokenizer",
+            "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Sequence\", \"pretokenizers\": "
+            "[{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Sequence\", \"pretokenizers\": "
+            "[{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Sequence\", \"pretokenizers\": "
+            "[{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Sequence\", \"pretokenizers\": "
+            "[{\"type\": \"Sequence\", \"pretokenizers\": []}]}]}]}]}]}]}]}]}", "nested more than 8 deep");
+    refused("llama2", "post_processor", "{\"type\": \"RobertaProcessing\"}", "post_processor: type: \"RobertaProcessing\"");
+    refused("llama2", "post_processor", "{\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}}], "
+            "\"special_tokens\": {\"<s>\": {\"ids\": [1]}}}", "must hold sequence A once");
+    refused("llama2", "post_processor", "{\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<q>\"}}, "
+            "{\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {}}", "post_processor.single[0]: special token \"<q>\"");
+    refused("llama2", "post_processor", "{\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}}, "
+            "{\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"ids\": [99999999]}}}", "ids must be token ids");
+    refused("llama2", "model.byte_fallback", "\"yes\"", "model.byte_fallback must be true or false");
+    refused("llama2", "model.unk_token", "\"<nope>\"", "model.unk_token \"<nope>\" is not in the vocabulary");
+    refused("llama2", "model.unk_token", "12", "model.unk_token must be a string or null");
+    refused("llama2", "model.merges", "[\"a b c\"]", "merge 1 must be two tokens separated by one space");
+    refused("llama2", "model.merges", "[[\"a\", 1]]", "model.merges[0] must be");
+    refused("llama2", "model.merges", "[\"\xe2\x96\x81t zzzz\"]", "is not in the vocabulary");
+    refused("llama2", "model.vocab", "{\"a\": 1.5}", "must be an integer in");
+    refused("llama2", "model.vocab", "{\"a\": 99999999999}", "must be an integer in");
+    refused("llama2", "model.dropout", "0.5", "model.dropout must be null");
+    refused("llama2", "model.continuing_subword_prefix", "\"##\"", "continuing_subword_prefix");
+    refused("llama2", "added_tokens", "[{\"id\": 1, \"content\": \"<s>\", \"lstrip\": true}]", "lstrip");
+    refused("llama2", "added_tokens", "[{\"id\": 1, \"content\": \"<s>\", \"normalized\": 1}]",
+            "added_tokens[0].normalized must be true or false");
+    refused("llama2", "truncation", "{\"max_length\": 5}", "truncation and padding must be null");
+    refused("qwen2", "model.type", "\"Unigram\"", "only a BPE model is supported");
+}
+
+/* byte_fallback needs all 256 byte tokens, spelled <0xXX> with upper-case hex */
+static void test_bad_byte_fallback_vocab(void **state)
+{
+    (void)state;
+    json_error_t e;
+    json_t *root = json_load_file(tu_source_path(LLAMA_DIR "/llama2/tokenizer.json"), 0, &e);
+    assert_non_null(root);
+    json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
+    json_t *id = json_incref(json_object_get(vocab, "<0x0A>"));
+    json_object_del(vocab, "<0x0A>");
+    json_object_set_new(vocab, "<0x0a>", id);
+    const char *path = tu_temp_path(".json");
+    assert_int_equal(json_dump_file(root, path, 0), 0);
+    json_decref(root);
+    tokenizer *t = NULL;
+    assert_int_equal(tokenizer_open("bpe", path, &t), 2);
+    assert_null(t);
+    unlink(path);
+}
+
+/* a bad tokenizer_config.json beside a good tokenizer.json */
+static void test_bad_config(void **state)
+{
+    (void)state;
+    char dir[256], cmd[1400];
+    snprintf(dir, sizeof dir, "%s", tu_temp_path(".d"));
+    const char *cases[] = {"{\"eos_token\": \"<never>\"}", "{\"bos_token\": 3}",
+                           "{\"add_bos_token\": \"yes\"}", "[1]", "{\"eos_token\": "};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/llama2/tokenizer.json %s/ && printf '%%s' '%s' > "
+                 "%s/tokenizer_config.json", dir, tu_source_path(LLAMA_DIR), dir, cases[i], dir);
+        assert_int_equal(system(cmd), 0);
+        tokenizer *t = NULL;
+        assert_int_equal(tokenizer_open("bpe", dir, &t), 2);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +457,9 @@ int main(void)
         cmocka_unit_test(test_published_qwen2),
         cmocka_unit_test(test_template_and_roles),
         cmocka_unit_test(test_byte_fallback_bytes),
+        cmocka_unit_test(test_hostile_files),
+        cmocka_unit_test(test_bad_byte_fallback_vocab),
+        cmocka_unit_test(test_bad_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,9 @@
-/* fuzz/fuzz_tokenizer.c: libFuzzer target for the BPE tokenizer: arbitrary bytes as text through
+/* fuzz/fuzz_tokenizer.c: libFuzzer target for the BPE tokenizers: arbitrary bytes as text through
  * UTF-8 validation, added-token splitting, the Oniguruma split and the merges of the test
- * tokenizer (tests/data/hf/bpe512), and every id decoded back; the round trip must hold. */
+ * tokenizer (tests/data/hf/bpe512), every id decoded back (the round trip must hold); then
+ * through the Qwen2-style and Llama-style fixtures (tests/data/hf/llama/qwen2, llama2, and
+ * meta_always_split for NFKC, Split, Digits, Metaspace): every id inside the vocabulary, the
+ * ids without special tokens the ids with them less the template's. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,17 +14,55 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static tokenizer *open_at(const char *rel)
+{
+    const char *src = getenv("HARNESS_SOURCE");
+    char path[4096];
+    tokenizer *t = NULL;
+    snprintf(path, sizeof path, "%s/%s", src ? src : ".", rel);
+    if (tokenizer_open("bpe", path, &t) != 0)
+        abort();
+    return t;
+}
+
 static tokenizer *open_once(void)
 {
     static tokenizer *t;
-    if (!t) {
-        const char *src = getenv("HARNESS_SOURCE");
-        char path[4096];
-        snprintf(path, sizeof path, "%s/tests/data/hf/bpe512/tokenizer.json", src ? src : ".");
-        if (tokenizer_open("bpe", path, &t) != 0)
-            abort();
-    }
+    if (!t)
+        t = open_at("tests/data/hf/bpe512/tokenizer.json");
     return t;
+}
+
+/* ids in range; with special tokens = the template's before + without + the template's after */
+static void check_pipeline(tokenizer *t, const uint8_t *data, size_t size)
+{
+    id_list with = {0}, without = {0};
+    if (tokenizer_encode_special(t, (const char *)data, size, 1, "fuzz", &with) != 0 ||
+        tokenizer_encode_special(t, (const char *)data, size, 0, "fuzz", &without) != 0)
+        abort();
+    int before, after;
+    tokenizer_template_size(t, &before, &after);
+    if (with.n != without.n + (size_t)before + (size_t)after)
+        abort();
+    for (size_t i = 0; i < with.n; i++)
+        if (with.ids[i] < 0 || with.ids[i] >= tokenizer_vocab_size(t) ||
+            (i >= (size_t)before && i - (size_t)before < without.n &&
+             with.ids[i] != without.ids[i - (size_t)before]))
+            abort();
+    id_list_free(&with);
+    id_list_free(&without);
+}
+
+static void check_llama_style(const uint8_t *data, size_t size)
+{
+    static tokenizer *t[3];
+    static const char *const rel[3] = {"tests/data/hf/llama/qwen2", "tests/data/hf/llama/llama2",
+                                       "tests/data/hf/llama/meta_always_split"};
+    for (int i = 0; i < 3; i++) {
+        if (!t[i])
+            t[i] = open_at(rel[i]);
+        check_pipeline(t[i], data, size);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -44,5 +85,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (n != size)
         abort();
     id_list_free(&ids);
+    check_llama_style(data, size);
     return 0;
 }

@@ -61,6 +61,8 @@ scenario() {
 EOF
 }
 nodrop='"attn_pdrop": 0, "embd_pdrop": 0, "resid_pdrop": 0'
+llama="$SRC/tests/data/hf/llama/llama2"
+llama_cfg='"config": {"vocab_size": 700, "n_positions": 64, "n_embd": 16, "n_layer": 1, "n_head": 2, '"$nodrop}"
 tiny_cfg='"config": {"vocab_size": 512, "n_positions": 64, "n_embd": 16, "n_layer": 1, "n_head": 2, '"$nodrop}"
 byte_data="\"path\": \"$corpus\", \"tokenizer\": \"byte\""
 
@@ -126,6 +128,11 @@ for kind in link fifo dir big; do
     scenario tok "$tiny_cfg" "\"path\": \"$corpus\", \"tokenizer\": \"bpe\", \"tokenizer_path\": \"$T/tok\""
     refused "tokenizer $f ($kind)" "$want" -- "$H" run "$T/tok.json" --db "$T/s.db"
   done
+
+  rm -rf "$T/ltok"; cp -r "$llama" "$T/ltok"
+  hostile "$kind" "$T/ltok/tokenizer_config.json" $((256 * MiB))
+  scenario ltok "$llama_cfg" "\"path\": \"$corpus\", \"tokenizer\": \"bpe\", \"tokenizer_path\": \"$T/ltok\""
+  refused "tokenizer_config.json beside a Llama tokenizer.json ($kind)" "$want" -- "$H" run "$T/ltok.json" --db "$T/s.db"
 
   hostile "$kind" "$x" $((256 * MiB))
   refused "baseline import ($kind)" "$want" -- "$H" baseline import "$x" --db "$T/s.db"
@@ -194,5 +201,19 @@ scenario regex "$tiny_cfg" "\"path\": \"$T/aaa.txt\", \"tokenizer\": \"bpe\", \"
 refused "a catastrophic split regex" "exceeded the backtracking limit (10000000 retries" -- \
   "$H" run "$T/regex.json" --db "$T/s.db"
 says "regex-tok.json"
+
+# ---- Llama/Mistral-style tokenizer.json: an unsupported component, a million bad merges ------
+echo "tokenizer: a SentencePiece normalizer (Precompiled) is refused by its JSON path"
+rm -rf "$T/ltok"; cp -r "$llama" "$T/ltok"
+sed -i 's/"normalizers": \[{"type": "Prepend"/"normalizers": [{"type": "Precompiled"}, {"type": "Prepend"/' "$T/ltok/tokenizer.json"
+scenario ltok "$llama_cfg" "\"path\": \"$corpus\", \"tokenizer\": \"bpe\", \"tokenizer_path\": \"$T/ltok\""
+refused "a Precompiled normalizer" 'normalizer.normalizers[0]: type: "Precompiled" is not supported' -- \
+  "$H" run "$T/ltok.json" --db "$T/s.db"
+
+echo "tokenizer: a million merges of tokens not in the vocabulary"
+awk 'BEGIN {printf "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": ["; for (i = 0; i < 1000000; i++) printf "%s\"a%d b\"", (i ? "," : ""), i; print "]}}"}' >"$T/ltok/tokenizer.json"
+rm -f "$T/ltok/tokenizer_config.json"
+refused "a million bad merges" 'merge 1 "a0 b": "left part" is not in the vocabulary' -- \
+  "$H" run "$T/ltok.json" --db "$T/s.db"
 
 finish

@@ -272,9 +272,10 @@ static void test_bad_tokenizer_files(void **state)
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1}, \"merges\": []}}");
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", \"vocab\": [], \"merges\": []}}");
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": [], \"dropout\": 0.1}}");
-    expect_bad_json("{\"pre_tokenizer\": null, \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": []}}");
-    expect_bad_json("{" PRE ", \"normalizer\": {\"type\": \"NFC\"}, \"model\": {\"type\": \"BPE\", " VOCAB
+    expect_bad_json("{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", " VOCAB
                     ", \"merges\": []}}");
+    expect_bad_json("{" PRE ", \"normalizer\": {\"type\": \"Precompiled\"}, \"model\": {\"type\": \"BPE\", "
+                    VOCAB ", \"merges\": []}}");
     expect_bad_json("{" PRE ", \"post_processor\": {\"type\": \"TemplateProcessing\"}, \"model\": "
                     "{\"type\": \"BPE\", " VOCAB ", \"merges\": []}}");
     expect_bad_json("{" PRE ", \"added_tokens\": [{\"id\": 5, \"content\": \"\"}], \"model\": {\"type\": "

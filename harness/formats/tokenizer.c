@@ -1,6 +1,6 @@
-/* harness/formats/tokenizer.c: opening a tokenizer by kind and path ("byte", byte-level BPE from a
- * tokenizer.json, vocab.json + merges.txt, WordPiece from a tokenizer.json or vocab.txt, or a
- * directory), encoding, UTF-8 validation. */
+/* harness/formats/tokenizer.c: opening a tokenizer by kind and path ("byte", BPE (byte-level or
+ * SentencePiece-style) from a tokenizer.json, vocab.json + merges.txt, WordPiece from a tokenizer.json
+ * or vocab.txt, or a directory), encoding, special ids by role, UTF-8 validation. */
 #define _POSIX_C_SOURCE 200809L
 #include "tokenizer.h"
 
@@ -172,6 +172,11 @@ int tokenizer_vocab_size(const tokenizer *t)
 
 int32_t tokenizer_special_id(const tokenizer *t, const char *role)
 {
+    if (t->is_bpe) {
+        const bpe *b = &t->b;
+        return !strcmp(role, "bos") ? b->bos_id : !strcmp(role, "eos") ? b->eos_id
+             : !strcmp(role, "pad") ? b->pad_id : !strcmp(role, "unk") ? b->role_unk_id : -1;
+    }
     if (!t->is_wp)
         return -1;
     const wordpiece *w = &t->w;
@@ -180,10 +185,18 @@ int32_t tokenizer_special_id(const tokenizer *t, const char *role)
          : !strcmp(role, "unk") ? w->unk_id : -1;
 }
 
+int tokenizer_config_flag(const tokenizer *t, const char *key)
+{
+    if (!t->is_bpe)
+        return -1;
+    return !strcmp(key, "add_bos_token") ? t->b.add_bos_token
+         : !strcmp(key, "add_eos_token") ? t->b.add_eos_token : -1;
+}
+
 void tokenizer_template_size(const tokenizer *t, int *before, int *after)
 {
-    *before = t->is_wp ? t->w.n_before : 0;
-    *after = t->is_wp ? t->w.n_after : 0;
+    *before = t->is_wp ? t->w.n_before : t->is_bpe ? t->b.n_before : 0;
+    *after = t->is_wp ? t->w.n_after : t->is_bpe ? t->b.n_after : 0;
 }
 
 const char *tokenizer_name(const tokenizer *t)
@@ -233,6 +246,12 @@ static int push_bytes(const char *text, size_t len, id_list *out)
 
 int tokenizer_encode(tokenizer *t, const char *text, size_t len, const char *where, id_list *out)
 {
+    return tokenizer_encode_special(t, text, len, 1, where, out);
+}
+
+int tokenizer_encode_special(tokenizer *t, const char *text, size_t len, int add_special_tokens,
+                             const char *where, id_list *out)
+{
     if (!t->is_bpe && !t->is_wp) {
         if (push_bytes(text, len, out) == 0)
             return 0;
@@ -246,13 +265,13 @@ int tokenizer_encode(tokenizer *t, const char *text, size_t len, const char *whe
         return EXIT_USAGE;
     }
     if (t->is_wp) {
-        if (wp_encode(&t->w, text, len, out) == 0)
+        if (wp_encode(&t->w, text, len, add_special_tokens, out) == 0)
             return 0;
         log_error("%s: out of memory tokenizing %zu bytes", where, len);
         return EXIT_FAIL;
     }
     size_t at = 0;
-    int rc = bpe_encode(&t->b, text, len, out, &at);
+    int rc = bpe_encode(&t->b, text, len, add_special_tokens, out, &at);
     if (rc == BPE_OK)
         return 0;
     const char *tok = t->name + strlen("bpe:");
@@ -288,6 +307,20 @@ static uint32_t next_cp(const unsigned char *s, size_t *i)
     return cp;
 }
 
+/* a SentencePiece-style token: a byte-fallback token's byte, else the token's text as it is
+ * (the metaspace character included: decoders are not run) */
+static int sentencepiece_bytes(const bpe *b, int32_t id, unsigned char *out, size_t cap)
+{
+    for (int x = 0; b->byte_fallback && x < 256; x++)
+        if (b->fallback_id[x] == id && cap) {
+            out[0] = (unsigned char)x;
+            return 1;
+        }
+    size_t n = b->tok_len[id] < cap ? b->tok_len[id] : cap;
+    memcpy(out, b->tok[id], n);
+    return (int)n;
+}
+
 int tokenizer_token_bytes(const tokenizer *t, int32_t id, unsigned char *out, size_t cap)
 {
     if (t->is_wp) {
@@ -305,6 +338,8 @@ int tokenizer_token_bytes(const tokenizer *t, int32_t id, unsigned char *out, si
     }
     if (id < 0 || id >= t->b.n_tok || !t->b.tok[id])
         return -1;
+    if (!t->b.byte_level)
+        return sentencepiece_bytes(&t->b, id, out, cap);
     for (int a = 0; a < t->b.n_added; a++)
         if (t->b.added[a].id == id) {
             size_t n = t->b.added[a].len < cap ? t->b.added[a].len : cap;

@@ -65,17 +65,29 @@ int bpe_build_added(bpe *b)
     return 0;
 }
 
-int bpe_added_at(const bpe *b, const char *text, size_t len, size_t pos)
+/* normalized: -1 any added token, else only those whose `normalized` is as given */
+static int longest_at(const bpe *b, const char *text, size_t len, size_t pos, int normalized)
 {
     int best = -1;
     int32_t node = 0;
     for (size_t i = pos; i < len; i++) {
         if (!(node = child(b, node, (unsigned char)text[i])))
             break;
-        if (b->added_end[node] >= 0)
-            best = b->added_end[node];
+        int end = b->added_end[node];
+        if (end >= 0 && (normalized < 0 || b->added[end].normalized == normalized))
+            best = end;
     }
     return best;
+}
+
+int bpe_added_at(const bpe *b, const char *text, size_t len, size_t pos)
+{
+    return longest_at(b, text, len, pos, -1);
+}
+
+int bpe_added_at_class(const bpe *b, const char *text, size_t len, size_t pos, int normalized)
+{
+    return longest_at(b, text, len, pos, normalized ? 1 : 0);
 }
 
 void bpe_free_added(bpe *b)

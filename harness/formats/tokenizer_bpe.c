@@ -1,6 +1,8 @@
-/* harness/formats/tokenizer_bpe.c: byte-level BPE encoding as the tokenizers library does it: added
- * tokens split out (leftmost-longest), the Oniguruma pre-tokenizer split, byte-to-unicode
- * mapping, and merges applied lowest rank first, then leftmost (its Word::merge_all). */
+/* harness/formats/tokenizer_bpe.c: the BPE model as the tokenizers library runs it on one pre-tokenized
+ * word: GPT-2's byte-to-unicode mapping (byte-level), characters or their <0xXX> byte-fallback
+ * tokens or unk, and merges applied lowest rank first, then leftmost (its Word::merge_all). */
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,161 +11,6 @@
 
 const char *const GPT2_SPLIT_PATTERN =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-/* ---- hash maps --------------------------------------------------------------------------- */
-
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-    return h;
-}
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static int strmap_grow(strmap *m)
-{
-    strmap g = {0};
-    g.cap = m->cap ? m->cap * 2 : 1024;
-    g.keys = calloc(g.cap, sizeof *g.keys);
-    g.lens = calloc(g.cap, sizeof *g.lens);
-    g.vals = calloc(g.cap, sizeof *g.vals);
-    if (!g.keys || !g.lens || !g.vals) {
-        strmap_free(&g);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->keys[i]) {
-            size_t j = hash_bytes(m->keys[i], m->lens[i]) & (g.cap - 1);
-            while (g.keys[j])
-                j = (j + 1) & (g.cap - 1);
-            g.keys[j] = m->keys[i];
-            g.lens[j] = m->lens[i];
-            g.vals[j] = m->vals[i];
-        }
-    g.n = m->n;
-    free(m->keys);
-    free(m->lens);
-    free(m->vals);
-    *m = g;
-    return 0;
-}
-
-int strmap_put(strmap *m, const char *key, size_t len, int32_t val)
-{
-    if ((m->n + 1) * 2 > m->cap && strmap_grow(m))
-        return -1;
-    size_t j = hash_bytes(key, len) & (m->cap - 1);
-    for (; m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (m->lens[j] == len && memcmp(m->keys[j], key, len) == 0) {
-            m->vals[j] = val;
-            return 0;
-        }
-    if (!(m->keys[j] = malloc(len + 1)))
-        return -1;
-    memcpy(m->keys[j], key, len);
-    m->keys[j][len] = 0;
-    m->lens[j] = len;
-    m->vals[j] = val;
-    m->n++;
-    return 0;
-}
-
-int32_t strmap_get(const strmap *m, const char *key, size_t len)
-{
-    if (!m->cap)
-        return -1;
-    for (size_t j = hash_bytes(key, len) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (m->lens[j] == len && memcmp(m->keys[j], key, len) == 0)
-            return m->vals[j];
-    return -1;
-}
-
-void strmap_free(strmap *m)
-{
-    for (size_t i = 0; m->keys && i < m->cap; i++)
-        free(m->keys[i]);
-    free(m->keys);
-    free(m->lens);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
-
-static int pairmap_grow(pairmap *m)
-{
-    pairmap g = {0};
-    g.cap = m->cap ? m->cap * 2 : 1024;
-    g.keys = calloc(g.cap, sizeof *g.keys);
-    g.ranks = calloc(g.cap, sizeof *g.ranks);
-    g.vals = calloc(g.cap, sizeof *g.vals);
-    if (!g.keys || !g.ranks || !g.vals) {
-        pairmap_free(&g);
-        return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->keys[i]) {
-            size_t j = mix64(m->keys[i]) & (g.cap - 1);
-            while (g.keys[j])
-                j = (j + 1) & (g.cap - 1);
-            g.keys[j] = m->keys[i];
-            g.ranks[j] = m->ranks[i];
-            g.vals[j] = m->vals[i];
-        }
-    g.n = m->n;
-    pairmap_free(m);
-    *m = g;
-    return 0;
-}
-
-static uint64_t pair_key(int32_t a, int32_t b)
-{
-    return (((uint64_t)(uint32_t)a << 32) | (uint32_t)b) + 1;
-}
-
-/* a later duplicate replaces an earlier one, as collecting the merges into a HashMap does */
-int pairmap_put(pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t val)
-{
-    if ((m->n + 1) * 2 > m->cap && pairmap_grow(m))
-        return -1;
-    uint64_t k = pair_key(a, b);
-    size_t j = mix64(k) & (m->cap - 1);
-    while (m->keys[j] && m->keys[j] != k)
-        j = (j + 1) & (m->cap - 1);
-    m->n += !m->keys[j];
-    m->keys[j] = k;
-    m->ranks[j] = rank;
-    m->vals[j] = val;
-    return 0;
-}
-
-int pairmap_get(const pairmap *m, int32_t a, int32_t b, uint32_t *rank, int32_t *val)
-{
-    if (!m->cap)
-        return 0;
-    uint64_t k = pair_key(a, b);
-    for (size_t j = mix64(k) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1))
-        if (m->keys[j] == k) {
-            *rank = m->ranks[j];
-            *val = m->vals[j];
-            return 1;
-        }
-    return 0;
-}
-
-void pairmap_free(pairmap *m)
-{
-    free(m->keys);
-    free(m->ranks);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
 
 /* ---- GPT-2's bytes_to_unicode ------------------------------------------------------------ */
 
@@ -213,11 +60,6 @@ int byte_level_byte(uint32_t cp)
 
 int bpe_finish(bpe *b, const char *where)
 {
-    for (unsigned x = 0; x < 256; x++) {
-        char c[3];
-        int n = byte_level_char(x, c);
-        b->byte_id[x] = strmap_get(&b->vocab, c, (size_t)n);
-    }
     if (bpe_build_added(b)) {
         log_error("%s: out of memory indexing %d added tokens", where, b->n_added);
         return EXIT_FAIL;
@@ -323,7 +165,7 @@ static int merge_all(const bpe *b, symbol *s, int n, heap *q)
     return 0;
 }
 
-static int list_push(id_list *l, int32_t id)
+int bpe_list_push(id_list *l, int32_t id)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 1024;
@@ -338,20 +180,34 @@ static int list_push(id_list *l, int32_t id)
 }
 
 /* scratch reused across words */
-typedef struct {
+struct word_work {
     symbol *s;
-    int cap;
+    size_t cap;
     heap q;
     char *mapped;
-    size_t mapped_cap;
-    OnigMatchParam *mp; /* the backtracking limits */
-    size_t seg_at;      /* where the segment being split starts in the text */
-    size_t prefix;      /* 1 while splitting it behind an added prefix space */
-    size_t fail_at;     /* where the search that failed began in the text */
-} work;
+    size_t mapped_len, mapped_cap;
+};
 
-static int word_direct(const bpe *b, const unsigned char *w, size_t len, work *k, int32_t *id)
+word_work *word_work_new(void)
 {
+    return calloc(1, sizeof(word_work));
+}
+
+void word_work_free(word_work *k)
+{
+    if (!k)
+        return;
+    free(k->s);
+    free(k->q.h);
+    free(k->mapped);
+    free(k);
+}
+
+/* a byte-level word: each byte as GPT-2's character (what the ByteLevel pre-tokenizer does) */
+static int map_bytes(const unsigned char *w, size_t len, word_work *k)
+{
+    if (len > (SIZE_MAX - 1) / 2)
+        return -1;
     if (k->mapped_cap < 2 * len + 1) {
         char *m = realloc(k->mapped, 2 * len + 1);
         if (!m)
@@ -362,178 +218,76 @@ static int word_direct(const bpe *b, const unsigned char *w, size_t len, work *k
     size_t n = 0;
     for (size_t i = 0; i < len; i++)
         n += (size_t)byte_level_char(w[i], k->mapped + n);
-    *id = strmap_get(&b->vocab, k->mapped, n);
+    k->mapped_len = n;
     return 0;
 }
 
-/* one pre-tokenized piece: bytes to symbols, merges, ids out */
-static int encode_word(const bpe *b, const unsigned char *w, size_t len, work *k, id_list *out)
+static void add_symbol(word_work *k, int *n, int32_t id)
 {
-    int32_t direct = -1;
-    if (b->ignore_merges && word_direct(b, w, len, k, &direct))
-        return -1;
+    k->s[*n] = (symbol){id, *n - 1, -1, 1};
+    if (*n)
+        k->s[*n - 1].next = *n;
+    (*n)++;
+}
+
+/* the library's BPE::merge_word before the merges: a symbol per character found in the
+ * vocabulary; else its bytes' <0xXX> tokens (byte_fallback); else the unk token (fused with
+ * the unk before it when fuse_unk); else the character is dropped */
+static int word_symbols(const bpe *b, const char *w, size_t len, word_work *k)
+{
+    int n = 0;
+    int32_t pending_unk = -1;
+    for (size_t i = 0; i < len;) {
+        size_t at = i;
+        utf8_next((const unsigned char *)w, &i);
+        int32_t id = strmap_get(&b->vocab, w + at, i - at);
+        if (id >= 0) {
+            if (pending_unk >= 0)
+                add_symbol(k, &n, pending_unk);
+            pending_unk = -1;
+            add_symbol(k, &n, id);
+        } else if (b->byte_fallback) {
+            for (size_t j = at; j < i; j++)
+                add_symbol(k, &n, b->fallback_id[(unsigned char)w[j]]);
+        } else if (b->unk_id >= 0) {
+            if (pending_unk >= 0 && !b->fuse_unk)
+                add_symbol(k, &n, pending_unk);
+            pending_unk = b->unk_id;
+        }
+    }
+    if (pending_unk >= 0)
+        add_symbol(k, &n, pending_unk);
+    return n;
+}
+
+int bpe_encode_word(const bpe *b, const char *piece, size_t len, word_work *k, id_list *out)
+{
+    const char *w = piece;
+    if (b->byte_level) {
+        if (map_bytes((const unsigned char *)piece, len, k))
+            return BPE_NO_MEMORY;
+        w = k->mapped;
+        len = k->mapped_len;
+    }
+    int32_t direct = b->ignore_merges ? strmap_get(&b->vocab, w, len) : -1;
     if (direct >= 0)
-        return list_push(out, direct);
-    if ((size_t)k->cap < len) {
+        return bpe_list_push(out, direct) ? BPE_NO_MEMORY : BPE_OK;
+    if (len > INT_MAX)
+        return BPE_NO_MEMORY;
+    if (k->cap < len) {
         symbol *s = realloc(k->s, len * sizeof *s);
         if (!s)
-            return -1;
+            return BPE_NO_MEMORY;
         k->s = s;
-        k->cap = (int)len;
+        k->cap = len;
     }
-    int n = 0;
-    for (size_t i = 0; i < len; i++) {
-        int32_t id = b->byte_id[w[i]];
-        if (id < 0 && b->unk_id >= 0 && b->fuse_unk && n && k->s[n - 1].id == b->unk_id)
-            continue;
-        if (id < 0 && (id = b->unk_id) < 0)
-            continue; /* no unk token: the character is dropped, as the tokenizers library does */
-        k->s[n] = (symbol){id, n - 1, -1, 1};
-        if (n)
-            k->s[n - 1].next = n;
-        n++;
-    }
+    int n = word_symbols(b, w, len, k);
     if (merge_all(b, k->s, n, &k->q))
-        return -1;
-    for (int i = 0; i < n; i++)
-        if (k->s[i].len && list_push(out, k->s[i].id))
-            return -1;
-    return 0;
-}
-
-/* ---- pre-tokenization ---------------------------------------------------------------------- */
-
-static size_t utf8_step(const UChar *s, size_t at, size_t len)
-{
-    size_t step = 1;
-    while (at + step < len && (s[at + step] & 0xC0) == 0x80)
-        step++;
-    return step;
-}
-
-/* onig_search from str[pos] under the backtracking limits: the search's own limit grows with
- * the text it may search, so that the work stays linear in the text */
-static int search(const bpe *b, const UChar *str, size_t len, size_t pos, work *k, OnigRegion *r)
-{
-    unsigned long left = (unsigned long)(len - pos), per_byte = BPE_RETRY_LIMIT_PER_BYTE;
-    unsigned long limit = left > BPE_RETRY_LIMIT_IN_MATCH / per_byte ? left * per_byte
-                                                                    : BPE_RETRY_LIMIT_IN_MATCH;
-    onig_set_retry_limit_in_search_of_match_param(k->mp, limit);
-    return onig_search_with_param(b->re, str, str + len, str + pos, str + len, r,
-                                  ONIG_OPTION_NONE, k->mp);
-}
-
-static int search_failure(int onig_code)
-{
-    if (onig_code == ONIGERR_RETRY_LIMIT_IN_MATCH_OVER ||
-        onig_code == ONIGERR_RETRY_LIMIT_IN_SEARCH_OVER)
-        return BPE_REGEX_LIMIT;
-    return onig_code == ONIGERR_MEMORY ? BPE_NO_MEMORY : BPE_REGEX_ERROR;
-}
-
-/* Isolated split: every match is a piece and so is every gap between matches; an empty match
- * splits nothing */
-static int split_and_encode(const bpe *b, const char *seg, size_t len, work *k, id_list *out)
-{
-    const UChar *str = (const UChar *)seg;
-    if (!b->re)
-        return len ? encode_word(b, str, len, k, out) : 0;
-    OnigRegion *r = onig_region_new();
-    int rc = r ? 0 : BPE_NO_MEMORY;
-    size_t gap = 0, pos = 0;
-    while (!rc && pos < len) {
-        int at = search(b, str, len, pos, k, r);
-        if (at == ONIG_MISMATCH)
-            break;
-        if (at < 0) {
-            rc = search_failure(at);
-            k->fail_at = k->seg_at + (pos >= k->prefix ? pos - k->prefix : 0);
-            break;
-        }
-        size_t mb = (size_t)r->beg[0], me = (size_t)r->end[0];
-        if (me == mb) {
-            pos = mb + utf8_step(str, mb, len);
-            continue;
-        }
-        if (mb > gap)
-            rc = encode_word(b, str + gap, mb - gap, k, out);
-        if (!rc)
-            rc = encode_word(b, str + mb, me - mb, k, out);
-        gap = pos = me;
-    }
-    if (!rc && gap < len)
-        rc = encode_word(b, str + gap, len - gap, k, out);
-    if (r)
-        onig_region_free(r, 1);
-    return rc;
-}
-
-/* the text between added tokens: the ByteLevel prefix space, then the split */
-static int encode_segment(const bpe *b, const char *seg, size_t len, work *k, id_list *out)
-{
-    if (!len)
-        return 0;
-    if (!b->add_prefix_space || seg[0] == ' ')
-        return split_and_encode(b, seg, len, k, out);
-    char *tmp = malloc(len + 1);
-    if (!tmp)
-        return -1;
-    tmp[0] = ' ';
-    memcpy(tmp + 1, seg, len);
-    k->prefix = 1;
-    int rc = split_and_encode(b, tmp, len + 1, k, out);
-    k->prefix = 0;
-    free(tmp);
-    return rc;
-}
-
-static void work_free(work *k)
-{
-    free(k->s);
-    free(k->q.h);
-    free(k->mapped);
-    if (k->mp)
-        onig_free_match_param(k->mp);
-}
-
-/* the match parameters with the backtracking limits; 0, or -1 out of memory */
-static int work_init(work *k)
-{
-    memset(k, 0, sizeof *k);
-    if (!(k->mp = onig_new_match_param()))
-        return -1;
-    onig_initialize_match_param(k->mp);
-    onig_set_retry_limit_in_match_of_match_param(k->mp, BPE_RETRY_LIMIT_IN_MATCH);
-    return 0;
-}
-
-int bpe_encode(const bpe *b, const char *text, size_t len, id_list *out, size_t *fail_at)
-{
-    work k;
-    if (work_init(&k)) {
-        work_free(&k);
         return BPE_NO_MEMORY;
-    }
-    int rc = 0;
-    size_t seg = 0;
-    for (size_t pos = 0; pos < len && !rc; pos++) {
-        int a = b->n_added ? bpe_added_at(b, text, len, pos) : -1;
-        if (a < 0)
-            continue;
-        k.seg_at = seg;
-        rc = encode_segment(b, text + seg, pos - seg, &k, out);
-        if (!rc && list_push(out, b->added[a].id))
-            rc = BPE_NO_MEMORY;
-        seg = pos + b->added[a].len;
-        pos = seg - 1;
-    }
-    k.seg_at = seg;
-    if (!rc)
-        rc = encode_segment(b, text + seg, len - seg, &k, out);
-    if (rc && fail_at)
-        *fail_at = k.fail_at;
-    work_free(&k);
-    return rc;
+    for (int i = 0; i < n; i++)
+        if (k->s[i].len && bpe_list_push(out, k->s[i].id))
+            return BPE_NO_MEMORY;
+    return BPE_OK;
 }
 
 void bpe_free(bpe *b)
@@ -548,12 +302,16 @@ void bpe_free(bpe *b)
     for (int i = 0; i < b->n_added; i++)
         free(b->added[i].content);
     free(b->added);
-    if (b->re)
-        onig_free(b->re);
+    for (int i = 0; i < b->n_norm; i++)
+        norm_step_free(&b->norm[i]);
+    free(b->norm);
+    for (int i = 0; i < b->n_pre; i++)
+        pre_step_free(&b->pre[i]);
+    free(b->pre);
     memset(b, 0, sizeof *b);
 }
 
-int bpe_compile_regex(bpe *b, const char *pattern, const char *where)
+int bpe_compile_regex(OnigRegex *re, const char *pattern, size_t len, const char *where)
 {
     static int inited;
     if (!inited) {
@@ -563,13 +321,13 @@ int bpe_compile_regex(bpe *b, const char *pattern, const char *where)
     }
     OnigErrorInfo info;
     const UChar *p = (const UChar *)pattern;
-    int r = onig_new(&b->re, p, p + strlen(pattern), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
-                     ONIG_SYNTAX_DEFAULT, &info);
+    int r = onig_new(re, p, p + len, ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT,
+                     &info);
     if (r != ONIG_NORMAL) {
         UChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
         onig_error_code_to_str(msg, r, &info);
-        log_error("%s: the pre-tokenizer pattern does not compile: %s", where, (char *)msg);
-        b->re = NULL;
+        log_error("%s: the pattern does not compile: %s", where, (char *)msg);
+        *re = NULL;
         return EXIT_USAGE;
     }
     return 0;

@@ -1,6 +1,6 @@
-/* harness/formats/tokenizer_load.c: reads a byte-level BPE tokenizer: tokenizer.json (model BPE,
- * ByteLevel pre-tokenizer, optionally after a regex Split; added tokens) or vocab.json +
- * merges.txt. Anything that would change the ids and is not implemented is refused by name. */
+/* harness/formats/tokenizer_load.c: reads a BPE tokenizer: tokenizer.json (model BPE, byte-level or
+ * SentencePiece-style with byte fallback; added tokens; its steps through tokenizer_load_steps.c) or
+ * vocab.json + merges.txt. Anything that would change the ids and is not implemented is refused. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
@@ -27,6 +27,13 @@ __attribute__((format(printf, 2, 3))) static int bad(const char *where, const ch
             *p = '?';
     log_error("%s: %s", where, msg);
     return EXIT_USAGE;
+}
+
+static void bpe_init(bpe *b)
+{
+    memset(b, 0, sizeof *b);
+    b->unk_id = b->bos_id = b->eos_id = b->pad_id = b->role_unk_id = -1;
+    b->add_bos_token = b->add_eos_token = -1;
 }
 
 static json_t *load_json(const char *path, int *rc)
@@ -165,6 +172,19 @@ static int empty_or_null(json_t *v)
     return !v || json_is_null(v) || (json_is_string(v) && !json_string_length(v));
 }
 
+/* byte_fallback needs every byte's token, <0x00> .. <0xFF> as the library spells them */
+static int read_fallback_ids(bpe *b, const char *where)
+{
+    for (int x = 0; x < 256; x++) {
+        char name[8];
+        snprintf(name, sizeof name, "<0x%02X>", x);
+        if ((b->fallback_id[x] = strmap_get(&b->vocab, name, 6)) < 0)
+            return bad(where, "model.byte_fallback is true but the vocabulary has no \"%s\" "
+                              "(it needs all 256 byte tokens <0x00> .. <0xFF>)", name);
+    }
+    return 0;
+}
+
 static int read_model(bpe *b, json_t *model, const char *where)
 {
     json_t *type = json_object_get(model, "type");
@@ -179,14 +199,20 @@ static int read_model(bpe *b, json_t *model, const char *where)
         !empty_or_null(json_object_get(model, "end_of_word_suffix")))
         return bad(where, "model: continuing_subword_prefix and end_of_word_suffix are not "
                           "supported (byte-level BPE has neither)");
-    if (!is_off(json_object_get(model, "byte_fallback")))
-        return bad(where, "model.byte_fallback is not supported (byte-level BPE needs none)");
+    json_t *fallback = json_object_get(model, "byte_fallback");
+    if (!is_off(fallback) && !json_is_true(fallback))
+        return bad(where, "model.byte_fallback must be true or false");
+    b->byte_fallback = json_is_true(fallback);
     b->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
     b->fuse_unk = json_is_true(json_object_get(model, "fuse_unk"));
     int rc = read_vocab(b, json_object_get(model, "vocab"), where);
     if (!rc)
         rc = read_merges_json(b, json_object_get(model, "merges"), where);
+    if (!rc && b->byte_fallback)
+        rc = read_fallback_ids(b, where);
     json_t *unk = json_object_get(model, "unk_token");
+    if (!rc && unk && !json_is_null(unk) && !json_is_string(unk))
+        rc = bad(where, "model.unk_token must be a string or null");
     if (!rc && json_is_string(unk) &&
         (b->unk_id = strmap_get(&b->vocab, json_string_value(unk), json_string_length(unk))) < 0)
         rc = bad(where, "model.unk_token \"%.64s\" is not in the vocabulary",
@@ -217,7 +243,11 @@ static int read_added(bpe *b, json_t *added, const char *where)
             !is_off(json_object_get(a, "rstrip")))
             return bad(where, "added_tokens[%zu]: single_word, lstrip and rstrip are not supported",
                        i);
+        json_t *norm = json_object_get(a, "normalized");
+        if (norm && !json_is_boolean(norm))
+            return bad(where, "added_tokens[%zu].normalized must be true or false", i);
         added_token *t = &b->added[b->n_added];
+        t->normalized = json_is_true(norm);
         t->len = json_string_length(content);
         t->id = (int32_t)json_integer_value(id);
         if (!(t->content = malloc(t->len + 1)) ||
@@ -229,93 +259,44 @@ static int read_added(bpe *b, json_t *added, const char *where)
     return 0;
 }
 
-/* a Split item: pattern {"Regex": ...}, behavior Isolated, not inverted */
-static int read_split(json_t *p, const char **pattern, const char *where)
-{
-    json_t *re = json_object_get(json_object_get(p, "pattern"), "Regex");
-    json_t *beh = json_object_get(p, "behavior");
-    if (!json_is_string(re))
-        return bad(where, "pre_tokenizer Split: only a {\"Regex\": ...} pattern is supported");
-    if (!json_is_string(beh) || strcmp(json_string_value(beh), "Isolated") != 0 ||
-        !is_off(json_object_get(p, "invert")))
-        return bad(where, "pre_tokenizer Split: only behavior Isolated, not inverted, is supported");
-    *pattern = json_string_value(re);
-    return 0;
-}
-
-typedef struct {
-    const char *pattern;
-    int byte_level;
-    int n_patterns;
-} pre_spec;
-
-static int read_pre_item(bpe *b, json_t *p, pre_spec *ps, const char *where)
-{
-    json_t *type = json_object_get(p, "type");
-    const char *t = json_is_string(type) ? json_string_value(type) : "";
-    if (strcmp(t, "ByteLevel") == 0) {
-        ps->byte_level = 1;
-        b->add_prefix_space = json_is_true(json_object_get(p, "add_prefix_space"));
-        json_t *use = json_object_get(p, "use_regex");
-        if (!use || json_is_true(use)) {
-            ps->pattern = GPT2_SPLIT_PATTERN;
-            ps->n_patterns++;
-        }
-        return 0;
-    }
-    if (strcmp(t, "Split") == 0) {
-        ps->n_patterns++;
-        return read_split(p, &ps->pattern, where);
-    }
-    return bad(where, "pre_tokenizer \"%.32s\" is not supported (ByteLevel, or a Sequence of a "
-                      "regex Split and ByteLevel)", t);
-}
-
-static int read_pre(bpe *b, json_t *pre, const char *where)
-{
-    pre_spec ps = {0};
-    json_t *type = json_object_get(pre, "type");
-    int rc = 0;
-    if (json_is_string(type) && strcmp(json_string_value(type), "Sequence") == 0) {
-        json_t *items = json_object_get(pre, "pretokenizers");
-        size_t i;
-        json_t *p;
-        if (!json_is_array(items))
-            return bad(where, "pre_tokenizer Sequence: pretokenizers must be an array");
-        json_array_foreach(items, i, p) if (!rc) rc = read_pre_item(b, p, &ps, where);
-    } else if (json_is_object(pre)) {
-        rc = read_pre_item(b, pre, &ps, where);
-    }
-    if (rc)
-        return rc;
-    if (!ps.byte_level)
-        return bad(where, "pre_tokenizer: a byte-level BPE needs the ByteLevel pre-tokenizer");
-    if (ps.n_patterns > 1)
-        return bad(where, "pre_tokenizer: more than one regex split is not supported");
-    return ps.pattern ? bpe_compile_regex(b, ps.pattern, where) : 0;
-}
-
 static int read_rest(json_t *root, const char *where)
 {
-    json_t *norm = json_object_get(root, "normalizer"), *post = json_object_get(root, "post_processor");
-    if (norm && !json_is_null(norm))
-        return bad(where, "normalizer %.32s is not supported (byte-level BPE uses none)",
-                   json_is_string(json_object_get(norm, "type"))
-                       ? json_string_value(json_object_get(norm, "type")) : "");
-    json_t *pt = json_object_get(post, "type");
-    if (post && !json_is_null(post) &&
-        !(json_is_string(pt) && strcmp(json_string_value(pt), "ByteLevel") == 0))
-        return bad(where, "post_processor %.32s adds tokens; not supported (null or ByteLevel)",
-                   json_is_string(pt) ? json_string_value(pt) : "");
     if (!is_off(json_object_get(root, "truncation")) || !is_off(json_object_get(root, "padding")))
         return bad(where, "truncation and padding must be null (the harness tokenizes whole texts)");
     return 0;
 }
 
+/* the normalized added tokens are matched in normalized text: their content normalized too */
+static int normalize_added(bpe *b, const char *where)
+{
+    step_work w;
+    if (step_work_init(&w))
+        return bad(where, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < b->n_added && !rc; i++) {
+        added_token *a = &b->added[i];
+        b->has_normalized_added |= a->normalized;
+        if (!a->normalized || !b->n_norm)
+            continue;
+        char *out = NULL;
+        size_t len = 0;
+        if (norm_run(b->norm, b->n_norm, a->content, a->len, &w, &out, &len) || !len)
+            rc = bad(where, "added_tokens[%d]: its content cannot be normalized", i);
+        if (out && !rc) {
+            free(a->content);
+            a->content = out;
+            a->len = len;
+        } else {
+            free(out);
+        }
+    }
+    step_work_free(&w);
+    return rc;
+}
+
 int bpe_load_json(bpe *b, const char *path)
 {
-    memset(b, 0, sizeof *b);
-    b->unk_id = -1;
+    bpe_init(b);
     int rc;
     json_t *root = load_json(path, &rc);
     if (rc)
@@ -329,9 +310,13 @@ int bpe_load_json(bpe *b, const char *path)
     if (!rc)
         rc = read_added(b, json_object_get(root, "added_tokens"), path);
     if (!rc)
-        rc = read_pre(b, json_object_get(root, "pre_tokenizer"), path);
+        rc = bpe_read_steps(b, root, path);
+    if (!rc)
+        rc = normalize_added(b, path);
     if (!rc)
         rc = bpe_finish(b, path);
+    if (!rc)
+        rc = bpe_read_roles(b, path);
     json_decref(root);
     if (rc)
         bpe_free(b);
@@ -362,10 +347,20 @@ static int read_merges_txt(bpe *b, const char *path)
     return rc;
 }
 
+/* ByteLevelBPETokenizer's pre-tokenizer: ByteLevel with GPT-2's split, no prefix space */
+static int byte_level_with_regex(bpe *b, const char *where)
+{
+    if (!(b->pre = calloc(1, sizeof *b->pre)))
+        return bad(where, "out of memory");
+    b->n_pre = 1;
+    b->pre[0].kind = PRE_BYTE_LEVEL;
+    b->byte_level = 1;
+    return bpe_compile_regex(&b->pre[0].re, GPT2_SPLIT_PATTERN, strlen(GPT2_SPLIT_PATTERN), where);
+}
+
 int bpe_load_vocab_merges(bpe *b, const char *vocab_path, const char *merges_path)
 {
-    memset(b, 0, sizeof *b);
-    b->unk_id = -1;
+    bpe_init(b);
     int rc;
     json_t *vocab = load_json(vocab_path, &rc);
     if (!rc)
@@ -374,7 +369,7 @@ int bpe_load_vocab_merges(bpe *b, const char *vocab_path, const char *merges_pat
     if (!rc)
         rc = read_merges_txt(b, merges_path);
     if (!rc)
-        rc = bpe_compile_regex(b, GPT2_SPLIT_PATTERN, vocab_path);
+        rc = byte_level_with_regex(b, vocab_path);
     if (!rc)
         rc = bpe_finish(b, vocab_path);
     if (rc)

@@ -183,9 +183,9 @@ static int encode_segment(const wordpiece *w, const char *text, size_t len, id_l
     return rc;
 }
 
-int wp_encode(const wordpiece *w, const char *text, size_t len, id_list *out)
+int wp_encode(const wordpiece *w, const char *text, size_t len, int add_template, id_list *out)
 {
-    for (int i = 0; i < w->n_before; i++)
+    for (int i = 0; add_template && i < w->n_before; i++)
         if (push(out, w->before[i]))
             return -1;
     size_t seg = 0;
@@ -202,7 +202,7 @@ int wp_encode(const wordpiece *w, const char *text, size_t len, id_list *out)
     }
     if (encode_segment(w, text + seg, len - seg, out))
         return -1;
-    for (int i = 0; i < w->n_after; i++)
+    for (int i = 0; add_template && i < w->n_after; i++)
         if (push(out, w->after[i]))
             return -1;
     return 0;

@@ -33,7 +33,7 @@ int wp_load_vocab_txt(wordpiece *w, const char *path);
 int tokenizer_json_model_type(const char *path, char *type, size_t cap);
 
 /* appends the ids of valid UTF-8 text as Tokenizer.encode(text).ids does: 0, or -1 out of memory */
-int wp_encode(const wordpiece *w, const char *text, size_t len, id_list *out);
+int wp_encode(const wordpiece *w, const char *text, size_t len, int add_template, id_list *out);
 void wp_free(wordpiece *w);
 
 #endif

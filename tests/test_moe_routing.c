@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 
 #include "cli/commands.h"
+#include "ingest/logparse.h"
 #include "judge/judge.h"
 #include "models/models.h"
 #include "report/report.h"
@@ -896,6 +897,81 @@ static void test_report_routing(void **state)
     unlink(scn);
 }
 
+/* ---- the HARNESS_STEP field ------------------------------------------------------------------ */
+
+static void test_step_line_field(void **state)
+{
+    (void)state;
+    lp_reader rd;
+    char err[256];
+    assert_int_equal(lp_reader_init(&rd, NULL, NULL, err, sizeof err), 0);
+    const char *line = "HARNESS_STEP {\"v\":1,\"step\":2,\"loss\":1.5,\"expert_tokens\":[[1,2],[3,4]]}";
+    lp_event ev;
+    assert_int_equal(lp_read_line(&rd, line, strlen(line), &ev), 1);
+    assert_true(ev.has_step);
+    assert_non_null(ev.step.expert_tokens);
+    assert_int_equal(ev.step.expert_tokens_len, strlen("[[1,2],[3,4]]"));
+    int64_t *c = NULL;
+    size_t cap = 0;
+    int layers, experts;
+    char why[160];
+    assert_int_equal(lp_expert_tokens(ev.step.expert_tokens, ev.step.expert_tokens_len, &c, &cap,
+                                      &layers, &experts, why, sizeof why), 0);
+    assert_int_equal(layers, 2);
+    assert_int_equal(experts, 2);
+    assert_int_equal(c[3], 4);
+    /* a field that is not an array is ignored, the step kept */
+    const char *other = "HARNESS_STEP {\"v\":1,\"step\":3,\"loss\":1.5,\"expert_tokens\":7}";
+    assert_int_equal(lp_read_line(&rd, other, strlen(other), &ev), 1);
+    assert_null(ev.step.expert_tokens);
+    free(c);
+}
+
+static void test_step_line_hostile_counts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"[]", "not an array of layers"},
+        {"[1,2]", "not an array of layers"},
+        {"[[]]", "0 experts: not in [1, 1024]"},
+        {"[[1,-1]]", "layer 0, expert 1: not a whole number >= 0"},
+        {"[[1.5]]", "layer 0, expert 0: not a whole number >= 0"},
+        {"[[\"1\"]]", "layer 0, expert 0: not a whole number >= 0"},
+        {"[[1],[2,3]]", "layer 1: not an array of 1 counts"},
+        {"[[1],7]", "layer 1: not an array of 1 counts"},
+        {"[[[1]]]", "layer 0, expert 0: not a whole number >= 0"},
+        {"[[1]", "not JSON"},
+        {"[[99999999999999999999]]", "not JSON"},
+    };
+    int64_t *c = NULL;
+    size_t cap = 0;
+    int layers = -1, experts = -1;
+    char why[160];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = lp_expert_tokens(bad[i].text, strlen(bad[i].text), &c, &cap, &layers, &experts,
+                                  why, sizeof why);
+        if (rc != -1 || !strstr(why, bad[i].why))
+            fail_msg("'%s': rc %d, '%s', wanted '%s'", bad[i].text, rc, why, bad[i].why);
+        assert_int_equal(layers, -1); /* nothing set */
+    }
+    /* 1025 layers: over the limit */
+    size_t n = 2 + 1025 * 4;
+    char *big = malloc(n + 1);
+    assert_non_null(big);
+    size_t used = 0;
+    big[used++] = '[';
+    for (int l = 0; l < 1025; l++)
+        used += (size_t)sprintf(big + used, "%s[1]", l ? "," : "");
+    big[used++] = ']';
+    big[used] = 0;
+    assert_int_equal(lp_expert_tokens(big, used, &c, &cap, &layers, &experts, why, sizeof why), -1);
+    assert_non_null(strstr(why, "1025 layers x 1 experts: over the limits"));
+    free(big);
+    free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -914,6 +990,8 @@ int main(void)
         cmocka_unit_test(test_compare_verdict),
         cmocka_unit_test(test_compare_runs_end_to_end),
         cmocka_unit_test(test_report_routing),
+        cmocka_unit_test(test_step_line_field),
+        cmocka_unit_test(test_step_line_hostile_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

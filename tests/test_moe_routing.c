@@ -24,6 +24,7 @@
 #include "runner/runner.h"
 #include "store/store.h"
 #include "testutil.h"
+#include "util/util.h"
 
 extern const model_family gpt2_family;
 
@@ -84,7 +85,7 @@ static void fake_reset(int drift_step)
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static char *read_file(const char *path)
+static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -115,7 +116,7 @@ static int capture(int fd, int (*cmd)(int, char **), int argc, char **argv, char
     fflush(NULL);
     dup2(saved, fd);
     close(saved);
-    *out = read_file(path);
+    *out = slurp(path);
     assert_non_null(*out);
     unlink(path);
     return rc;
@@ -235,6 +236,46 @@ static void test_store_round_trip(void **state)
     assert_int_equal(store_get_routing(st, other, &t), 0);
     assert_int_equal(t.n, 0);
     assert_int_equal(t.layers, 0);
+    store_close(st);
+    remove_db(db);
+}
+
+/* what recording a step costs with Mixtral-8x7B's 32 layers x 8 experts of counts: printed, not
+ * asserted (a shared machine's timings vary) */
+static void test_store_cost_printed(void **state)
+{
+    (void)state;
+    const char *db = tu_temp_path(".db");
+    store *st;
+    assert_int_equal(store_open(db, &st), 0);
+    int64_t id, other, counts[32 * 8];
+    assert_int_equal(store_begin_run(st, &META, &id), 0);
+    assert_int_equal(store_begin_run(st, &META, &other), 0);
+    for (int i = 0; i < 32 * 8; i++)
+        counts[i] = 1000 + i;
+    enum { N = 200 };
+    double t0 = now_ms();
+    for (int step = 1; step <= N; step++) {
+        step_record r = plain_step(step);
+        r.moe_layers = 32;
+        r.moe_experts = 8;
+        r.expert_tokens = counts;
+        assert_int_equal(store_add_step(st, id, &r), 0);
+    }
+    double t1 = now_ms();
+    for (int step = 1; step <= N; step++) {
+        step_record r = plain_step(step);
+        assert_int_equal(store_add_step(st, other, &r), 0);
+    }
+    double t2 = now_ms();
+    routing_table t;
+    assert_int_equal(store_get_routing(st, id, &t), 0);
+    double t3 = now_ms();
+    assert_int_equal(t.n, N);
+    routing_table_free(&t);
+    printf("# store_add_step: %.1f us with 32 x 8 expert counts, %.1f us without; "
+           "store_get_routing of %d such steps: %.1f ms\n", (t1 - t0) * 1e3 / N,
+           (t2 - t1) * 1e3 / N, N, t3 - t2);
     store_close(st);
     remove_db(db);
 }
@@ -593,7 +634,7 @@ static void expect_bad(const char *text, const char *want)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    msg = read_file(path);
+    msg = slurp(path);
     unlink(path);
     assert_non_null(msg);
     if (rc != 2 || !strstr(msg, want))
@@ -871,7 +912,7 @@ static void test_report_routing(void **state)
     assert_int_equal(capture(1, cmd_report, 8, argv, &out), 0);
     free(out);
     snprintf(path, sizeof path, "%s/report.md", out_dir);
-    char *md = read_file(path);
+    char *md = slurp(path);
     assert_non_null(md);
     char want[200];
     snprintf(want, sizeof want, "first at step 2; max 60 tokens (step 3, layer 1, expert 2)");
@@ -880,12 +921,12 @@ static void test_report_routing(void **state)
     assert_non_null(strstr(md, "informational"));
     free(md);
     snprintf(path, sizeof path, "%s/report.csv", out_dir);
-    char *csv = read_file(path);
+    char *csv = slurp(path);
     assert_non_null(csv);
     assert_non_null(strstr(csv, ",4,2,60,")); /* routing_steps, first diff, max abs */
     free(csv);
     snprintf(path, sizeof path, "%s/plots/plots_1.gp", out_dir);
-    char *gp = read_file(path);
+    char *gp = slurp(path);
     assert_non_null(gp);
     assert_non_null(strstr(gp, "$routing1 << EOD\n"));
     assert_non_null(strstr(gp, "layer 1 (the most drift from the baseline)"));
@@ -977,6 +1018,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_round_trip),
         cmocka_unit_test(test_store_bad_counts_roll_back),
+        cmocka_unit_test(test_store_cost_printed),
         cmocka_unit_test(test_put_step_keeps_counts),
         cmocka_unit_test(test_migrate_5_to_6),
         cmocka_unit_test(test_store_malformed_rows),

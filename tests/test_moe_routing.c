@@ -704,6 +704,51 @@ static void test_hostile_baseline_counts(void **state)
                "bad.baseline:11: expert_tokens: a section of format 'harness-baseline 2'");
 }
 
+/* random damage to a valid format-2 file: every outcome is 0 or 2, never a crash (ASan) */
+static void test_baseline_counts_damaged(void **state)
+{
+    (void)state;
+    const char *good = V2_HEAD "moe_layers: 2\nmoe_experts: 2\nrouted_steps: 2\n" TABLE
+                       "expert_tokens step layer e0 e1\n1 0 3 4\n1 1 5 6\n2 0 7 8\n2 1 9 10\n";
+    size_t len = strlen(good);
+    fflush(stderr);
+    int saved = dup(2);
+    int to = open("/dev/null", O_WRONLY);
+    dup2(to, 2);
+    close(to);
+    uint64_t seed = 11;
+    int ok = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        char *t = malloc(len);
+        assert_non_null(t);
+        memcpy(t, good, len);
+        size_t n = len;
+        /* damage in the counts' part of the file (after the step table's header) */
+        size_t from = (size_t)(strstr(good, "step loss") - good);
+        for (int e = 0, edits = 1 + (int)tu_uniform(&seed, 0, 3); e < edits && n > from; e++) {
+            size_t at = from + (size_t)tu_uniform(&seed, 0, (double)(n - from));
+            int kind = (int)tu_uniform(&seed, 0, 3);
+            if (kind == 0)
+                t[at] = (char)(int)tu_uniform(&seed, 0, 256);
+            else if (kind == 1)
+                n = at;
+            else
+                t[at] = " \n-09e\t"[(int)tu_uniform(&seed, 0, 8)];
+        }
+        baseline b;
+        int rc = baseline_parse(t, n, "fuzz.baseline", &b);
+        assert_true(rc == 0 || rc == 2);
+        ok += rc == 0;
+        if (rc == 0)
+            baseline_free(&b);
+        free(t);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_true(ok < 3000);
+}
+
 /* ---- compare -------------------------------------------------------------------------------- */
 
 /* a table of n steps (1..n) of 2 x 3 counts: 100 each, with changes (step, cell, delta) */
@@ -1028,6 +1073,7 @@ int main(void)
         cmocka_unit_test(test_baseline_round_trip),
         cmocka_unit_test(test_baseline_without_counts_is_format_1),
         cmocka_unit_test(test_hostile_baseline_counts),
+        cmocka_unit_test(test_baseline_counts_damaged),
         cmocka_unit_test(test_compare_drift_figures),
         cmocka_unit_test(test_compare_verdict),
         cmocka_unit_test(test_compare_runs_end_to_end),

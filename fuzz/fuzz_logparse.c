@@ -23,6 +23,30 @@ static void check(const lp_event *ev)
         abort();
 }
 
+/* a HARNESS_STEP's expert_tokens lies inside its line and reads as counts within the limits */
+static void check_routing(const lp_event *ev, const char *line, size_t len)
+{
+    const lp_step *s = &ev->step;
+    if (!s->expert_tokens)
+        return;
+    if (s->expert_tokens < line || s->expert_tokens_len > len ||
+        s->expert_tokens + s->expert_tokens_len > line + len)
+        abort();
+    int64_t *c = NULL;
+    size_t cap = 0;
+    int layers = 0, experts = 0;
+    char why[160];
+    if (lp_expert_tokens(s->expert_tokens, s->expert_tokens_len, &c, &cap, &layers, &experts, why,
+                         sizeof why) == 0) {
+        if (layers < 1 || experts < 1 || (size_t)layers * (size_t)experts > cap)
+            abort();
+        for (size_t i = 0; i < (size_t)layers * (size_t)experts; i++)
+            if (c[i] < 0)
+                abort();
+    }
+    free(c);
+}
+
 static void run_reader(const char *format, const char *keys, const char *text, size_t size)
 {
     lp_reader r;
@@ -34,8 +58,10 @@ static void run_reader(const char *format, const char *keys, const char *text, s
         if (i == size || text[i] == '\n' || text[i] == '\r') {
             lp_event ev;
             memset(&ev, 0, sizeof ev);
-            if (lp_read_line(&r, text + start, i - start, &ev))
+            if (lp_read_line(&r, text + start, i - start, &ev)) {
                 check(&ev);
+                check_routing(&ev, text + start, i - start);
+            }
             start = i + 1;
         }
 }

@@ -184,7 +184,7 @@ static void test_malformed(void **state)
 {
     expect_bad("", "bad.baseline:1: format: missing");
     expect_bad("hello world\n", "bad.baseline:1: expected 'key: value'");
-    expect_bad("format: harness-baseline 2\n", "bad.baseline:1: format: 'harness-baseline 2' is a version");
+    expect_bad("format: harness-baseline 3\n", "bad.baseline:1: format: 'harness-baseline 3' is a version");
     expect_bad("format: csv\n", "bad.baseline:1: format: 'csv' is not a harness baseline");
     expect_bad("scenario: t\n", "bad.baseline:1: scenario: the first key must be 'format");
     expect_bad(HEAD "steps: 1\n", "bad.baseline:8: step table: missing");

@@ -11,6 +11,12 @@ one HARNESS_META line when training begins (device, versions) and one HARNESS_ST
 Trainer log that has a loss: step, loss, grad_norm, lr, tokens (the interval's, when Trainer
 counts input tokens, else per_device_batch x seq_len x world size if given), step_ms (the
 interval's wall time / steps), tokens/s, and the device's peak and total memory.
+
+A sparse mixture-of-experts model (Mixtral and its kin) trained with output_router_logits=True
+also gets "expert_tokens" in each HARNESS_STEP: for every MoE layer the tokens the router sent to
+each expert, from the router logits the model returns (softmax in float32, then torch.topk with
+num_experts_per_tok, as transformers' router does), summed over the training forwards since the
+previous logged step (with logging_steps=1 and no gradient accumulation: the step's forward).
 """
 import json
 import os
@@ -75,6 +81,18 @@ def describe_device(torch):
     return meta
 
 
+def expert_counts(torch, router_logits, top_k):
+    """[[tokens per expert] per MoE layer] of one forward: each row's top_k experts of the
+    softmax (float32) of its router logits, as transformers' MixtralTopKRouter picks them"""
+    counts = []
+    with torch.no_grad():
+        for logits in router_logits:
+            probs = torch.nn.functional.softmax(logits.detach().float(), dim=-1)
+            chosen = torch.topk(probs, top_k, dim=-1).indices.reshape(-1)
+            counts.append(torch.bincount(chosen, minlength=logits.shape[-1]).tolist())
+    return counts
+
+
 def emit(tag, fields):
     print(tag + " " + json.dumps(fields, separators=(",", ":")), flush=True)
 
@@ -90,6 +108,28 @@ class HarnessCallback(TrainerCallback):
         self.last_time = None
         self.last_step = 0
         self.last_tokens = None
+        self.expert_tokens = None  # summed since the last logged step; None: no MoE counts
+        self.top_k = None
+
+    def watch_routing(self, model):
+        """counts the experts of every training forward when the model returns router logits"""
+        config = getattr(model, "config", None)
+        top_k = getattr(config, "num_experts_per_tok", None)
+        if not top_k or not getattr(config, "output_router_logits", False):
+            return
+        self.top_k = int(top_k)
+        model.register_forward_hook(self.on_forward)
+
+    def on_forward(self, module, inputs, output):
+        logits = getattr(output, "router_logits", None)
+        if not module.training or not logits:
+            return
+        counts = expert_counts(self.torch, logits, self.top_k)
+        if self.expert_tokens is None:
+            self.expert_tokens = counts
+        else:
+            self.expert_tokens = [[a + b for a, b in zip(x, y)]
+                                  for x, y in zip(self.expert_tokens, counts)]
 
     def on_train_begin(self, args, state, control, **kwargs):
         meta = describe_device(self.torch)
@@ -97,6 +137,8 @@ class HarnessCallback(TrainerCallback):
         meta["rank"] = self.rank
         meta["recorded_by"] = "workloads/harness_callback.py"
         emit("HARNESS_META", meta)
+        if kwargs.get("model") is not None:
+            self.watch_routing(kwargs["model"])
         self.last_time = time.perf_counter()
         self.last_step = state.global_step
         self.last_tokens = getattr(state, "num_input_tokens_seen", None)
@@ -121,5 +163,8 @@ class HarnessCallback(TrainerCallback):
         if tokens:
             line["tokens"] = int(tokens)
             line["tokens_per_s"] = tokens / (step_ms / 1000.0) if step_ms > 0 else 0.0
+        if self.expert_tokens is not None:
+            line["expert_tokens"] = self.expert_tokens
+            self.expert_tokens = None
         emit("HARNESS_STEP", line)
         self.last_time, self.last_step, self.last_tokens = now, state.global_step, seen

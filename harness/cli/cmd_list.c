@@ -12,6 +12,7 @@
 #include "util/util.h"
 #include "commands.h"
 #include "device.h"
+#include "show_routing.h"
 #include "store/store.h"
 
 /* ---- output helpers ------------------------------------------------------------------------- */
@@ -296,11 +297,16 @@ static const char SHOW_USAGE[] =
     "times, then one line per step:\n"
     "step, loss (9 significant digits), grad norm, learning rate, step time, throughput and\n"
     "peak device memory. RUN is a run id as 'harness runs' lists it.\n"
+    "A sparse-MoE run adds its routing: per step the tokens each expert received, summed\n"
+    "over the MoE layers, and the worst layer's max/mean load; then the last step's counts\n"
+    "per layer and expert.\n"
     "\n"
     "options:\n"
     "  --db FILE   the store to read (default " DEFAULT_DB "); it must exist\n"
-    "  --json      print a JSON object (the run's fields, \"scenario_json\" and a \"steps\"\n"
-    "              array) instead of text; NaN and infinities are \"nan\", \"inf\", \"-inf\"\n"
+    "  --json      print a JSON object (the run's fields, \"scenario_json\", \"moe\" and a\n"
+    "              \"steps\" array, each step of a MoE run with \"expert_tokens\": [layer]\n"
+    "              [expert] counts) instead of text; NaN and infinities are \"nan\", \"inf\",\n"
+    "              \"-inf\"\n"
     "  -h, --help  print this help and exit\n"
     "\n"
     "Exit codes: 0 shown, 2 usage error, no such run or unreadable store.\n";
@@ -387,8 +393,28 @@ static json_t *scenario_json(const char *text)
     return j ? j : jstr(text);
 }
 
+/* step_json with the step's "expert_tokens" ([layer][expert]) when it has counts */
+static json_t *routed_step_json(const step_record *s, const routing_table *rt)
+{
+    json_t *o = step_json(s);
+    int i = routing_find_step(rt, s->step);
+    if (o && i >= 0 && json_object_set_new(o, "expert_tokens", show_routing_step_json(rt, i))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* "moe": {"layers", "experts"} of the counts, null for a run without */
+static json_t *moe_json(const routing_table *rt)
+{
+    if (rt->n == 0)
+        return json_null();
+    return json_pack("{s:i, s:i}", "layers", rt->layers, "experts", rt->experts);
+}
+
 static json_t *show_json(const run_row *r, const run_device *d, const char *scn,
-                         const step_record *s, int n)
+                         const step_record *s, int n, const routing_table *rt)
 {
     json_t *o = run_json(r), *steps = json_array();
     if (!o || !steps)
@@ -397,8 +423,9 @@ static json_t *show_json(const run_row *r, const run_device *d, const char *scn,
     bad |= json_object_set_new(o, "driver_version", jstr_or_null(d->driver_version));
     bad |= json_object_set_new(o, "runtime_version", jstr_or_null(d->runtime_version));
     bad |= json_object_set_new(o, "scenario_json", scenario_json(scn));
+    bad |= json_object_set_new(o, "moe", moe_json(rt));
     for (int i = 0; i < n && !bad; i++)
-        bad |= json_array_append_new(steps, step_json(&s[i]));
+        bad |= json_array_append_new(steps, routed_step_json(&s[i], rt));
     if (bad)
         goto fail;
     if (json_object_set_new(o, "steps", steps)) {
@@ -419,19 +446,26 @@ static int show_run(store *st, int64_t id, int json)
     run_device d;
     step_record *steps = NULL;
     int n = 0;
+    routing_table rt;
     if (store_get_run(st, id, &r) || store_get_run_device(st, id, &d) ||
         store_get_steps(st, id, &steps, &n))
         return EXIT_USAGE;
+    if (store_get_routing(st, id, &rt)) {
+        free(steps);
+        return EXIT_USAGE;
+    }
     int rc = 0;
     if (json) {
         char *scn = store_get_run_json(st, id);
-        rc = print_json(show_json(&r, &d, scn, steps, n));
+        rc = print_json(show_json(&r, &d, scn, steps, n, &rt));
         free(scn);
     } else {
         show_meta(&r, &d);
         show_steps(steps, n);
+        show_routing_text(stdout, &rt);
     }
     free(steps);
+    routing_table_free(&rt);
     return rc;
 }
 

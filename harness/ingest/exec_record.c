@@ -169,12 +169,30 @@ static step_record *merge(recorder *r, int rank, const lp_step *s)
     return m;
 }
 
+/* rank 0's expert counts from the line into m (kept for later lines of the same step); a
+ * malformed field is warned about and left out, the step kept */
+static void take_routing(recorder *r, const lp_step *s, step_record *m)
+{
+    char why[160];
+    int layers, experts;
+    if (lp_expert_tokens(s->expert_tokens, s->expert_tokens_len, &r->routing, &r->routing_cap,
+                         &layers, &experts, why, sizeof why)) {
+        log_warn("step %d: expert_tokens left out: %s", s->step, why);
+        return;
+    }
+    m->moe_layers = layers;
+    m->moe_experts = experts;
+    m->expert_tokens = r->routing;
+}
+
 static void take_step(recorder *r, const lp_step *s, int line_rank)
 {
     int rank = s->rank >= 0 ? s->rank : line_rank >= 0 ? line_rank : 0;
     if (rank >= LP_MAX_RANKS)
         return;
     step_record *m = merge(r, rank, s);
+    if (rank == 0 && s->expert_tokens)
+        take_routing(r, s, m);
     if (rank + 1 > r->ranks_seen)
         r->ranks_seen = rank + 1;
     store_log(r); /* the log up to this step is kept with it */
@@ -299,5 +317,8 @@ void rec_free(recorder *r)
         free(r->src[i].line);
     free(r->log);
     r->log = NULL;
+    free(r->routing);
+    r->routing = NULL;
+    r->routing_cap = 0;
     r->n_src = 0;
 }

@@ -46,6 +46,8 @@ typedef struct {
     size_t log_len, log_cap, log_total;
     int log_src;
     int failed;              /* the store refused a write (message printed) */
+    int64_t *routing;        /* rank 0's expert counts of the newest step (HARNESS_STEP) */
+    size_t routing_cap;
 } recorder;
 
 /* starts on a begun run; 0 or 2 (bad --format/--keys, message printed) */

@@ -19,6 +19,10 @@ typedef struct {
     unsigned has;
     double loss, grad_norm, lr, step_ms, tokens_per_s;
     int64_t tokens, mem_peak_bytes, mem_used_bytes, mem_total_bytes;
+    /* a HARNESS_STEP's "expert_tokens" (sparse-MoE routing): the raw text of its array inside
+     * the line, valid while the line is (lp_expert_tokens reads it); NULL when absent */
+    const char *expert_tokens;
+    size_t expert_tokens_len;
 } lp_step;
 
 #define LP_MAX_META 16
@@ -107,6 +111,12 @@ const char *lp_find_text(const char *s, size_t len, const char *needle);
 size_t lp_number(const char *s, size_t len, double *out);
 /* adds key=value to ev's metadata (cut to fit; ignored when full) */
 void lp_meta_add(lp_event *ev, const char *key, const char *value);
+/* The counts of a HARNESS_STEP "expert_tokens" array: [[layer 0's count per expert], [layer
+ * 1's], ...], whole numbers >= 0, every layer as long, within the store's MoE limits. Into
+ * *counts (grown as needed through *cap; the caller frees it), *layers and *experts. 0, or -1
+ * with the reason in why[n] (logparse_routing.c). */
+int lp_expert_tokens(const char *text, size_t len, int64_t **counts, size_t *cap, int *layers,
+                     int *experts, char *why, size_t n);
 /* stores a number into the step field named name ("loss", "grad_norm", ...); 1 if known */
 int lp_step_set(lp_step *s, const char *name, double v);
 

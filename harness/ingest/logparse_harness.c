@@ -1,5 +1,6 @@
 /* harness/ingest/logparse_harness.c: the harness's own line protocol, version 1 (docs/workloads.md):
- * `HARNESS_STEP {"v":1,"step":..,"loss":..,...}` per step and `HARNESS_META {"v":1,...}`. */
+ * `HARNESS_STEP {"v":1,"step":..,"loss":..,...}` per step (optionally with a sparse-MoE run's
+ * "expert_tokens") and `HARNESS_META {"v":1,...}`. */
 #include <math.h>
 #include <string.h>
 
@@ -26,10 +27,15 @@ static int on_step_pair(const char *key, size_t klen, const lp_value *v, void *a
         return 0;
     memcpy(name, key, klen);
     name[klen] = 0;
-    if (strcmp(name, "v") == 0 && v->type == LPV_NUM)
+    if (strcmp(name, "v") == 0 && v->type == LPV_NUM) {
         w->version = v->num == 1.0 ? 1 : -1; /* only version 1 is known; no cast of huge values */
-    else if (v->type == LPV_NUM)
+    } else if (v->type == LPV_NUM) {
         lp_step_set(&w->ev->step, name, v->num);
+    } else if (strcmp(name, "expert_tokens") == 0 && v->type == LPV_ARR && v->len &&
+               v->p[0] == '[') { /* optional: read by the recorder (lp_expert_tokens) */
+        w->ev->step.expert_tokens = v->p;
+        w->ev->step.expert_tokens_len = v->len;
+    }
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baseline_routing.h"
 #include "util/util.h"
 
 #ifndef PATH_MAX
@@ -51,8 +52,13 @@ static const meta_field fields[] = {
     STRF("status", status, 0),
     {"scenario_json", K_JSON, 0, 0, 0},
     {"steps", K_INT, 0, 0, 1}, /* the row count; checked against the table */
+    /* format 2 only (a run with expert counts), written after `steps` */
+    {"moe_layers", K_INT, offsetof(baseline, routing.layers), 0, 0},
+    {"moe_experts", K_INT, offsetof(baseline, routing.experts), 0, 0},
+    {"routed_steps", K_INT, 0, 0, 0}, /* steps in the expert_tokens section */
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
+#define FIRST_MOE_FIELD (N_FIELDS - 3)
 
 /* ---- the step table's columns, in the order they are written ------------------------------- */
 typedef struct {
@@ -89,6 +95,8 @@ typedef struct {
     int col[N_COLUMNS]; /* col[i]: the columns[] index of table column i */
     int ncols;
     int cap_steps;
+    int version;        /* the format's: 1, or 2 (expert counts allowed) */
+    routing_parser rp;  /* the expert_tokens section */
 } parser;
 
 static int perr(const parser *ps, const char *field, const char *fmt, ...)
@@ -202,11 +210,12 @@ static int is_hex64(const char *s)
 
 static int set_format(parser *ps, const char *v)
 {
-    if (strcmp(v, BASELINE_FORMAT) == 0)
+    ps->version = strcmp(v, BASELINE_FORMAT) == 0 ? 1 : strcmp(v, BASELINE_FORMAT_MOE) == 0 ? 2 : 0;
+    if (ps->version)
         return 0;
     if (strncmp(v, "harness-baseline ", 17) == 0)
-        return perr(ps, "format", "'%.40s' is a version this harness does not read (it reads '%s')",
-                    v, BASELINE_FORMAT);
+        return perr(ps, "format", "'%.40s' is a version this harness does not read (it reads '%s' "
+                    "and '%s')", v, BASELINE_FORMAT, BASELINE_FORMAT_MOE);
     return perr(ps, "format", "'%.40s' is not a harness baseline (expected '%s')", v,
                 BASELINE_FORMAT);
 }
@@ -226,10 +235,33 @@ static int set_scenario_json(parser *ps, const char *v)
     return 0;
 }
 
+/* moe_layers, moe_experts, routed_steps: only in format 2, within the store's limits */
+static int set_moe_field(parser *ps, int fi, const char *v)
+{
+    long long x;
+    const meta_field *f = &fields[fi];
+    if (ps->version != 2)
+        return perr(ps, f->key, "a key of format '%s' (a baseline with expert counts), this file "
+                    "is '%s'", BASELINE_FORMAT_MOE, BASELINE_FORMAT);
+    int routed = strcmp(f->key, "routed_steps") == 0;
+    long long hi = routed ? MAX_STEPS : strcmp(f->key, "moe_layers") == 0 ? STORE_MOE_MAX_LAYERS
+                                                                          : STORE_MOE_MAX_EXPERTS;
+    int rc = parse_int_value(ps, f->key, v, routed ? 0 : 1, hi, &x);
+    if (rc)
+        return rc;
+    if (routed)
+        ps->rp.declared = (int)x;
+    else
+        *(int *)((char *)ps->b + f->off) = (int)x;
+    return 0;
+}
+
 static int set_int_field(parser *ps, int fi, const char *v)
 {
     long long x;
     const meta_field *f = &fields[fi];
+    if (fi >= FIRST_MOE_FIELD)
+        return set_moe_field(ps, fi, v);
     long long lo = strcmp(f->key, "mem_total_bytes") == 0 ? 0 : 1;
     long long hi = f->kind == K_I64 ? INT64_MAX : strcmp(f->key, "steps") == 0 ? MAX_STEPS : 1 << 20;
     int rc = parse_int_value(ps, f->key, v, strcmp(f->key, "steps") == 0 ? 0 : lo, hi, &x);
@@ -466,16 +498,66 @@ static int check_hash(parser *ps)
     return 0;
 }
 
+/* 1 when the line begins with word followed by a space or tab */
+static int starts_with_word(const char *line, const char *word)
+{
+    size_t n = strlen(word);
+    return strncmp(line, word, n) == 0 && (line[n] == ' ' || line[n] == '\t');
+}
+
+/* the expert_tokens section's header, after the step table: format 2 and a checked shape */
+static int routing_header(parser *ps)
+{
+    const routing_table *t = &ps->b->routing;
+    char why[160];
+    if (ps->version != 2)
+        return perr(ps, "expert_tokens", "a section of format '%s', this file is '%s'",
+                    BASELINE_FORMAT_MOE, BASELINE_FORMAT);
+    for (int i = 0; i < N_FIELDS; i++)
+        if (i >= FIRST_MOE_FIELD && !ps->seen[i])
+            return perr(ps, fields[i].key, "missing before the expert_tokens section");
+    if (routing_shape_check(t->layers, t->experts, why, sizeof why))
+        return perr(ps, "moe_experts", "%s", why);
+    ps->rp.file = ps->file;
+    ps->rp.line = ps->line;
+    return routing_parse_header(&ps->rp, t, ps->buf);
+}
+
+static int routing_row(parser *ps)
+{
+    ps->rp.line = ps->line;
+    return routing_parse_row(&ps->rp, &ps->b->routing, ps->b->steps, ps->b->n_steps, ps->buf);
+}
+
+/* after the last line: a format-2 file's counts are as many as it declared */
+static int check_routing(parser *ps, int in_section)
+{
+    ps->rp.file = ps->file;
+    ps->rp.line = ps->line;
+    if (in_section)
+        return routing_parse_end(&ps->rp, &ps->b->routing);
+    if (ps->version == 2 && ps->rp.declared > 0)
+        return perr(ps, "expert_tokens", "missing (routed_steps says %d steps; truncated file?)",
+                    ps->rp.declared);
+    return 0;
+}
+
+enum { IN_HEADER, IN_STEPS, IN_ROUTING };
+
 static int parse_lines(parser *ps)
 {
-    int rc, in_table = 0;
+    int rc, part = IN_HEADER;
     while ((rc = next_line(ps)) == 1) {
         if (is_blank_or_comment(ps->buf))
             continue;
-        if (in_table)
+        if (part == IN_ROUTING)
+            rc = routing_row(ps);
+        else if (part == IN_STEPS && starts_with_word(ps->buf, "expert_tokens"))
+            rc = routing_header(ps), part = IN_ROUTING;
+        else if (part == IN_STEPS)
             rc = table_row(ps);
-        else if (strncmp(ps->buf, "step", 4) == 0 && (ps->buf[4] == ' ' || ps->buf[4] == '\t'))
-            rc = table_header(ps), in_table = 1;
+        else if (starts_with_word(ps->buf, "step"))
+            rc = table_header(ps), part = IN_STEPS;
         else
             rc = header_line(ps);
         if (rc)
@@ -484,7 +566,9 @@ static int parse_lines(parser *ps)
     if (rc)
         return rc;
     ps->line++; /* messages about what is missing point after the last line */
-    return (rc = check_complete(ps, in_table)) ? rc : check_hash(ps);
+    if ((rc = check_complete(ps, part != IN_HEADER)) || (rc = check_routing(ps, part == IN_ROUTING)))
+        return rc;
+    return check_hash(ps);
 }
 
 int baseline_parse(const char *text, size_t len, const char *file, baseline *b)
@@ -528,6 +612,7 @@ void baseline_free(baseline *b)
     }
     free(b->extra);
     free(b->steps);
+    routing_table_free(&b->routing);
     free(b->scenario_json);
     memset(b, 0, sizeof *b);
 }
@@ -539,7 +624,8 @@ int baseline_copy(baseline *dst, const baseline *src)
     dst->n_extra = 0;
     dst->scenario_json = src->scenario_json ? strdup(src->scenario_json) : NULL;
     dst->steps = malloc(sizeof *dst->steps * (size_t)(src->n_steps ? src->n_steps : 1));
-    int bad = !dst->steps || (src->scenario_json && !dst->scenario_json);
+    int bad = routing_copy(&dst->routing, &src->routing);
+    bad = bad || !dst->steps || (src->scenario_json && !dst->scenario_json);
     if (!bad)
         memcpy(dst->steps, src->steps, sizeof *dst->steps * (size_t)src->n_steps);
     for (int i = 0; i < src->n_extra && !bad; i++)
@@ -582,7 +668,9 @@ static void write_meta(FILE *f, const baseline *b)
     for (int i = 0; i < N_FIELDS; i++) {
         const meta_field *m = &fields[i];
         if (i == 0)
-            write_kv(f, m->key, BASELINE_FORMAT);
+            write_kv(f, m->key, b->routing.n ? BASELINE_FORMAT_MOE : BASELINE_FORMAT);
+        else if (i >= FIRST_MOE_FIELD)
+            continue;
         else if (m->kind == K_STR)
             write_kv(f, m->key, (const char *)b + m->off);
         else if (m->kind == K_INT && strcmp(m->key, "steps") != 0)
@@ -597,6 +685,9 @@ static void write_meta(FILE *f, const baseline *b)
     if (b->scenario_json)
         write_kv(f, "scenario_json", b->scenario_json);
     fprintf(f, "steps: %d\n", b->n_steps);
+    if (b->routing.n)
+        fprintf(f, "moe_layers: %d\nmoe_experts: %d\nrouted_steps: %d\n", b->routing.layers,
+                b->routing.experts, b->routing.n);
 }
 
 /* %.17g, with NaN as "nan" and infinities as "inf" / "-inf" on every C library */
@@ -640,6 +731,7 @@ int baseline_write(FILE *f, const baseline *b)
     write_meta(f, b);
     fputc('\n', f);
     write_steps(f, b);
+    routing_write(f, &b->routing);
     return ferror(f) ? EXIT_FAIL : 0;
 }
 

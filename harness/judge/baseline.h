@@ -9,6 +9,9 @@
 #include "store/store.h"
 
 #define BASELINE_FORMAT "harness-baseline 1"
+/* the same with the optional expert-count section (a sparse-MoE run's routing); written only
+ * when the run has counts, so files without them stay version 1 */
+#define BASELINE_FORMAT_MOE "harness-baseline 2"
 
 typedef struct {
     char *key, *value;
@@ -25,8 +28,9 @@ typedef struct {
     char *scenario_json;     /* compact, sorted JSON of the scenario; NULL when absent */
     baseline_kv *extra;      /* metadata keys this harness does not know, in file order */
     int n_extra;
-    step_record *steps;      /* strictly increasing step numbers >= 1 */
+    step_record *steps;      /* strictly increasing step numbers >= 1 (expert_tokens NULL) */
     int n_steps;
+    routing_table routing;   /* expert counts of some steps (format 2); n 0 when none */
 } baseline;
 
 /* Parses a baseline from text[0..len) read from `file` (used in messages). Never reads past

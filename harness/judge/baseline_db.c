@@ -51,6 +51,8 @@ int baseline_from_run(store *st, int64_t run_id, const char *label, baseline *b)
     free(json);
     rc = store_get_steps(st, run_id, &b->steps, &b->n_steps);
     if (!rc)
+        rc = store_get_routing(st, run_id, &b->routing);
+    if (!rc)
         rc = store_each_run_extra(st, run_id, copy_extra, b);
     if (rc)
         baseline_free(b);
@@ -96,11 +98,30 @@ int baseline_add_host_facts(store *st, int64_t run_id, baseline *b)
     return 0;
 }
 
+/* b's steps, each with its expert counts when b has them (malloc'd; the counts stay b's) */
+static step_record *steps_with_routing(const baseline *b)
+{
+    step_record *steps = malloc(sizeof *steps * (size_t)(b->n_steps ? b->n_steps : 1));
+    if (!steps)
+        return NULL;
+    for (int i = 0; i < b->n_steps; i++) {
+        steps[i] = b->steps[i];
+        int k = routing_find_step(&b->routing, steps[i].step);
+        steps[i].moe_layers = k >= 0 ? b->routing.layers : 0;
+        steps[i].moe_experts = k >= 0 ? b->routing.experts : 0;
+        steps[i].expert_tokens = k >= 0 ? routing_counts(&b->routing, k) : NULL;
+    }
+    return steps;
+}
+
 int baseline_import(store *st, const baseline *b, int64_t *run_id)
 {
     const char **kv = calloc((size_t)(2 * b->n_extra + 1), sizeof *kv);
-    if (!kv) {
+    step_record *steps = steps_with_routing(b);
+    if (!kv || !steps) {
         log_error("out of memory importing a baseline");
+        free(kv);
+        free(steps);
         return 1;
     }
     for (int i = 0; i < b->n_extra; i++) {
@@ -113,7 +134,7 @@ int baseline_import(store *st, const baseline *b, int64_t *run_id)
                  b->host, b->git_commit, b->harness_version, b->mem_total_bytes, 0, NAN},
         .started_at = b->date,
         .finished_at = b->finished_at,
-        .steps = b->steps,
+        .steps = steps,
         .n_steps = b->n_steps,
         .extra = kv,
         .n_extra = b->n_extra,
@@ -121,6 +142,7 @@ int baseline_import(store *st, const baseline *b, int64_t *run_id)
     imported_host_facts(b, &in.meta);
     int rc = store_import_run(st, &in, run_id);
     free(kv);
+    free(steps);
     return rc;
 }
 

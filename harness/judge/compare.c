@@ -66,6 +66,7 @@ int compare_defaults(const char *dtype, compare_config *c)
     c->min_throughput_ratio = -1;
     c->max_memory_ratio = -1;
     c->warmup = -1;
+    c->expert_tokens_rtol = -1;
     return i < 0 ? -1 : 0;
 }
 
@@ -252,6 +253,11 @@ static void first_failure(compare_result *o)
         o->first_fail_step = g->first_fail;
         o->first_fail_metric = "grad_norm";
     }
+    const routing_drift *rd = &o->routing;
+    if (rd->first_fail_step && (!o->first_fail_step || rd->first_fail_step < o->first_fail_step)) {
+        o->first_fail_step = rd->first_fail_step;
+        o->first_fail_metric = "expert_tokens";
+    }
     if (o->first_nonfinite_step &&
         (!o->first_fail_step || o->first_nonfinite_step <= o->first_fail_step)) {
         o->first_fail_step = o->first_nonfinite_step;
@@ -259,8 +265,29 @@ static void first_failure(compare_result *o)
     }
 }
 
+/* why the routing failed: the first count past the tolerance, or the shapes */
+static void routing_reason(compare_result *o, const compare_config *c)
+{
+    const routing_drift *rd = &o->routing;
+    if (rd->shape_differs)
+        snprintf(o->reason, sizeof o->reason, "expert_tokens: the run routes over %d layers x %d "
+                 "experts, the baseline over others", rd->layers, rd->experts);
+    else
+        snprintf(o->reason, sizeof o->reason, "expert_tokens at step %d, layer %d, expert %d: %lld "
+                 "vs %lld tokens, |diff| %lld > %.3g*ref", rd->first_fail_step,
+                 rd->first_fail_layer, rd->first_fail_expert, (long long)rd->first_fail_value,
+                 (long long)rd->first_fail_ref,
+                 (long long)llabs(rd->first_fail_value - rd->first_fail_ref),
+                 c->expert_tokens_rtol);
+}
+
 static void fail_reason(compare_result *o, const series *run, const compare_config *c)
 {
+    if (o->routing.failed && o->first_fail_metric &&
+        strcmp(o->first_fail_metric, "expert_tokens") == 0) {
+        routing_reason(o, c);
+        return;
+    }
     const metric_summary *m = strcmp(o->first_fail_metric ? o->first_fail_metric : "", "grad_norm")
                                   ? &o->loss
                                   : &o->grad_norm;
@@ -280,6 +307,8 @@ static void fail_reason(compare_result *o, const series *run, const compare_conf
     else if (o->loss.compared == 0)
         snprintf(o->reason, sizeof o->reason, "no step in common with the baseline (%d run steps)",
                  run->n);
+    else if (o->routing.failed)
+        routing_reason(o, c);
 }
 
 static void decide(compare_result *o, const series *run, const compare_config *c)
@@ -292,7 +321,8 @@ static void decide(compare_result *o, const series *run, const compare_config *c
             snprintf(o->reason, sizeof o->reason, "NaN/Inf at step %d", o->first_nonfinite_step);
         else
             snprintf(o->reason, sizeof o->reason, "the run's status is diverged");
-    } else if (o->loss.failed || o->grad_norm.failed || o->throughput_gate_failed ||
+    } else if (o->loss.failed || o->grad_norm.failed || o->routing.failed ||
+               o->throughput_gate_failed ||
                o->memory_gate_failed || (o->loss.compared == 0 && !unfinished)) {
         o->v = VERDICT_FAIL;
         fail_reason(o, run, c);
@@ -306,14 +336,24 @@ static void decide(compare_result *o, const series *run, const compare_config *c
     }
 }
 
-void compare_runs(const series *run, const series *base, const compare_config *c,
-                  compare_result *out)
+void compare_runs_routed(const series *run, const series *base, const routing_table *run_rt,
+                         const routing_table *base_rt, const compare_config *c,
+                         compare_result *out)
 {
+    static const routing_table none;
     memset(out, 0, sizeof *out);
     out->run_steps = run->n;
     out->base_steps = base->n;
     compare_steps(run, base, c, out);
     compare_perf(run, base, c, out);
+    compare_routing(run_rt ? run_rt : &none, base_rt ? base_rt : &none, c->expert_tokens_rtol,
+                    &out->routing);
     first_failure(out);
     decide(out, run, c);
+}
+
+void compare_runs(const series *run, const series *base, const compare_config *c,
+                  compare_result *out)
+{
+    compare_runs_routed(run, base, NULL, NULL, c, out);
 }

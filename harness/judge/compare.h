@@ -26,6 +26,7 @@ typedef struct {
     double min_throughput_ratio; /* fail below this ratio; < 0: not gated */
     double max_memory_ratio;     /* fail above this ratio; < 0: not gated */
     int warmup;                  /* steps left out of the median tokens/s; < 0: the default */
+    double expert_tokens_rtol;   /* routing: fail past |x - ref| > rtol*ref; < 0: not gated */
 } compare_config;
 
 /* Default tolerances for a dtype ("fp64", "fp32", "bf16", "fp16"); the gates off, the default
@@ -54,6 +55,27 @@ typedef struct {
     double first_fail_value, first_fail_ref;
 } metric_summary;
 
+/* sparse-MoE routing drift: both sides' expert counts, step by step (compare_routing.c) */
+typedef struct {
+    int run_steps, base_steps; /* steps with counts on each side */
+    int layers, experts;       /* the run's shape */
+    int shape_differs;         /* the baseline's layers x experts differ: nothing compared */
+    int compared;              /* steps with counts on both sides */
+    int first_diff_step;       /* the first compared step whose counts differ at all; 0 none */
+    int gated;                 /* the scenario gives expert_tokens_rtol */
+    int failed;                /* compared steps with a count past the tolerance */
+    int first_fail_step;       /* the first of them; 0 none */
+    int first_fail_layer, first_fail_expert;
+    int64_t first_fail_value, first_fail_ref;
+    double max_abs, max_rel;   /* over every compared count (rel +Inf: a count the baseline's 0) */
+    int max_abs_step, max_abs_layer, max_abs_expert, max_rel_step, max_rel_layer, max_rel_expert;
+} routing_drift;
+
+/* the largest absolute and relative difference of one step's counts (cells of them), with the
+ * cell of the largest absolute one */
+void routing_step_diff(const int64_t *run, const int64_t *base, size_t cells, double *max_abs,
+                       double *max_rel, size_t *at);
+
 typedef struct {
     verdict v;
     char reason[256];          /* one line: why the verdict is not pass, or "" */
@@ -66,6 +88,7 @@ typedef struct {
     double run_tokens_per_s, base_tokens_per_s, throughput_ratio; /* NaN when unknown */
     double run_mem_peak, base_mem_peak, memory_ratio;             /* bytes; NaN when unknown */
     int throughput_gate_failed, memory_gate_failed;
+    routing_drift routing;     /* all 0 when neither side has expert counts */
 } compare_result;
 
 /* Compares a run with a baseline. Verdict, worst first: diverged (a NaN/Inf loss or grad norm,
@@ -73,6 +96,15 @@ typedef struct {
  * (status running or failed: the run did not finish), pass. */
 void compare_runs(const series *run, const series *base, const compare_config *c,
                   compare_result *out);
+/* compare_runs, and the routing drift when run_rt and base_rt (either may be NULL) both have
+ * expert counts: a count past c->expert_tokens_rtol fails the verdict (first_fail_metric
+ * "expert_tokens"); without that tolerance the drift is informational. */
+void compare_runs_routed(const series *run, const series *base, const routing_table *run_rt,
+                         const routing_table *base_rt, const compare_config *c,
+                         compare_result *out);
+/* the routing part alone (compare_routing.c): fills out */
+void compare_routing(const routing_table *run, const routing_table *base, double rtol,
+                     routing_drift *out);
 
 /* median of tokens/s over the steps after the first `warmup` (all steps when there are no
  * more); NaN when no step has a positive finite value */

@@ -52,7 +52,8 @@ int scenario_compare_config(const char *scenario_json, const char *run_dtype,
                      tolerance_value(tol, "grad_norm_rtol", &c->grad_norm.rtol) ||
                      tolerance_value(tol, "grad_norm_atol", &c->grad_norm.atol) ||
                      tolerance_value(tol, "min_throughput_ratio", &c->min_throughput_ratio) ||
-                     tolerance_value(tol, "max_memory_ratio", &c->max_memory_ratio)
+                     tolerance_value(tol, "max_memory_ratio", &c->max_memory_ratio) ||
+                     tolerance_value(tol, "expert_tokens_rtol", &c->expert_tokens_rtol)
                  ? EXIT_USAGE
                  : 0;
     if (label && json_is_string(b))
@@ -339,7 +340,7 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
     j->cfg.warmup = q->warmup;
     series run = {j->run.steps, j->run.n_steps, j->run.status};
     series base = {j->base.steps, j->base.n_steps, j->base.status};
-    compare_runs(&run, &base, &j->cfg, &j->res);
+    compare_runs_routed(&run, &base, &j->run.routing, &j->base.routing, &j->cfg, &j->res);
     return 0;
 }
 
@@ -403,6 +404,41 @@ static void print_hosts(FILE *f, const judgement *j)
                    "machines, not just the port\n");
 }
 
+/* the routing drift: nothing when neither side has expert counts */
+static void print_routing(FILE *f, const routing_drift *d, double rtol)
+{
+    if (!d->run_steps && !d->base_steps)
+        return;
+    fprintf(f, "%-11s ", "routing");
+    if (!d->run_steps || !d->base_steps) {
+        fprintf(f, "not compared: only the %s has expert counts\n",
+                d->run_steps ? "run" : "baseline");
+        return;
+    }
+    if (d->shape_differs) {
+        fprintf(f, "not compared: the run has %d layers x %d experts, the baseline others%s\n",
+                d->layers, d->experts, d->gated ? " [fails: expert_tokens_rtol is set]" : "");
+        return;
+    }
+    fprintf(f, "%d steps compared (%d layers x %d experts); ", d->compared, d->layers,
+            d->experts);
+    if (!d->first_diff_step)
+        fprintf(f, "identical counts");
+    else
+        fprintf(f, "first differing step %d; max |diff| %.0f tokens (step %d, layer %d, expert "
+                   "%d), max rel %.3g (step %d, layer %d, expert %d)", d->first_diff_step,
+                d->max_abs, d->max_abs_step, d->max_abs_layer, d->max_abs_expert, d->max_rel,
+                d->max_rel_step, d->max_rel_layer, d->max_rel_expert);
+    if (d->gated)
+        fprintf(f, "; tolerance %.3g*ref: %d steps past it%s", rtol, d->failed,
+                d->first_fail_step ? ", first " : "");
+    else
+        fprintf(f, " (informational: the scenario sets no expert_tokens_rtol)");
+    if (d->gated && d->first_fail_step)
+        fprintf(f, "%d", d->first_fail_step);
+    fputc('\n', f);
+}
+
 static void print_side(FILE *f, const char *what, const baseline *b, int64_t id)
 {
     fprintf(f, "%-10s %lld: %s on %s (%s), %s, %d steps, %s\n", what, (long long)id,
@@ -430,6 +466,7 @@ void judge_print(FILE *f, const judgement *j)
             r->base_warmup);
     print_ratio(f, "memory", r->run_mem_peak, r->base_mem_peak, r->memory_ratio, "MiB",
                 1048576.0, "<=", j->cfg.max_memory_ratio);
+    print_routing(f, &r->routing, j->cfg.expert_tokens_rtol);
     if (r->first_fail_step)
         fprintf(f, "first failing step: %d (%s)\n", r->first_fail_step, r->first_fail_metric);
     fprintf(f, "verdict: %s%s%s\n", verdict_name(r->v), r->reason[0] ? ": " : "", r->reason);
@@ -501,6 +538,62 @@ static void add_host_json(json_t *o, const run_host *h)
     json_object_set_new(o, "imported", json_boolean(h->imported));
 }
 
+/* per step of both sides: {"step", "max_abs", "max_rel", "layer", "expert"} (the cell of the
+ * largest absolute difference) */
+static json_t *routing_steps_json(const routing_table *run, const routing_table *base)
+{
+    json_t *a = json_array();
+    size_t cells = (size_t)run->layers * (size_t)run->experts, at;
+    for (int i = 0; a && i < run->n; i++) {
+        int k = routing_find_step(base, run->steps[i]);
+        if (k < 0)
+            continue;
+        double abs, rel;
+        routing_step_diff(routing_counts(run, i), routing_counts(base, k), cells, &abs, &rel, &at);
+        json_t *o = json_pack("{s:i, s:o, s:o, s:i, s:i}", "step", run->steps[i], "max_abs",
+                              json_num(abs), "max_rel", json_num(rel), "layer",
+                              (int)(at / (size_t)run->experts), "expert",
+                              (int)(at % (size_t)run->experts));
+        if (json_array_append_new(a, o)) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+    return a;
+}
+
+/* the routing drift ("expert_tokens"), null when neither side has counts */
+static json_t *routing_json(const judgement *j)
+{
+    const routing_drift *d = &j->res.routing;
+    if (!d->run_steps && !d->base_steps)
+        return json_null();
+    int both = d->run_steps && d->base_steps && !d->shape_differs;
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:b, s:i, s:b, s:o, s:i}", "run_steps",
+                          d->run_steps, "baseline_steps", d->base_steps, "layers", d->layers,
+                          "experts", d->experts, "shape_differs", d->shape_differs, "compared",
+                          d->compared, "gated", d->gated, "rtol",
+                          d->gated ? json_num(j->cfg.expert_tokens_rtol) : json_null(),
+                          "failed", d->failed);
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "first_differing_step",
+                        d->first_diff_step ? json_integer(d->first_diff_step) : json_null());
+    json_object_set_new(o, "first_failing_step",
+                        d->first_fail_step ? json_integer(d->first_fail_step) : json_null());
+    json_object_set_new(o, "max_abs", both ? json_num(d->max_abs) : json_null());
+    json_object_set_new(o, "max_abs_at", json_pack("{s:i, s:i, s:i}", "step", d->max_abs_step,
+                                                   "layer", d->max_abs_layer, "expert",
+                                                   d->max_abs_expert));
+    json_object_set_new(o, "max_rel", both ? json_num(d->max_rel) : json_null());
+    json_object_set_new(o, "max_rel_at", json_pack("{s:i, s:i, s:i}", "step", d->max_rel_step,
+                                                   "layer", d->max_rel_layer, "expert",
+                                                   d->max_rel_expert));
+    json_object_set_new(o, "steps", both ? routing_steps_json(&j->run.routing, &j->base.routing)
+                                         : json_array());
+    return o;
+}
+
 json_t *judge_json(const judgement *j)
 {
     const compare_result *r = &j->res;
@@ -527,6 +620,7 @@ json_t *judge_json(const judgement *j)
     json_object_set_new(o, "memory", ratio_json(r->run_mem_peak, r->base_mem_peak, r->memory_ratio,
                                                 j->cfg.max_memory_ratio, r->memory_gate_failed,
                                                 j->same_host));
+    json_object_set_new(o, "expert_tokens", routing_json(j));
     json_object_set_new(o, "first_failing_step",
                         r->first_fail_step ? json_integer(r->first_fail_step) : json_null());
     json_object_set_new(o, "first_failing_metric", r->first_fail_metric

@@ -23,6 +23,10 @@ typedef struct {
     int forced;
     char diff[1024];
     int has_loss_plot, has_dloss_plot; /* plots/loss_N.{png,svg}, plots/dloss_N.{png,svg} */
+    int routing_steps;            /* steps of the run with expert counts (sparse MoE); 0 none */
+    int routing_layers, routing_experts;
+    int has_routing_plot;         /* plots/routing_N.{png,svg}: per-expert share over steps */
+    int routing_plot_layer;       /* the layer plotted; -1: summed over the layers */
     run_host run_at, base_at;     /* the hosts run and baseline ran on */
     int same_host;                /* 0: the throughput and memory ratios compare two machines */
 } report_row;
@@ -58,6 +62,9 @@ const char *row_verdict(const report_row *row);
 void row_ratio_text(const report_row *row, char *out, size_t len);
 /* "run: HOST, N threads; baseline: HOST, M threads[; different hosts]" */
 void row_hosts_text(const report_row *row, char *out, size_t len);
+/* the routing drift in words: "first at step 3; max 30 tokens (step 5, layer 1, expert 2), rel
+ * 0.3; tolerance 0.1*ref: fails at step 5", "identical (40 steps)", "-" without counts */
+void row_routing_text(const report_row *row, char *out, size_t len);
 
 /* ---- writers: each returns 0, or 1 after a message naming the file ---- */
 int report_markdown(const report *r, const char *path); /* harness/report/report_md.c */
@@ -67,7 +74,9 @@ int report_html(const report *r, const char *path);     /* harness/report/report
 
 /* ---- harness/report/report_plot.c: gnuplot ----
  * report_plot_begin opens DIR/plots/plots.gp; report_plot_row adds the row's loss and |dloss|
- * plots (data inlined, decimated to at most REPORT_PLOT_POINTS points per curve);
+ * plots (data inlined, decimated to at most REPORT_PLOT_POINTS points per curve) and, for a run
+ * with expert counts, the share of each expert over the steps (summed over the MoE layers, or
+ * the layer with the most drift from the baseline);
  * report_plot_end adds the throughput and memory bars and runs gnuplot (no shell) in DIR/plots.
  * Every user string reaches gnuplot through esc_gnuplot. */
 #define REPORT_PLOT_POINTS 2000

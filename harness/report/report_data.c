@@ -112,6 +112,9 @@ void report_fill_row(report_row *row, const judgement *j)
     snprintf(row->dtype, sizeof row->dtype, "%s", run->dtype);
     snprintf(row->status, sizeof row->status, "%s", run->status);
     row->steps = run->n_steps;
+    row->routing_steps = run->routing.n;
+    row->routing_layers = run->routing.layers;
+    row->routing_experts = run->routing.experts;
     row->run_at = j->run_at;
     report_scenario_fields(run->scenario_json, row);
     run_figures(row, run);
@@ -167,4 +170,40 @@ void row_hosts_text(const report_row *row, char *out, size_t len)
     snprintf(out, len, "run: %s; baseline: %s%s", run, base,
              row->same_host ? "" : "; different hosts: the throughput ratio compares two "
                                    "machines and is informational unless the scenario gates it");
+}
+
+/* the drift part of row_routing_text: where counts first differ, the largest difference, the
+ * tolerance */
+static void drift_text(const report_row *row, char *out, size_t len)
+{
+    const routing_drift *d = &row->res.routing;
+    int n = snprintf(out, len, "first at step %d; max %.0f tokens (step %d, layer %d, expert %d), "
+                     "rel %.3g", d->first_diff_step, d->max_abs, d->max_abs_step,
+                     d->max_abs_layer, d->max_abs_expert, d->max_rel);
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (d->gated && d->first_fail_step)
+        snprintf(out + n, len - (size_t)n, "; past %.3g*ref from step %d",
+                 row->cfg.expert_tokens_rtol, d->first_fail_step);
+    else if (d->gated)
+        snprintf(out + n, len - (size_t)n, "; within %.3g*ref", row->cfg.expert_tokens_rtol);
+    else
+        snprintf(out + n, len - (size_t)n, "; informational");
+}
+
+void row_routing_text(const report_row *row, char *out, size_t len)
+{
+    const routing_drift *d = &row->res.routing;
+    if (!row->routing_steps)
+        snprintf(out, len, "-");
+    else if (!row->has_baseline || !d->base_steps)
+        snprintf(out, len, "%d steps of %d x %d counts; none in the baseline", row->routing_steps,
+                 row->routing_layers, row->routing_experts);
+    else if (d->shape_differs)
+        snprintf(out, len, "not compared: the baseline has another layers x experts%s",
+                 d->gated ? " (fails)" : "");
+    else if (!d->first_diff_step)
+        snprintf(out, len, "identical (%d steps)", d->compared);
+    else
+        drift_text(row, out, len);
 }

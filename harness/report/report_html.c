@@ -80,6 +80,8 @@ static void html_row(FILE *f, const report_row *w)
     td(f, "n", buf);
     row_ratio_text(w, buf, sizeof buf);
     td(f, NULL, buf);
+    row_routing_text(w, buf, sizeof buf);
+    td(f, NULL, buf);
     fputs("</tr>\n", f);
 }
 
@@ -116,6 +118,9 @@ static void html_details(FILE *f, const report *r)
         snprintf(alt, sizeof alt, "dloss_%d.png", i + 1);
         if (r->plots && w->has_dloss_plot)
             img(f, r, alt, "|loss difference| and tolerance");
+        snprintf(alt, sizeof alt, "routing_%d.png", i + 1);
+        if (r->plots && w->has_routing_plot)
+            img(f, r, alt, "share of tokens per expert over the steps");
     }
 }
 
@@ -139,7 +144,8 @@ int report_html(const report *r, const char *path)
                "<tr><th>run</th><th>scenario</th><th>model</th>"
                "<th>ranks</th><th>overrides</th><th>batch</th><th>device</th>"
                "<th>peak memory / device memory</th><th>max abs &Delta;loss</th>"
-               "<th>verdict</th><th>tokens/s</th><th>vs baseline (its run)</th></tr>\n",
+               "<th>verdict</th><th>tokens/s</th><th>vs baseline (its run)</th>"
+               "<th>routing drift (MoE)</th></tr>\n",
             r->n, r->created);
     for (int i = 0; i < r->n; i++)
         html_row(f, &r->rows[i]);

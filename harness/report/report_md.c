@@ -53,6 +53,10 @@ static void md_row(FILE *f, const report_row *w)
         fprintf(f, " at step %d", w->res.first_fail_step);
     fprintf(f, " | %.0f | ", w->tokens_per_s);
     esc_markdown(f, ratio);
+    char routing[400];
+    row_routing_text(w, routing, sizeof routing);
+    fputs(" | ", f);
+    esc_markdown(f, routing);
     fputs(" |\n", f);
 }
 
@@ -109,8 +113,9 @@ int report_markdown(const report *r, const char *path)
             r->n, counts[VERDICT_PASS], counts[VERDICT_FAIL], counts[VERDICT_DIVERGED],
             counts[VERDICT_INCOMPLETE], none, r->created);
     fputs("| run | scenario | model | ranks | overrides | batch | device | peak memory / device "
-          "memory | max abs Δloss | verdict | tokens/s | vs baseline (its run) |\n"
-          "|---:|---|---|---:|---|---:|---|---|---:|---|---:|---|\n",
+          "memory | max abs Δloss | verdict | tokens/s | vs baseline (its run) | routing drift "
+          "(MoE) |\n"
+          "|---:|---|---|---:|---|---:|---|---|---:|---|---:|---|---|\n",
           f);
     for (int i = 0; i < r->n; i++)
         md_row(f, &r->rows[i]);
@@ -118,9 +123,13 @@ int report_markdown(const report *r, const char *path)
     fputs("\nThroughput ratios are informational unless the scenario sets "
           "`min_throughput_ratio` (\"gated\"); a baseline from another host compares two "
           "machines, not just the port.\n", f);
+    fputs("\nRouting drift (sparse-MoE runs with per-expert token counts): the first step whose "
+          "counts differ from the baseline's and the largest difference of one expert's count; "
+          "it fails the verdict only past the scenario's `expert_tokens_rtol`.\n", f);
     if (r->plots)
         fputs("\nPlots: `plots/loss_N.png` (loss of run and baseline), `plots/dloss_N.png` "
-              "(|Δloss| and the tolerance band), `plots/throughput.png`, `plots/memory.png` "
+              "(|Δloss| and the tolerance band), `plots/routing_N.png` (a MoE run's share of "
+              "tokens per expert over the steps), `plots/throughput.png`, `plots/memory.png` "
               "(N = the row); SVG alongside.\n", f);
     return close_out(f, path);
 }
@@ -139,6 +148,19 @@ static void csv_text(FILE *f, const char *s)
 {
     fputc(',', f);
     esc_csv(f, s);
+}
+
+/* routing_steps, first_routing_diff_step, max_abs_expert_tokens, max_rel_expert_tokens,
+ * first_routing_failing_step: empty where there is nothing to say */
+static void csv_routing(FILE *f, const report_row *w)
+{
+    const routing_drift *d = &w->res.routing;
+    int both = w->has_baseline && w->routing_steps && d->base_steps && !d->shape_differs;
+    fprintf(f, ",%d", w->routing_steps);
+    fprintf(f, both && d->first_diff_step ? ",%d" : ",", d->first_diff_step);
+    csv_num(f, both ? d->max_abs : NAN);
+    csv_num(f, both ? d->max_rel : NAN);
+    fprintf(f, both && d->first_fail_step ? ",%d" : ",", d->first_fail_step);
 }
 
 static void csv_row(FILE *f, const report_row *w)
@@ -179,6 +201,7 @@ static void csv_row(FILE *f, const report_row *w)
     csv_text(f, b ? w->base_at.host : "");
     fprintf(f, b && w->base_at.threads > 0 ? ",%d" : ",", w->base_at.threads);
     fprintf(f, b ? ",%d,%d" : ",,", w->same_host, w->cfg.min_throughput_ratio >= 0);
+    csv_routing(f, w);
     fputs("\r\n", f);
 }
 
@@ -191,7 +214,8 @@ int report_csv(const report *r, const char *path)
           "mem_peak_bytes,mem_total_bytes,tokens_per_s,verdict,baseline_label,baseline_run,"
           "steps_compared,max_abs_dloss,max_rel_dloss,first_failing_step,throughput_ratio,"
           "memory_ratio,reason,run_host,run_threads,baseline_host,baseline_threads,same_host,"
-          "throughput_gated\r\n",
+          "throughput_gated,routing_steps,first_routing_diff_step,max_abs_expert_tokens,"
+          "max_rel_expert_tokens,first_routing_failing_step\r\n",
           f);
     for (int i = 0; i < r->n; i++)
         csv_row(f, &r->rows[i]);

@@ -228,6 +228,60 @@ static void dloss_plot(FILE *f, const report_row *row, int index, const judgemen
     fputs("unset arrow 1\nset autoscale y\n", f);
 }
 
+/* ---- routing: each expert's share of the routed tokens over the steps ---------------------- */
+
+/* one datablock row per plotted step: the step, then each expert's share of the step's counts
+ * in layer (or summed over the layers when layer < 0); at most REPORT_PLOT_POINTS rows, evenly
+ * strided (shares move slowly, so a stride keeps their course) */
+static void routing_data(FILE *f, int index, const routing_table *t, int layer)
+{
+    fprintf(f, "$routing%d << EOD\n", index);
+    int stride = t->n > REPORT_PLOT_POINTS ? (t->n + REPORT_PLOT_POINTS - 1) / REPORT_PLOT_POINTS
+                                           : 1;
+    for (int i = 0; i < t->n; i += stride) {
+        const int64_t *c = routing_counts(t, i);
+        double total = 0;
+        for (int l = 0; l < t->layers; l++)
+            for (int e = 0; e < t->experts; e++)
+                total += layer < 0 || l == layer ? (double)c[(size_t)l * t->experts + e] : 0;
+        fprintf(f, "%d", t->steps[i]);
+        for (int e = 0; e < t->experts; e++) {
+            double sum = 0;
+            for (int l = 0; l < t->layers; l++)
+                sum += layer < 0 || l == layer ? (double)c[(size_t)l * t->experts + e] : 0;
+            put_num(f, total > 0 ? sum / total : NAN);
+        }
+        fputc('\n', f);
+    }
+    fputs("EOD\n", f);
+}
+
+static void routing_plot(FILE *f, report_row *row, int index, const judgement *j)
+{
+    const routing_drift *d = &row->res.routing;
+    int layer = row->has_baseline && d->max_abs > 0 ? d->max_abs_layer : -1;
+    routing_data(f, index, &j->run.routing, layer);
+    char text[1200], where[96];
+    if (layer >= 0)
+        snprintf(where, sizeof where, "layer %d (the most drift from the baseline)", layer);
+    else
+        snprintf(where, sizeof where, "summed over %d MoE layers", j->run.routing.layers);
+    snprintf(text, sizeof text, "share of routed tokens per expert, %s: %s on %s, run %lld", where,
+             row->scenario, row->device, (long long)row->run_id);
+    title(f, "title", text);
+    fputs("unset logscale y\nset format y '%g'\nset xlabel 'step'\n"
+          "set ylabel 'share of routed tokens'\nset yrange [0:*]\n", f);
+    char cmd[400], name[32];
+    snprintf(cmd, sizeof cmd, "plot for [e=2:%d] $routing%d using 1:e with lines lw 1.5 "
+                              "title sprintf('expert %%d', e - 2)",
+             j->run.routing.experts + 1, index);
+    snprintf(name, sizeof name, "routing_%d", index);
+    outputs(f, name, cmd, 900);
+    fputs("set autoscale y\n", f);
+    row->routing_plot_layer = layer;
+    row->has_routing_plot = 1;
+}
+
 int report_plot_row(plotter *p, report_row *row, int index, const judgement *j)
 {
     FILE *f = p->script[index % N_SCRIPTS];
@@ -237,6 +291,8 @@ int report_plot_row(plotter *p, report_row *row, int index, const judgement *j)
         dloss_plot(f, row, index, j);
         row->has_dloss_plot = 1;
     }
+    if (j->run.routing.n > 0)
+        routing_plot(f, row, index, j);
     return ferror(f) ? EXIT_FAIL : 0;
 }
 

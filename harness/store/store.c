@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "store_routing_internal.h"
 #include "util/util.h"
 
 /* PRAGMA application_id of every harness store: 0x48524e53, "HRNS" */
@@ -90,6 +91,15 @@ static const char *const migrations[] = {
     " rank INTEGER NOT NULL, step INTEGER NOT NULL, loss REAL, grad_norm REAL, lr REAL,"
     " tokens INTEGER, step_ms REAL, mem_peak_bytes INTEGER, mem_total_bytes INTEGER,"
     " PRIMARY KEY (run_id, rank, step)) WITHOUT ROWID;",
+    /* 6 (sparse MoE, issue 11): the tokens each expert of each MoE layer received in a step,
+     * one row per (run, step, layer, expert), deleted with their step */
+    "CREATE TABLE expert_tokens("
+    " run_id INTEGER NOT NULL, step INTEGER NOT NULL,"
+    " layer INTEGER NOT NULL CHECK (layer >= 0), expert INTEGER NOT NULL CHECK (expert >= 0),"
+    " tokens INTEGER NOT NULL CHECK (tokens >= 0),"
+    " PRIMARY KEY (run_id, step, layer, expert),"
+    " FOREIGN KEY (run_id, step) REFERENCES steps(run_id, step) ON DELETE CASCADE)"
+    " WITHOUT ROWID;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -437,12 +447,8 @@ static int bind_step(sqlite3_stmt *s, int64_t run_id, const step_record *r)
     return rc;
 }
 
-/* One autocommit INSERT per call: with WAL and synchronous=NORMAL the commit appends to the
- * WAL without an fsync (about 10-20 us on a local disk; tests/test_store.c prints it). */
-int store_add_step(store *st, int64_t run_id, const step_record *r)
+static int insert_step(store *st, int64_t run_id, const step_record *r)
 {
-    if (st->readonly)
-        return readonly_error(st, "recording a step");
     sqlite3_stmt *s = st->add_step;
     int rc = bind_step(s, run_id, r);
     if (rc == SQLITE_OK)
@@ -456,6 +462,21 @@ int store_add_step(store *st, int64_t run_id, const step_record *r)
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     return rc == SQLITE_OK ? 0 : 1;
+}
+
+/* One autocommit INSERT per call: with WAL and synchronous=NORMAL the commit appends to the
+ * WAL without an fsync (about 10-20 us on a local disk; tests/test_store.c prints it). A step
+ * with expert counts is inserted with them in one transaction (a savepoint). */
+int store_add_step(store *st, int64_t run_id, const step_record *r)
+{
+    if (st->readonly)
+        return readonly_error(st, "recording a step");
+    if (!routing_present(r))
+        return insert_step(st, run_id, r);
+    if (routing_begin(st, "add_step"))
+        return 1;
+    int rc = insert_step(st, run_id, r) || routing_put(st, run_id, r) ? 1 : 0;
+    return routing_end(st, "add_step", rc);
 }
 
 int store_finish_run(store *st, int64_t run_id, const char *status, const char *error)
@@ -738,21 +759,13 @@ static int import_row(store *st, const run_import *in, int64_t *run_id)
     return rc;
 }
 
+/* every step and its expert counts, inside store_import_run's transaction */
 static int import_steps(store *st, int64_t run_id, const step_record *steps, int n)
 {
-    sqlite3_stmt *s = st->add_step;
-    for (int i = 0; i < n; i++) {
-        int rc = bind_step(s, run_id, &steps[i]);
-        if (rc == SQLITE_OK)
-            rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-        sqlite3_reset(s);
-        sqlite3_clear_bindings(s);
-        if (rc != SQLITE_OK) {
-            char what[96];
-            snprintf(what, sizeof what, "inserting step %d of the imported run", steps[i].step);
-            return db_fail(st, what, 1);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        if (insert_step(st, run_id, &steps[i]) ||
+            (routing_present(&steps[i]) && routing_put(st, run_id, &steps[i])))
+            return 1;
     return 0;
 }
 

@@ -3,6 +3,7 @@
 #ifndef STORE_H
 #define STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct store store;
@@ -80,7 +81,35 @@ int store_get_run_device(store *st, int64_t run_id, run_device *out);
 /* Loads all steps of a run in step order into a malloc'd array (caller frees). 0 or 2. */
 int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n);
 
+/* ---- sparse-MoE routing (schema version 6: table expert_tokens, docs/store.md) --------------
+ * A step_record's expert counts are written with its step, in the step's transaction, by
+ * store_add_step, store_put_step and store_import_run; store_get_steps leaves them out (NULL)
+ * and store_get_routing reads them. Any layers x experts within these limits: */
+#define STORE_MOE_MAX_LAYERS 1024
+#define STORE_MOE_MAX_EXPERTS 1024
+#define STORE_MOE_MAX_CELLS 65536      /* layers * experts of one step */
+#define STORE_MOE_MAX_VALUES (1 << 26) /* counts of one run held at once (512 MiB) */
+
+typedef struct {
+    int layers, experts; /* 0 and 0: no step has counts */
+    int n;               /* steps with counts */
+    int *steps;          /* their step numbers, increasing */
+    int64_t *counts;     /* n x layers x experts, row-major (step, layer, expert) */
+} routing_table;
+
+/* 0 when layers x experts is within the limits above, else 1 with the reason in why[len] */
+int routing_shape_check(int layers, int experts, char *why, size_t len);
+/* the counts (layers x experts) of the i-th step of t */
+const int64_t *routing_counts(const routing_table *t, int i);
+/* the index of step in t->steps, -1 when that step has no counts */
+int routing_find_step(const routing_table *t, int step);
+/* Reads every count of a run into t (t->n 0 when it has none). 0, or 2 after a message (rows
+ * that are not a whole layers x experts grid per step, a shape over the limits, no memory). */
+int store_get_routing(store *st, int64_t run_id, routing_table *t);
+void routing_table_free(routing_table *t);
+
 /* ---- baselines, comparisons and history (added for compare and report) ----------------------
+ * Schema version 6 adds expert_tokens (above); 5 run_logs and rank_steps; 4 steps.threads.
  * Schema version 3 adds runs.threads, runs.load_avg and runs.imported.
  * Schema version 2: baselines are keyed by (scenario, label), so one label ("cpu", "a100")
  * names a baseline per scenario; run_extra keeps the metadata keys of an imported baseline that

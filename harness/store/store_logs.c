@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store_routing_internal.h"
 #include "util/util.h"
 
 /* prepares sql on a writable store; 0, or 1 after a message naming what */
@@ -62,12 +63,19 @@ int store_add_log(store *st, int64_t run_id, const char *source, const char *dat
     return finish(st, s, rc, "storing the raw log in run_logs");
 }
 
-int store_put_step(store *st, int64_t run_id, const step_record *r)
+static int put_step_row(store *st, int64_t run_id, const step_record *r)
 {
     static const char sql[] =
-        "INSERT OR REPLACE INTO steps(run_id, step, loss, grad_norm, lr, tokens, step_ms,"
+        /* an upsert, not INSERT OR REPLACE: a replace deletes the row first, and the delete
+         * would cascade to the step's expert counts */
+        "INSERT INTO steps(run_id, step, loss, grad_norm, lr, tokens, step_ms,"
         " tokens_per_s, mem_peak_bytes, mem_used_bytes, mem_total_bytes)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        " ON CONFLICT(run_id, step) DO UPDATE SET loss = excluded.loss,"
+        " grad_norm = excluded.grad_norm, lr = excluded.lr, tokens = excluded.tokens,"
+        " step_ms = excluded.step_ms, tokens_per_s = excluded.tokens_per_s,"
+        " mem_peak_bytes = excluded.mem_peak_bytes, mem_used_bytes = excluded.mem_used_bytes,"
+        " mem_total_bytes = excluded.mem_total_bytes";
     sqlite3_stmt *s;
     if (prepare(st, sql, "recording a step", &s))
         return 1;
@@ -83,6 +91,22 @@ int store_put_step(store *st, int64_t run_id, const step_record *r)
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 10, r->mem_used_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 11, r->mem_total_bytes);
     return finish(st, s, rc, "recording a step in steps");
+}
+
+/* the step and its expert counts in one transaction: counts given replace the step's earlier
+ * ones; a step put again without counts (a later line completing it) keeps them */
+int store_put_step(store *st, int64_t run_id, const step_record *r)
+{
+    if (store_is_readonly(st)) {
+        log_error("%s: recording a step: the store was opened read-only", store_path(st));
+        return 1;
+    }
+    if (!routing_present(r))
+        return put_step_row(st, run_id, r);
+    if (routing_begin(st, "put_step"))
+        return 1;
+    int rc = put_step_row(st, run_id, r) || routing_put(st, run_id, r) ? 1 : 0;
+    return routing_end(st, "put_step", rc);
 }
 
 int store_put_rank_step(store *st, int64_t run_id, int rank, const step_record *r)

@@ -710,9 +710,9 @@ static int load_tolerances(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"loss_rtol", "loss_atol", "grad_norm_rtol",
                                        "grad_norm_atol", "min_throughput_ratio",
-                                       "max_memory_ratio", NULL};
+                                       "max_memory_ratio", "expert_tokens_rtol", NULL};
     double *out[] = {&s->loss_rtol, &s->loss_atol, &s->grad_norm_rtol, &s->grad_norm_atol,
-                     &s->min_throughput_ratio, &s->max_memory_ratio};
+                     &s->min_throughput_ratio, &s->max_memory_ratio, &s->expert_tokens_rtol};
     json_t *t;
     int rc = get_obj(x, root, "tolerances", 0, &t);
     if (rc || !t)
@@ -741,7 +741,7 @@ static void set_defaults(scenario *s)
     s->world_size = 1;
     snprintf(s->dtype, sizeof s->dtype, "fp32");
     s->loss_rtol = s->loss_atol = s->grad_norm_rtol = s->grad_norm_atol = -1;
-    s->min_throughput_ratio = s->max_memory_ratio = -1;
+    s->min_throughput_ratio = s->max_memory_ratio = s->expert_tokens_rtol = -1;
 }
 
 static int load_root(const src *x, json_t *root, scenario *s)

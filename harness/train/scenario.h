@@ -71,9 +71,11 @@ typedef struct {
     char dtype[16];             /* "fp32" */
 
     /* "tolerances": {"loss_rtol", "loss_atol", "grad_norm_rtol", "grad_norm_atol",
-     *                "min_throughput_ratio", "max_memory_ratio"}; negative = not given */
+     *                "min_throughput_ratio", "max_memory_ratio", "expert_tokens_rtol"};
+     * negative = not given */
     double loss_rtol, loss_atol, grad_norm_rtol, grad_norm_atol;
     double min_throughput_ratio, max_memory_ratio;
+    double expert_tokens_rtol;  /* sparse-MoE routing drift allowed per expert count */
     char baseline[SCN_STR];     /* "baseline": default baseline label, "" if none */
 
     char *json;                 /* the file's text as read (stored with each run) */

@@ -46,7 +46,45 @@ struct trainer {
     int steps;
     FILE *dump; /* train_options.dump_batches, open */
     const char *dump_path;
+    int moe_layers, moe_experts; /* the model's sparse-MoE layers and experts; 0 none */
+    int64_t *expert_tokens;      /* [moe_layers * moe_experts]: the last forward's counts */
 };
+
+/* the buffer of the model's per-expert token counts, when it has MoE layers: its shape within
+ * the store's limits, checked before anything is recorded */
+static int routing_setup(struct trainer *tr)
+{
+    char why[160];
+    model_moe_shape(tr->model, &tr->moe_layers, &tr->moe_experts);
+    if (tr->moe_layers <= 0 || tr->moe_experts <= 0) {
+        tr->moe_layers = tr->moe_experts = 0;
+        return 0;
+    }
+    if (routing_shape_check(tr->moe_layers, tr->moe_experts, why, sizeof why)) {
+        log_error("%s: the model's expert counts cannot be recorded: %s", tr->s->path, why);
+        return EXIT_USAGE;
+    }
+    size_t cells = (size_t)tr->moe_layers * (size_t)tr->moe_experts; /* <= STORE_MOE_MAX_CELLS */
+    if (!(tr->expert_tokens = calloc(cells, sizeof *tr->expert_tokens))) {
+        log_error("out of host memory for %zu expert counts", cells);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* the step's routing into r: the tokens the step's forward (the model's last) sent to each
+ * expert; nothing for a model without MoE layers. 0, or 1 after a device error */
+static int routing_record(struct trainer *tr, step_record *r)
+{
+    if (!tr->expert_tokens)
+        return 0;
+    if (model_expert_tokens(tr->model, tr->expert_tokens))
+        return 1;
+    r->moe_layers = tr->moe_layers;
+    r->moe_experts = tr->moe_experts;
+    r->expert_tokens = tr->expert_tokens;
+    return 0;
+}
 
 /* the batch of optimizer step `step` (1-based) for rank 0, with train.seed and step as its
  * dropout counters; *tokens: the tokens it counts (causal: every position, B*T; mlm: the
@@ -115,7 +153,7 @@ static int train_step(struct trainer *tr, int step, step_record *r)
     r->mem_used_bytes = (int64_t)d->ops->mem_used(d);
     r->mem_total_bytes = (int64_t)d->mem_total;
     r->threads = thread_policy_threads();
-    return device_error(d) ? 1 : 0;
+    return routing_record(tr, r) || device_error(d) ? 1 : 0;
 }
 
 /* what a scenario's model needs on d, refused before anything is read or allocated */
@@ -261,6 +299,8 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
     tr->model = model_create(s->fam, d, &s->model, s->batch_size, s->seq_len);
     if (!tr->model)
         return EXIT_FAIL;
+    if ((rc = routing_setup(tr)))
+        return rc;
     return train_initial_weights(tr->model, s);
 }
 
@@ -278,6 +318,7 @@ void train_free(trainer *tr)
     free(tr->targets);
     free(tr->types);
     free(tr->mask);
+    free(tr->expert_tokens);
     if (tr->dump)
         fclose(tr->dump);
     free(tr);

@@ -40,6 +40,18 @@ done
 grep -q '"lm_head.weight"' "$T/qwen2-init/model.safetensors" && fail "qwen2 (tied) saved lm_head" || pass
 grep -q '"lm_head.weight"' "$T/llama-init/model.safetensors" && pass || fail "llama (untied) lacks lm_head"
 grep -q 'block_sparse_moe.experts.3.w2.weight' "$T/mixtral-init/model.safetensors" && pass || fail "mixtral expert names"
+# a checkpoint of more layers than the config keeps (seed 1's num_hidden_layers: 1 for
+# mixtral-8x7B): the tensors of the dropped layers are skipped with one warning, as
+# from_pretrained does; any other unknown tensor is still an error
+for v in llama mixtral; do
+  echo "$v: a 2-layer directory trained with num_hidden_layers 1"
+  scenario "$T/$v-init" "$v-one"
+  sed -i 's/"weights": "pretrained"}/"weights": "pretrained", "overrides": {"num_hidden_layers": 1}}/' "$T/$v-one.json"
+  expect 0 "$v one layer of two" -- "$H" run "$T/$v-one.json" --steps 1 --db "$T/$v.db" --dump-batches "$T/$v-one.batches"
+  cp "$T/out" "$T/$v-one.out"
+  says "tensors of layers the config does not have were not used"
+  says "layers.1."
+done
 PY="${HARNESS_PYTHON:-$(cd "$(dirname "$H")" && pwd)/venv/bin/python}"
 if ! "$PY" -c 'import torch, transformers' 2>/dev/null; then
   echo "test_llama_hf_dir: transformers checks skipped: no Python with torch and transformers at $PY"
@@ -60,4 +72,17 @@ sys.exit(1 if bad or not ok else 0)' "$T/$v-$d" "${ARCH[$v]}"
     grep -q "no missing or unexpected keys finite logits: True" "$T/out" && pass || fail "$v-$d: $(cat "$T/out")"
   done
 done
+echo "transformers: LlamaForCausalLM.from_pretrained(llama-init, num_hidden_layers=1) on the harness's batch"
+loss1="$(grep '^step ' "$T/llama-one.out" | awk '{print $4}')"
+expect 0 "one-layer loss in transformers" -- "$PY" -c '
+import json, sys, torch, transformers
+m = transformers.LlamaForCausalLM.from_pretrained(sys.argv[1], num_hidden_layers=1)
+b = json.loads(open(sys.argv[2]).readline())
+ids = torch.tensor(b["input_ids"]).view(b["B"], b["T"])
+labels = torch.tensor(b["labels"]).view(-1)  # the harness shifts the labels in its batches
+logits = m(ids).logits.view(-1, m.config.vocab_size)
+loss = torch.nn.functional.cross_entropy(logits.float(), labels, ignore_index=-100).item()
+want = float(sys.argv[3])
+print("transformers", loss, "harness", want)
+sys.exit(0 if abs(loss - want) <= 1e-5 * abs(want) else 1)' "$T/llama-init" "$T/llama-one.batches" "$loss1"
 finish

@@ -186,6 +186,8 @@ typedef struct {
     char *seen;         /* per parameter: 0, 1 by its name, 2 by an alias spelling */
     const st_tensor *lm_head;
     const st_file *lm_head_file;
+    int64_t dropped;    /* tensors of layers past the config's count (num_hidden_layers: 1) */
+    char first_dropped[128];
 } loader;
 
 /* the parameter a checkpoint name (prefix stripped) is, or -1; *alias 1 for another spelling */
@@ -195,6 +197,23 @@ static int find_index(const loader *L, const char *name, int *alias)
     if (L->f->checkpoint_index)
         return L->f->checkpoint_index(model_impl(L->m), name, alias);
     return model_find_param(L->m, name);
+}
+
+/* 1 when name is a tensor of layer N >= 1 whose layer-0 twin is a parameter: a checkpoint of
+ * more layers than the config keeps (seed 1's num_hidden_layers: 1 override), which transformers'
+ * from_pretrained loads by skipping those tensors with a warning */
+static int is_dropped_layer(const loader *L, const char *name)
+{
+    for (const char *p = strchr(name, '.'); p; p = strchr(p + 1, '.')) {
+        size_t digits = strspn(p + 1, "0123456789");
+        if (digits == 0 || p[1 + digits] != '.' || (digits == 1 && p[1] == '0'))
+            continue;
+        char twin[256];
+        int n = snprintf(twin, sizeof twin, "%.*s.0%s", (int)(p - name), name, p + 1 + digits);
+        int alias;
+        return n > 0 && (size_t)n < sizeof twin && find_index(L, twin, &alias) >= 0;
+    }
+    return 0;
 }
 
 static int load_one(loader *L, const st_file *f, const st_tensor *t)
@@ -210,6 +229,11 @@ static int load_one(loader *L, const st_file *f, const st_tensor *t)
     if (L->f->ignored_tensor && L->f->ignored_tensor(name))
         return 0;
     int alias, i = find_index(L, name, &alias);
+    if (i < 0 && is_dropped_layer(L, name)) {
+        if (L->dropped++ == 0)
+            snprintf(L->first_dropped, sizeof L->first_dropped, "%s", t->name);
+        return 0;
+    }
     if (i < 0) {
         log_error("%s: unexpected tensor \"%.96s\": not a parameter of this %s config",
                   f->path, t->name, L->f->name);
@@ -306,13 +330,17 @@ static int load(model *m, const char *dir, int head_may_miss, uint64_t seed)
     if (rc)
         return rc;
     loader L = {m, model_family_of(m), malloc(model_param_count(m) * sizeof(float)),
-                calloc((size_t)model_n_params(m), 1), NULL, NULL};
+                calloc((size_t)model_n_params(m), 1), NULL, NULL, 0, ""};
     if (!L.host || !L.seen) {
         log_error("%s: out of host memory for %zu weights", dir, model_param_count(m));
         rc = EXIT_FAIL;
     }
     for (int i = 0; i < s.n && !rc; i++)
         rc = load_one(&L, s.of[i], s.t[i]);
+    if (!rc && L.dropped)
+        log_warn("%s: %lld tensors of layers the config does not have were not used (the first: "
+                 "\"%s\"), as from_pretrained skips them", dir, (long long)L.dropped,
+                 L.first_dropped);
     if (!rc && head_may_miss)
         rc = init_missing_head(&L, dir, seed);
     if (!rc)

@@ -342,7 +342,9 @@ static void test_checkpoint_round_trip(void **state)
 }
 
 /* writes the model's tensors under other names or shapes, or with more or fewer of them */
-typedef enum { NO_PREFIX, DROP_ONE, EXTRA, BAD_SHAPE, WITH_BUFFERS, LM_HEAD } variant;
+/* EXTRA: a tensor of a later layer that is no parameter even in layer 0 (an error);
+ * DROPPED_LAYER: a tensor of layer 2 of a 2-layer config, skipped as from_pretrained skips it */
+typedef enum { NO_PREFIX, DROP_ONE, EXTRA, BAD_SHAPE, WITH_BUFFERS, LM_HEAD, DROPPED_LAYER } variant;
 
 static int save_variant(ckpt *k, variant v)
 {
@@ -360,11 +362,13 @@ static int save_variant(ckpt *k, variant v)
             e[j].shape[1] = p->shape[0], e[j].shape[0] = p->shape[1]; /* transposed */
         j++;
     }
-    if (v == EXTRA || v == WITH_BUFFERS || v == LM_HEAD) {
+    if (v == EXTRA || v == WITH_BUFFERS || v == LM_HEAD || v == DROPPED_LAYER) {
         const param_info *wte = model_param(k->m, 0);
-        snprintf(names[j], sizeof names[j], "%s", v == EXTRA ? "transformer.h.2.ln_1.weight"
-                                                  : v == LM_HEAD ? "lm_head.weight"
-                                                                 : "transformer.h.0.attn.bias");
+        snprintf(names[j], sizeof names[j], "%s",
+                 v == EXTRA           ? "transformer.h.2.ln_3.weight"
+                 : v == DROPPED_LAYER ? "transformer.h.2.ln_1.weight"
+                 : v == LM_HEAD       ? "lm_head.weight"
+                                      : "transformer.h.0.attn.bias");
         e[j] = (st_entry){names[j], w, NULL, v == LM_HEAD ? 2 : 1,
                           {v == LM_HEAD ? wte->shape[0] : 8, v == LM_HEAD ? wte->shape[1] : 0}};
         j++;
@@ -386,7 +390,7 @@ static void test_checkpoint_variants(void **state)
         variant v;
         int rc;
     } cases[] = {{NO_PREFIX, 0}, {DROP_ONE, 2}, {EXTRA, 2}, {BAD_SHAPE, 2}, {WITH_BUFFERS, 0},
-                 {LM_HEAD, 0}};
+                 {LM_HEAD, 0}, {DROPPED_LAYER, 0}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ckpt k;
         ckpt_open(&k);

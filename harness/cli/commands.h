@@ -15,6 +15,7 @@ int cmd_compare(int argc, char **argv);  /* harness/cli/cmd_compare.c */
 int cmd_report(int argc, char **argv);   /* harness/cli/cmd_report.c */
 int cmd_exec(int argc, char **argv);     /* harness/cli/cmd_exec.c */
 int cmd_ingest(int argc, char **argv);   /* harness/cli/cmd_ingest.c */
+int cmd_fetch(int argc, char **argv);    /* harness/cli/cmd_fetch.c */
 
 /* default database file when --db is not given */
 #define DEFAULT_DB "harness.db"

@@ -127,7 +127,10 @@ static transfer_outcome download_attempt(const net_config *c, transfer *t, void 
     transfer_outcome o = transfer_perform(d->e, t, "GET", d->url);
     curl_easy_cleanup(d->e);
     progress_end(&d->bar, d->have);
-    return finish_attempt(d, o);
+    o = finish_attempt(d, o);
+    if (t->failure == FAIL_TOO_LONG) /* not the file announced: nothing of it is kept */
+        unlink(d->part);
+    return o;
 }
 
 int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,
@@ -142,7 +145,7 @@ int net_download(const net_config *c, const char *url, const char *part_path, in
     d.what = what;
     d.size = size;
     int rc = transfer_with_retries(c, "GET", download_attempt, &d);
-    if (rc && file_size_or_zero(part_path) > size)
-        unlink(part_path);
+    if (rc && file_size_or_zero(part_path) == 0)
+        unlink(part_path); /* nothing arrived: no empty partial file either */
     return rc;
 }

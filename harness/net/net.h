@@ -43,8 +43,8 @@ int net_head(const net_config *c, const char *url, net_headers *h);
 /* GET url (redirects followed) into part_path, appending with Range from its current size,
  * until it holds exactly `size` bytes (more is an error); retried with backoff on 429, 5xx and
  * dropped connections. `what` names the file in progress and messages. 0 or 2 after a message;
- * on 2 part_path keeps what arrived (resumed by the next try) unless the server sent more
- * than `size` bytes (then it is removed). */
+ * on 2 part_path keeps what arrived (resumed by the next try) unless nothing did or the server
+ * sent more than `size` bytes (then it is removed). */
 int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,
                  const char *what);
 /* PUT the file at path to url (bearer token from c); 0 or 2 after a message */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "models/models.h"
+#include "net/net.h"
 #include "util/util.h"
 
 /* a JSON document being read: its file (for messages), its text (for line numbers), the dotted
@@ -303,12 +304,35 @@ static int check_model_type(const part *cfg, const char *family)
 
 /* model.path: a Hugging Face model directory; its config.json, and its override_config.json
  * unless the scenario gives overrides */
+/* model.repo: "ORG/NAME[@REV]" resolved offline to its snapshot in the hub cache (net/) */
+static int resolve_repo(const src *mx, json_t *m, char out[PATH_MAX])
+{
+    char spec[600], cache[PATH_MAX], what[PATH_MAX + 16];
+    repo_ref r;
+    int rc = get_str(mx, m, "repo", 1, spec, sizeof spec);
+    snprintf(what, sizeof what, "%s: model.repo", mx->file);
+    if (rc || (rc = repo_ref_parse(spec, 0, what, &r)) || (rc = hub_cache_default(cache, PATH_MAX)))
+        return rc;
+    if ((rc = hub_cache_snapshot(cache, &r, out, PATH_MAX)))
+        return rc;
+    log_info("%s: model.repo %s@%s is %s", mx->file, r.id, r.revision, out);
+    return 0;
+}
+
+/* a model directory: model.path, or model.repo (a snapshot in the hub cache) */
+static int has_model_dir(json_t *m)
+{
+    return json_object_get(m, "path") || json_object_get(m, "repo");
+}
+
 static int open_model_dir(const src *mx, json_t *m, scenario *s, part *cfg, part *ovr)
 {
     char rel[PATH_MAX];
     struct stat st;
-    int rc = get_str(mx, m, "path", 1, rel, sizeof rel);
-    if (!rc)
+    int rc = 0;
+    if (json_object_get(m, "repo"))
+        rc = resolve_repo(mx, m, s->model_dir);
+    else if (!(rc = get_str(mx, m, "path", 1, rel, sizeof rel)))
         rc = resolve(mx, "path", rel, s->model_dir);
     if (rc)
         return rc;
@@ -354,9 +378,9 @@ static int load_family_config(const src *mx, json_t *m, scenario *s)
     part cfg, ovr;
     memset(&cfg, 0, sizeof cfg);
     memset(&ovr, 0, sizeof ovr);
-    int rc = json_object_get(m, "path") ? open_model_dir(mx, m, s, &cfg, &ovr)
-                                        : part_open(mx, m, "config", "model.config", 1, &cfg);
-    if (!rc && !json_object_get(m, "path"))
+    int rc = has_model_dir(m) ? open_model_dir(mx, m, s, &cfg, &ovr)
+                              : part_open(mx, m, "config", "model.config", 1, &cfg);
+    if (!rc && !has_model_dir(m))
         rc = part_open(mx, m, "overrides", "model.overrides", 0, &ovr);
     if (!rc) {
         snprintf(s->config_path, sizeof s->config_path, "%s", cfg.path);
@@ -381,7 +405,8 @@ static int load_family_config(const src *mx, json_t *m, scenario *s)
 static int load_model(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"family",         "config", "config_path", "overrides",
-                                       "overrides_path", "path",   "weights",     NULL};
+                                       "overrides_path", "path",   "weights",     "repo",
+                                       NULL};
     const char *families[16] = {NULL}; /* the registry's names, for one_of's message */
     for (int i = 0; i < 15 && model_family_at(i); i++)
         families[i] = model_family_at(i)->name;
@@ -397,12 +422,16 @@ static int load_model(const src *x, json_t *root, scenario *s)
         rc = one_of(&mx, "family", s->family, families);
     if (!rc)
         s->fam = model_family_find(s->family);
-    if (!rc && json_object_get(m, "path") &&
+    if (!rc && json_object_get(m, "path") && json_object_get(m, "repo"))
+        rc = fail(&mx, "repo", "give model.path (a model directory) or model.repo (one in the "
+                               "hub cache), not both");
+    if (!rc && has_model_dir(m) &&
         (json_object_get(m, "config") || json_object_get(m, "config_path")))
-        rc = fail(&mx, "path", "give model.path (a model directory) or model.config / "
-                               "model.config_path, not both");
+        rc = fail(&mx, json_object_get(m, "path") ? "path" : "repo",
+                  "give model.path or model.repo (a model directory) or model.config / "
+                  "model.config_path, not both");
     if (!rc)
-        rc = exactly_one(&mx, m, "config", "config_path", !json_object_get(m, "path"));
+        rc = exactly_one(&mx, m, "config", "config_path", !has_model_dir(m));
     if (!rc)
         rc = exactly_one(&mx, m, "overrides", "overrides_path", 0);
     return rc ? rc : load_family_config(&mx, m, s);

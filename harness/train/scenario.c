@@ -627,6 +627,22 @@ static void set_defaults(scenario *s)
     s->min_throughput_ratio = s->max_memory_ratio = -1;
 }
 
+/* "baseline": {"url": "https://...", "sha256": "HEX"}: a baseline file fetched and verified when
+ * the run is compared (judge/baseline_url.c) */
+static int check_baseline_url(const src *x, json_t *b)
+{
+    static const char *const keys[] = {"url", "sha256", NULL};
+    char url[2048], sha[80];
+    src bx = sub(x, "baseline");
+    int rc = check_keys(&bx, b, keys);
+    if (!rc && !(rc = get_str(&bx, b, "url", 1, url, sizeof url)) &&
+        strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0)
+        rc = fail(&bx, "url", "not an https:// (or http://) URL");
+    if (!rc && !(rc = get_str(&bx, b, "sha256", 1, sha, sizeof sha)) && !is_hex(sha, 64))
+        rc = fail(&bx, "sha256", "not a sha256 (64 hex digits)");
+    return rc;
+}
+
 static int load_root(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"name",       "description", "model",      "data",
@@ -648,7 +664,9 @@ static int load_root(const src *x, json_t *root, scenario *s)
         (rc = get_str(x, root, "dtype", 0, s->dtype, sizeof s->dtype)) ||
         (rc = one_of(x, "dtype", s->dtype, dtypes)) || (rc = load_tolerances(x, root, s)))
         return rc;
-    return get_str(x, root, "baseline", 0, s->baseline, sizeof s->baseline);
+    json_t *b = json_object_get(root, "baseline");
+    return json_is_object(b) ? check_baseline_url(x, b)
+                             : get_str(x, root, "baseline", 0, s->baseline, sizeof s->baseline);
 }
 
 /* sha256 of the sorted, compact dump: whitespace and key order do not change it */

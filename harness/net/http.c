@@ -260,7 +260,7 @@ typedef struct {
     const char *url;
     size_t cap;
     char *buf;
-    size_t len;
+    size_t len, size;
     net_headers h;
     transfer *t;
 } text_get;
@@ -274,7 +274,14 @@ static size_t on_text(char *data, size_t size, size_t nmemb, void *arg)
         g->t->limit = (int64_t)g->cap;
         return 0;
     }
-    char *p = realloc(g->buf, g->len + n + 1);
+    char *p = g->buf;
+    if (g->len + n + 1 > g->size) { /* grow geometrically: linear time for any body */
+        size_t want = g->size ? g->size : 4096;
+        while (want < g->len + n + 1)
+            want *= 2;
+        p = realloc(g->buf, want);
+        g->size = p ? want : g->size;
+    }
     if (!p) {
         g->t->failure = FAIL_WRITE;
         g->t->write_errno = ENOMEM;
@@ -293,7 +300,7 @@ static transfer_outcome text_attempt(const net_config *c, transfer *t, void *arg
     text_get *g = arg;
     free(g->buf);
     g->buf = NULL;
-    g->len = 0;
+    g->len = g->size = 0;
     g->t = t;
     CURL *e = transfer_handle(c, t, g->url, 1);
     if (!e) {
@@ -317,7 +324,7 @@ static transfer_outcome text_attempt(const net_config *c, transfer *t, void *arg
 int net_get_text(const net_config *c, const char *url, size_t cap, char **body, size_t *len,
                  net_headers *h)
 {
-    text_get g = {url, cap, NULL, 0, {0}, NULL};
+    text_get g = {url, cap, NULL, 0, 0, {0}, NULL};
     int rc = net_global_init() ? EXIT_USAGE : transfer_with_retries(c, "GET", text_attempt, &g);
     if (rc || !g.buf) {
         if (!rc)

@@ -199,6 +199,25 @@ expect 2 "a wrong token" -- env HF_TOKEN=wrong "$H" fetch org/tiny --cache "$T/c
 ! grep -q wrong "$T/err" && pass || fail "a wrong token is printed"
 nofaults
 
+# ---- https: the whole fetch, and a redirect down to http refused ------------------------------
+if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" -keyout "$T/key.pem" -out "$T/cert.pem" 2>/dev/null; then
+  "$PY" "$SRC/tools/fake_hub.py" "$S" "$T/tport" --lifetime 300 --tls "$T/cert.pem" "$T/key.pem" 2>"$T/tserver.err" &
+  TSRV=$!
+  trap 'kill $SRV $TSRV 2>/dev/null; rm -rf "$T"' EXIT
+  for _ in $(seq 100); do [ -s "$T/tport" ] && break; sleep 0.1; done
+  TEP="https://127.0.0.1:$(cat "$T/tport")"
+  expect 2 "https with an unknown certificate authority" -- "$H" fetch org/tiny --cache "$T/c-tls0" --endpoint "$TEP"; says "certificate"
+  expect 0 "https (CURL_CA_BUNDLE)" -- env CURL_CA_BUNDLE="$T/cert.pem" "$H" fetch org/tiny --cache "$T/c-tls" --endpoint "$TEP"
+  cmp -s "$R/model.safetensors" "$T/c-tls/models--org--tiny/snapshots/$commit/model.safetensors" && pass || fail "the file over https"
+  faults '"rules": [{"match": "/cdn/", "fault": "redirect_http"}]'
+  expect 2 "a redirect from https to http" -- env CURL_CA_BUNDLE="$T/cert.pem" "$H" fetch org/tiny --cache "$T/c-tls2" --endpoint "$TEP"; says 'Protocol "http" not supported'
+  [ ! -e "$T/c-tls2/models--org--tiny/snapshots/$commit/model.safetensors" ] && pass || fail "nothing in place after a refused redirect"
+  nofaults
+else
+  echo "  (no openssl to make a certificate: the https cases skipped)"
+fi
+
 # ---- huggingface_hub reads our cache; we read its -------------------------------------------
 if "$PY" -c 'import huggingface_hub' 2>/dev/null; then
   cat >"$T/hf_offline.py" <<'EOF'

@@ -15,20 +15,23 @@ Faults: ROOT/faults.json is read at every request:
    "rules": [{"match": "SUBSTRING", "method": "GET", "fault": KIND, "code": 500, "times": 1}]}
 KIND: status (answer `code`), cut (half the body, then close), drip (a byte every 0.5 s),
 endless (more body than announced), bigheaders (300 KiB of headers), redirect_loop,
-redirect_scheme (a 302 to file:///etc/passwd), badsha (a wrong X-Linked-Etag), badetag (an ETag
+redirect_scheme (a 302 to file:///etc/passwd), redirect_http (a 302 to the same path over
+plain http: refused by a client of an https endpoint), badsha (a wrong X-Linked-Etag), badetag (an ETag
 of "../../x"), ignore_range (a 200 to a Range request). `times` bounds how often a rule fires
 (default always); counters restart when faults.json changes. Every request is logged to
 ROOT/requests.log as "METHOD PATH range=R auth=yes|no|none" (never the token itself).
 PUT /upload/NAME stores ROOT/uploads/NAME; GET /files/NAME serves ROOT/files/NAME.
 
 The server stops by itself after --lifetime seconds or when its parent process is gone; every
-loop that sends data is bounded. Usage: fake_hub.py ROOT PORT_FILE [--lifetime S]
+loop that sends data is bounded. With --tls CERT KEY it speaks https (the LFS redirects too).
+Usage: fake_hub.py ROOT PORT_FILE [--lifetime S] [--tls CERT KEY]
 """
 import hashlib
 import http.server
 import json
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -237,7 +240,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if f["lfs"]:
             sha = f["sha256"] if fault != "badsha" else hashlib.sha256(f["data"] + b"!").hexdigest()
             headers.update({"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(f["data"])),
-                            "ETag": f'"{sha}"', "Location": f"http://localhost:{self.server.server_address[1]}/cdn/{kind}/{'/'.join(parts[:i])}/{f['sha256']}"})
+                            "ETag": f'"{sha}"', "Location": f"{self.server.scheme}://localhost:{self.server.server_address[1]}/cdn/{kind}/{'/'.join(parts[:i])}/{f['sha256']}"})
             if fault == "bigheaders":
                 headers.update({f"X-Padding-{k}": "x" * 1000 for k in range(300)})
             return self.send_plain(302, b"", headers, head)
@@ -270,6 +273,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_plain(rule.get("code", 500), b"fault", {"Retry-After": "0"}, head)
         if kind == "redirect_loop":
             return self.send_plain(302, b"", {"Location": url.path}, head)
+        if kind == "redirect_http":
+            return self.send_plain(302, b"", {"Location": f"http://127.0.0.1:{self.server.server_address[1]}{url.path}"}, head)
         if kind == "redirect_scheme":
             return self.send_plain(302, b"", {"Location": "file:///etc/passwd"}, head)
         if parts and parts[0] == "api":
@@ -311,10 +316,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 def main():
     if len(sys.argv) < 3:
         sys.exit("usage: fake_hub.py ROOT PORT_FILE [--lifetime S]")
-    root, port_file = sys.argv[1], sys.argv[2]
-    lifetime = float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "--lifetime" else 600
+    root, port_file, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+    lifetime = float(args[args.index("--lifetime") + 1]) if "--lifetime" in args else 600
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    server.scheme = "http"
+    if "--tls" in args:
+        i = args.index("--tls")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args[i + 1], args[i + 2])
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        server.scheme = "https"
     server.state = State(root)
     tmp = port_file + ".tmp"
     with open(tmp, "w") as f:

@@ -250,7 +250,6 @@ int transfer_with_retries(const net_config *c, const char *what, attempt_fn fn, 
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
         wait_ms = wait_ms * 2 > 60000 ? 60000 : wait_ms * 2;
-        (void)what;
     }
 }
 

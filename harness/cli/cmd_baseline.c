@@ -1,5 +1,6 @@
 /* harness/cli/cmd_baseline.c: `harness baseline record RUN --label NAME` (a stored run to a baseline
- * file), `baseline import FILE` (a file into the store) and `baseline list`. */
+ * file), `baseline import FILE` (a file into the store), `baseline list`, and by URL `baseline
+ * pull URL --sha256 HEX` (download, verify, import) and `baseline push FILE URL` (HTTP PUT). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -15,14 +16,20 @@ static void baseline_usage(void)
 {
     printf("usage: harness baseline record RUN --label NAME [--dir DIR | --out FILE] [--db FILE]\n"
            "       harness baseline import FILE [--label NAME] [--replace] [--db FILE]\n"
-           "       harness baseline list [--db FILE] [--json]\n\n"
+           "       harness baseline list [--db FILE] [--json]\n"
+           "       harness baseline pull URL --sha256 HEX [--label NAME] [--replace] [--db FILE]\n"
+           "       harness baseline push FILE URL\n\n"
            "A baseline is a finished run of a scenario on a reference device, kept as a text\n"
            "file that diffs well (docs/baselines.md) and labelled in the store per scenario.\n\n"
            "  record   writes run RUN (status ok) to DIR/SCENARIO.NAME.baseline (DIR default\n"
            "           baselines) or to --out FILE, and labels the run NAME in the store\n"
            "  import   loads FILE into the store as a run and labels it (the file's label, or\n"
            "           --label); a label that already names a different run needs --replace\n"
-           "  list     the labels in the store with their runs and metadata\n\n"
+           "  list     the labels in the store with their runs and metadata\n"
+           "  pull     downloads URL, checks its sha256 against HEX, then imports it as import\n"
+           "           does (kept in HARNESS_BASELINE_CACHE or ~/.cache/harness/baselines)\n"
+           "  push     uploads FILE to URL with an HTTP PUT and prints its sha256 and the pull\n"
+           "           command; HARNESS_BASELINE_TOKEN is sent as a bearer token (docs/fetch.md)\n\n"
            "  --db FILE  the store (default %s)\n\n"
            "Exit codes: 0 done, 1 a write failed, 2 usage or input error (malformed file, no\n"
            "such run, a run that did not finish ok).\n",
@@ -30,9 +37,9 @@ static void baseline_usage(void)
 }
 
 typedef struct {
-    const char *label, *dir, *out, *db;
+    const char *label, *dir, *out, *db, *sha256;
     int replace, json;
-    const char *pos[2];
+    const char *pos[3];
     int n_pos;
 } bl_args;
 
@@ -44,9 +51,10 @@ static int parse_bl_args(int argc, char **argv, bl_args *a)
         {"--label", &a->label, NULL}, {"--dir", &a->dir, NULL},
         {"--out", &a->out, NULL},     {"--db", &a->db, NULL},
         {"--replace", NULL, &a->replace}, {"--json", NULL, &a->json},
+        {"--sha256", &a->sha256, NULL},
         {NULL, NULL, NULL},
     };
-    int rc = cmd_parse(argc, argv, opts, a->pos, 2, &a->n_pos);
+    int rc = cmd_parse(argc, argv, opts, a->pos, 3, &a->n_pos);
     if (rc == 1)
         baseline_usage();
     return rc == 1 ? -1 : rc;
@@ -138,12 +146,10 @@ static int check_label(store *st, const baseline *b, int replace, int *same, int
     return EXIT_USAGE;
 }
 
-static int import_file(const bl_args *a)
+static int import_path(const bl_args *a, const char *path)
 {
-    if (a->n_pos != 2)
-        return cmd_usage_error("baseline", "import needs one baseline file");
     baseline b;
-    int rc = baseline_read(a->pos[1], &b);
+    int rc = baseline_read(path, &b);
     if (rc)
         return rc;
     if (a->label)
@@ -152,7 +158,7 @@ static int import_file(const bl_args *a)
     int same = 0;
     int64_t id = 0;
     if (!b.label[0])
-        rc = cmd_usage_error("baseline", "%s has no label: give --label NAME", a->pos[1]);
+        rc = cmd_usage_error("baseline", "%s has no label: give --label NAME", path);
     else if ((rc = store_open(a->db, &st)) == 0 &&
              (rc = check_label(st, &b, a->replace, &same, &id)) == 0) {
         if (same)
@@ -161,12 +167,51 @@ static int import_file(const bl_args *a)
         else if ((rc = baseline_import(st, &b, &id)) == 0 &&
                  (rc = store_set_baseline(st, b.scenario, b.label, id)) == 0)
             printf("baseline '%s' of %s: %s imported as run %lld (%d steps)\n",
-                   term_safe(b.label), term_safe(b.scenario), term_safe(a->pos[1]),
+                   term_safe(b.label), term_safe(b.scenario), term_safe(path),
                    (long long)id, b.n_steps);
     }
     store_close(st);
     baseline_free(&b);
     return rc;
+}
+
+static int import_file(const bl_args *a)
+{
+    if (a->n_pos != 2)
+        return cmd_usage_error("baseline", "import needs one baseline file");
+    return import_path(a, a->pos[1]);
+}
+
+/* ---- by URL ------------------------------------------------------------------------------- */
+
+static int pull(const bl_args *a)
+{
+    if (a->n_pos != 2 || !a->sha256)
+        return cmd_usage_error("baseline", "pull needs a URL and --sha256 HEX (its digest, as "
+                                           "push printed it)");
+    char path[4096];
+    int rc = baseline_url_fetch(a->pos[1], a->sha256, path, sizeof path);
+    if (rc)
+        return rc;
+    printf("baseline %s: sha256 verified, %s\n", term_safe(a->pos[1]), term_safe(path));
+    return import_path(a, path);
+}
+
+static int push(const bl_args *a)
+{
+    if (a->n_pos != 3)
+        return cmd_usage_error("baseline", "push needs a baseline FILE and a URL");
+    baseline b; /* only a well-formed baseline leaves the machine */
+    char sha[65];
+    int rc = baseline_read(a->pos[1], &b);
+    if (rc)
+        return rc;
+    baseline_free(&b);
+    if ((rc = baseline_url_push(a->pos[1], a->pos[2], sha)))
+        return rc;
+    printf("baseline %s -> %s (sha256 %s)\npull it with: harness baseline pull %s --sha256 %s\n",
+           term_safe(a->pos[1]), term_safe(a->pos[2]), sha, term_safe(a->pos[2]), sha);
+    return 0;
 }
 
 /* ---- list --------------------------------------------------------------------------------- */
@@ -260,5 +305,10 @@ int cmd_baseline(int argc, char **argv)
         return import_file(&a);
     if (strcmp(a.pos[0], "list") == 0)
         return list(&a);
-    return cmd_usage_error("baseline", "unknown subcommand '%s' (record, import, list)", a.pos[0]);
+    if (strcmp(a.pos[0], "pull") == 0)
+        return pull(&a);
+    if (strcmp(a.pos[0], "push") == 0)
+        return push(&a);
+    return cmd_usage_error("baseline", "unknown subcommand '%s' (record, import, list, pull, "
+                                       "push)", a.pos[0]);
 }

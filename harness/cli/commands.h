@@ -16,6 +16,7 @@ int cmd_report(int argc, char **argv);   /* harness/cli/cmd_report.c */
 int cmd_exec(int argc, char **argv);     /* harness/cli/cmd_exec.c */
 int cmd_ingest(int argc, char **argv);   /* harness/cli/cmd_ingest.c */
 int cmd_preprocess(int argc, char **argv); /* harness/cli/cmd_preprocess.c */
+int cmd_fetch(int argc, char **argv);    /* harness/cli/cmd_fetch.c */
 
 /* default database file when --db is not given */
 #define DEFAULT_DB "harness.db"

@@ -25,6 +25,7 @@ static const command commands[] = {
     {"exec", cmd_exec, "run your own (PyTorch) training command and record every step it logs"},
     {"ingest", cmd_ingest, "record a run from finished training logs (several ranks' too)"},
     {"preprocess", cmd_preprocess, "tokenize text or JSON lines into a Megatron .bin/.idx dataset"},
+    {"fetch", cmd_fetch, "download a model or dataset from the Hugging Face hub or a mirror into its cache"},
 };
 
 static void usage(FILE *f)

@@ -7,5 +7,6 @@
 #include "baseline.h"
 #include "history.h"
 #include "compare_db.h"
+#include "baseline_url.h"
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "models/models.h"
+#include "net/net.h"
 #include "util/util.h"
 
 /* a JSON document being read: its file (for messages), its text (for line numbers), the dotted
@@ -304,12 +305,35 @@ static int check_model_type(const part *cfg, const model_family *f)
 
 /* model.path: a Hugging Face model directory; its config.json, and its override_config.json
  * unless the scenario gives overrides */
+/* model.repo: "ORG/NAME[@REV]" resolved offline to its snapshot in the hub cache (net/) */
+static int resolve_repo(const src *mx, json_t *m, char out[PATH_MAX])
+{
+    char spec[600], cache[PATH_MAX], what[PATH_MAX + 16];
+    repo_ref r;
+    int rc = get_str(mx, m, "repo", 1, spec, sizeof spec);
+    snprintf(what, sizeof what, "%s: model.repo", mx->file);
+    if (rc || (rc = repo_ref_parse(spec, 0, what, &r)) || (rc = hub_cache_default(cache, PATH_MAX)))
+        return rc;
+    if ((rc = hub_cache_snapshot(cache, &r, out, PATH_MAX)))
+        return rc;
+    log_info("%s: model.repo %s@%s is %s", mx->file, r.id, r.revision, out);
+    return 0;
+}
+
+/* a model directory: model.path, or model.repo (a snapshot in the hub cache) */
+static int has_model_dir(json_t *m)
+{
+    return json_object_get(m, "path") || json_object_get(m, "repo");
+}
+
 static int open_model_dir(const src *mx, json_t *m, scenario *s, part *cfg, part *ovr)
 {
     char rel[PATH_MAX];
     struct stat st;
-    int rc = get_str(mx, m, "path", 1, rel, sizeof rel);
-    if (!rc)
+    int rc = 0;
+    if (json_object_get(m, "repo"))
+        rc = resolve_repo(mx, m, s->model_dir);
+    else if (!(rc = get_str(mx, m, "path", 1, rel, sizeof rel)))
         rc = resolve(mx, "path", rel, s->model_dir);
     if (rc)
         return rc;
@@ -355,9 +379,9 @@ static int load_family_config(const src *mx, json_t *m, scenario *s)
     part cfg, ovr;
     memset(&cfg, 0, sizeof cfg);
     memset(&ovr, 0, sizeof ovr);
-    int rc = json_object_get(m, "path") ? open_model_dir(mx, m, s, &cfg, &ovr)
-                                        : part_open(mx, m, "config", "model.config", 1, &cfg);
-    if (!rc && !json_object_get(m, "path"))
+    int rc = has_model_dir(m) ? open_model_dir(mx, m, s, &cfg, &ovr)
+                              : part_open(mx, m, "config", "model.config", 1, &cfg);
+    if (!rc && !has_model_dir(m))
         rc = part_open(mx, m, "overrides", "model.overrides", 0, &ovr);
     if (!rc) {
         snprintf(s->config_path, sizeof s->config_path, "%s", cfg.path);
@@ -382,7 +406,8 @@ static int load_family_config(const src *mx, json_t *m, scenario *s)
 static int load_model(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"family",         "config", "config_path", "overrides",
-                                       "overrides_path", "path",   "weights",     NULL};
+                                       "overrides_path", "path",   "weights",     "repo",
+                                       NULL};
     const char *families[16] = {NULL}; /* the registry's names, for one_of's message */
     for (int i = 0; i < 15 && model_family_at(i); i++)
         families[i] = model_family_at(i)->name;
@@ -398,12 +423,16 @@ static int load_model(const src *x, json_t *root, scenario *s)
         rc = one_of(&mx, "family", s->family, families);
     if (!rc)
         s->fam = model_family_find(s->family);
-    if (!rc && json_object_get(m, "path") &&
+    if (!rc && json_object_get(m, "path") && json_object_get(m, "repo"))
+        rc = fail(&mx, "repo", "give model.path (a model directory) or model.repo (one in the "
+                               "hub cache), not both");
+    if (!rc && has_model_dir(m) &&
         (json_object_get(m, "config") || json_object_get(m, "config_path")))
-        rc = fail(&mx, "path", "give model.path (a model directory) or model.config / "
-                               "model.config_path, not both");
+        rc = fail(&mx, json_object_get(m, "path") ? "path" : "repo",
+                  "give model.path or model.repo (a model directory) or model.config / "
+                  "model.config_path, not both");
     if (!rc)
-        rc = exactly_one(&mx, m, "config", "config_path", !json_object_get(m, "path"));
+        rc = exactly_one(&mx, m, "config", "config_path", !has_model_dir(m));
     if (!rc)
         rc = exactly_one(&mx, m, "overrides", "overrides_path", 0);
     return rc ? rc : load_family_config(&mx, m, s);
@@ -744,6 +773,22 @@ static void set_defaults(scenario *s)
     s->min_throughput_ratio = s->max_memory_ratio = s->expert_tokens_rtol = -1;
 }
 
+/* "baseline": {"url": "https://...", "sha256": "HEX"}: a baseline file fetched and verified when
+ * the run is compared (judge/baseline_url.c) */
+static int check_baseline_url(const src *x, json_t *b)
+{
+    static const char *const keys[] = {"url", "sha256", NULL};
+    char url[2048], sha[80];
+    src bx = sub(x, "baseline");
+    int rc = check_keys(&bx, b, keys);
+    if (!rc && !(rc = get_str(&bx, b, "url", 1, url, sizeof url)) &&
+        strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0)
+        rc = fail(&bx, "url", "not an https:// (or http://) URL");
+    if (!rc && !(rc = get_str(&bx, b, "sha256", 1, sha, sizeof sha)) && !is_hex(sha, 64))
+        rc = fail(&bx, "sha256", "not a sha256 (64 hex digits)");
+    return rc;
+}
+
 static int load_root(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"name",       "description", "model",      "data",
@@ -765,7 +810,9 @@ static int load_root(const src *x, json_t *root, scenario *s)
         (rc = get_str(x, root, "dtype", 0, s->dtype, sizeof s->dtype)) ||
         (rc = one_of(x, "dtype", s->dtype, dtypes)) || (rc = load_tolerances(x, root, s)))
         return rc;
-    return get_str(x, root, "baseline", 0, s->baseline, sizeof s->baseline);
+    json_t *b = json_object_get(root, "baseline");
+    return json_is_object(b) ? check_baseline_url(x, b)
+                             : get_str(x, root, "baseline", 0, s->baseline, sizeof s->baseline);
 }
 
 /* sha256 of the sorted, compact dump: whitespace and key order do not change it */

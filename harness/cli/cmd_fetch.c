@@ -1,0 +1,72 @@
+/* harness/cli/cmd_fetch.c: `harness fetch REPO[@REV]`: a model or dataset repository from the
+ * Hugging Face hub (or a mirror) into the cache huggingface_hub and transformers share. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <string.h>
+
+#include "net/net.h"
+#include "util/util.h"
+#include "commands.h"
+
+static void fetch_usage(void)
+{
+    printf("usage: harness fetch REPO[@REVISION] [--dataset] [--include GLOB[,GLOB...]]\n"
+           "                     [--cache DIR] [--endpoint URL] [--quiet]\n\n"
+           "Downloads a repository of the Hugging Face hub (a model; a dataset with --dataset or\n"
+           "REPO as datasets/ORG/NAME) through its HTTP API into the cache as huggingface_hub\n"
+           "lays it out, so transformers finds the files offline and the harness finds what\n"
+           "transformers downloaded. Prints the snapshot folder on stdout (docs/fetch.md).\n\n"
+           "  REPO            ORG/NAME or NAME; REVISION a branch, tag or commit (default main)\n"
+           "  --include GLOB  only the files whose path matches one of the globs (fnmatch)\n"
+           "  --cache DIR     the cache (default HF_HUB_CACHE, $HF_HOME/hub,\n"
+           "                  ~/.cache/huggingface/hub)\n"
+           "  --endpoint URL  the hub or a mirror (default HF_ENDPOINT, https://huggingface.co)\n"
+           "  --quiet         no progress\n\n"
+           "Environment: HF_TOKEN (a bearer token; or the file HF_TOKEN_PATH, $HF_HOME/token),\n"
+           "HF_HUB_OFFLINE=1 (the cache only), HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT\n"
+           "(seconds), HARNESS_NET_RETRIES, HARNESS_NET_BACKOFF_MS, https_proxy/no_proxy,\n"
+           "CURL_CA_BUNDLE.\n\n"
+           "Every file is checked against its digest (sha256 of LFS files, git's blob id of the\n"
+           "others) before it is moved into the cache; partial downloads resume.\n\n"
+           "Exit codes: 0 done, 2 usage error or a failed download (with a message).\n");
+}
+
+int cmd_fetch(int argc, char **argv)
+{
+    const char *include = NULL, *cache = NULL, *endpoint = NULL, *pos[1];
+    int dataset = 0, quiet = 0, n_pos = 0;
+    const cmd_opt opts[] = {
+        {"--include", &include, NULL}, {"--cache", &cache, NULL},
+        {"--endpoint", &endpoint, NULL}, {"--dataset", NULL, &dataset},
+        {"--quiet", NULL, &quiet},     {NULL, NULL, NULL},
+    };
+    int rc = cmd_parse(argc, argv, opts, pos, 1, &n_pos);
+    if (rc == 1)
+        return fetch_usage(), EXIT_PASS;
+    if (rc)
+        return rc;
+    if (n_pos != 1)
+        return cmd_usage_error("fetch", "give one repository: ORG/NAME[@REVISION]");
+    repo_ref r;
+    char cache_dir[4096];
+    if ((rc = repo_ref_parse(pos[0], dataset, "fetch", &r)))
+        return rc;
+    if (cache)
+        snprintf(cache_dir, sizeof cache_dir, "%s", cache);
+    else if ((rc = hub_cache_default(cache_dir, sizeof cache_dir)))
+        return rc;
+    log_quiet = log_quiet || quiet;
+    fetch_options o = {endpoint ? endpoint : hub_default_endpoint(), cache_dir, include,
+                       hub_offline()};
+    fetch_result res;
+    if ((rc = hub_fetch(&r, &o, &res)))
+        return rc;
+    if (o.offline)
+        log_info("fetch: %s@%s: HF_HUB_OFFLINE, from the cache (commit %s)", r.id, r.revision,
+                 res.commit);
+    else
+        log_info("fetch: %s@%s: commit %s, %d files, %d downloaded (%lld bytes)", r.id,
+                 r.revision, res.commit, res.files, res.downloaded, (long long)res.bytes);
+    printf("%s\n", res.snapshot);
+    return EXIT_PASS;
+}

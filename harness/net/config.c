@@ -1,0 +1,103 @@
+/* harness/net/config.c: how transfers behave, from the environment: the endpoint's scheme, the
+ * bearer token (HF_TOKEN or huggingface_hub's token file), retries, backoff and timeouts. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net.h"
+#include "util/util.h"
+
+/* an integer variable in [lo, hi], or def when unset; 0, or 2 after a message */
+static int env_long(const char *name, long lo, long hi, long def, long *out)
+{
+    const char *v = getenv(name);
+    *out = def;
+    if (!v || !*v)
+        return 0;
+    if (parse_long(v, out) != 0 || *out < lo || *out > hi) {
+        log_error("%s=%s: not a whole number in [%ld, %ld]", name, v, lo, hi);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* the token file's first line (huggingface_hub writes it with `hf auth login`) */
+static int read_token_file(const char *path, char *out, size_t len)
+{
+    size_t n = 0;
+    char why[INPUT_WHY_LEN];
+    char *text = input_read(path, INPUT_ANY, &n, why, sizeof why);
+    if (!text)
+        return 0; /* no token file: no token */
+    n = strcspn(text, "\r\n");
+    while (n && (text[n - 1] == ' ' || text[n - 1] == '\t'))
+        n--;
+    int rc = 0;
+    if (n >= len) {
+        log_error("the token in %s is longer than %zu bytes", path, len - 1);
+        rc = EXIT_USAGE;
+    } else {
+        memcpy(out, text, n);
+        out[n] = 0;
+    }
+    free(text);
+    return rc;
+}
+
+static int find_token(char *out, size_t len)
+{
+    out[0] = 0;
+    const char *v = getenv("HF_TOKEN");
+    if (!v || !*v)
+        v = getenv("HUGGING_FACE_HUB_TOKEN");
+    if (v && *v) {
+        if (strlen(v) >= len) {
+            log_error("HF_TOKEN is longer than %zu bytes", len - 1);
+            return EXIT_USAGE;
+        }
+        snprintf(out, len, "%s", v);
+        return 0;
+    }
+    char path[4096];
+    const char *tp = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *user = getenv("HOME");
+    if (tp && *tp)
+        snprintf(path, sizeof path, "%s", tp);
+    else if (home && *home)
+        snprintf(path, sizeof path, "%s/token", home);
+    else if (xdg && *xdg)
+        snprintf(path, sizeof path, "%s/huggingface/token", xdg);
+    else if (user && *user)
+        snprintf(path, sizeof path, "%s/.cache/huggingface/token", user);
+    else
+        return 0;
+    return access(path, R_OK) == 0 ? read_token_file(path, out, len) : 0;
+}
+
+int net_config_init(net_config *c, const char *endpoint)
+{
+    memset(c, 0, sizeof *c);
+    if (strncmp(endpoint, "https://", 8) == 0)
+        snprintf(c->endpoint_scheme, sizeof c->endpoint_scheme, "https");
+    else if (strncmp(endpoint, "http://", 7) == 0)
+        snprintf(c->endpoint_scheme, sizeof c->endpoint_scheme, "http");
+    else {
+        log_error("endpoint %s: not an http:// or https:// URL", term_safe(endpoint));
+        return EXIT_USAGE;
+    }
+    long retries, backoff, etag, stall;
+    if (env_long("HARNESS_NET_RETRIES", 0, 20, 5, &retries) ||
+        env_long("HARNESS_NET_BACKOFF_MS", 0, 60000, 1000, &backoff) ||
+        env_long("HF_HUB_ETAG_TIMEOUT", 1, 3600, 10, &etag) ||
+        env_long("HF_HUB_DOWNLOAD_TIMEOUT", 1, 3600, 10, &stall) ||
+        find_token(c->token, sizeof c->token))
+        return EXIT_USAGE;
+    c->retries = (int)retries;
+    c->backoff_ms = backoff;
+    c->connect_timeout_s = etag;
+    c->stall_timeout_s = stall;
+    c->progress_bar = isatty(STDERR_FILENO);
+    return 0;
+}

@@ -1,0 +1,300 @@
+/* harness/net/hub_fetch.c: `harness fetch`'s work: a revision's file list from the hub API, then
+ * each file by resolve/COMMIT/PATH: its etag and size, a verified download into blobs/, a link. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hub_cache.h"
+#include "util/util.h"
+
+#define API_BODY_CAP (64u << 20)     /* the most bytes of one API answer */
+#define MAX_FILES 100000             /* the most files in one revision */
+#define MAX_FILE_BYTES (1LL << 42)   /* 4 TiB: the largest file taken */
+
+typedef struct {
+    const repo_ref *r;
+    const fetch_options *o;
+    net_config cfg;
+    char endpoint[1024];       /* without a trailing '/' */
+    char repo_dir[3072];
+    char commit[41];
+    char **files;
+    size_t n_files;
+    fetch_result *res;
+} fetch_ctx;
+
+/* percent-encodes s into out (bytes outside [A-Za-z0-9._~-], and '/' unless keep_slash) */
+static int url_encode(const char *s, int keep_slash, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr("._~-", *p) || (keep_slash && *p == '/');
+        if (n + 4 >= len)
+            return -1;
+        n += plain ? (size_t)snprintf(out + n, len - n, "%c", *p)
+                   : (size_t)snprintf(out + n, len - n, "%%%02X", *p);
+    }
+    out[n] = 0;
+    return 0;
+}
+
+static const char *type_path(const repo_ref *r)
+{
+    return r->type == REPO_DATASET ? "datasets" : "models";
+}
+
+/* ---- the file list ------------------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "a" and "a/b" cannot both be files of a snapshot: refused before anything is written */
+static int check_file_vs_folder(fetch_ctx *x)
+{
+    qsort(x->files, x->n_files, sizeof *x->files, cmp_str);
+    for (size_t i = 0; i < x->n_files; i++) {
+        size_t n = strlen(x->files[i]);
+        for (size_t j = i + 1; j < x->n_files && strncmp(x->files[j], x->files[i], n) == 0; j++)
+            if (x->files[j][n] == '/') {
+                log_error("%s: the server lists both '%s' and '%s' (a file and a folder of one "
+                          "name): refused", x->r->id, term_safe(x->files[i]),
+                          term_safe(x->files[j]));
+                return EXIT_USAGE;
+            }
+    }
+    return 0;
+}
+
+static int take_siblings(fetch_ctx *x, json_t *sib, const char *url)
+{
+    size_t n = json_array_size(sib);
+    if (!json_is_array(sib) || n > MAX_FILES) {
+        log_error("%s: \"siblings\" is not an array of at most %d files", url, MAX_FILES);
+        return EXIT_USAGE;
+    }
+    x->files = calloc(n ? n : 1, sizeof *x->files);
+    if (!x->files)
+        return log_error("out of memory"), EXIT_USAGE;
+    for (size_t i = 0; i < n; i++) {
+        json_t *name = json_object_get(json_array_get(sib, i), "rfilename");
+        if (!json_is_string(name)) {
+            log_error("%s: siblings[%zu].rfilename: not a string", url, i);
+            return EXIT_USAGE;
+        }
+        const char *p = json_string_value(name);
+        if (!hub_path_is_safe(p)) {
+            log_error("%s: siblings[%zu]: the server names the file '%s': refused (an absolute "
+                      "path, '..', '.', an empty part or a control byte would leave the "
+                      "snapshot folder)", url, i, term_safe(p));
+            return EXIT_USAGE;
+        }
+        if (!(x->files[x->n_files++] = strdup(p)))
+            return log_error("out of memory"), EXIT_USAGE;
+    }
+    return check_file_vs_folder(x);
+}
+
+static int list_files(fetch_ctx *x)
+{
+    char id[600], rev[800], url[4096];
+    url_encode(x->r->id, 1, id, sizeof id);
+    url_encode(x->r->revision, 0, rev, sizeof rev);
+    snprintf(url, sizeof url, "%s/api/%s/%s/revision/%s", x->endpoint, type_path(x->r), id, rev);
+    char *body = NULL;
+    size_t len = 0;
+    int rc = net_get_text(&x->cfg, url, API_BODY_CAP, &body, &len, NULL);
+    if (rc)
+        return rc;
+    json_error_t e;
+    json_t *root = json_loadb(body, len, 0, &e);
+    free(body);
+    json_t *sha = json_object_get(root, "sha");
+    if (!json_is_object(root)) {
+        log_error("%s: not a JSON object (line %d: %s)", url, e.line, root ? "" : e.text);
+        rc = EXIT_USAGE;
+    } else if (!json_is_string(sha) || !is_hex(json_string_value(sha), 40)) {
+        log_error("%s: \"sha\": not a commit hash (40 hex digits)", url);
+        rc = EXIT_USAGE;
+    } else {
+        snprintf(x->commit, sizeof x->commit, "%s", json_string_value(sha));
+        for (char *p = x->commit; *p; p++)
+            *p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+        rc = take_siblings(x, json_object_get(root, "siblings"), url);
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* ---- one file ----------------------------------------------------------------------------- */
+
+static int wanted(const char *include, const char *path)
+{
+    if (!include)
+        return 1;
+    char globs[1024];
+    snprintf(globs, sizeof globs, "%s", include);
+    for (char *save, *g = strtok_r(globs, ",", &save); g; g = strtok_r(NULL, ",", &save))
+        if (fnmatch(g, path, 0) == 0)
+            return 1;
+    return 0;
+}
+
+typedef struct {
+    char url[8192], etag[192], blob[3328], part[3360];
+    int64_t size;
+    int lfs;
+} remote_file;
+
+/* HEAD resolve/COMMIT/PATH: the etag (blob name and digest), the size, the commit */
+static int file_metadata(fetch_ctx *x, const char *path, remote_file *f)
+{
+    char id[600], enc[4096];
+    url_encode(x->r->id, 1, id, sizeof id);
+    if (url_encode(path, 1, enc, sizeof enc) != 0)
+        return log_error("%s: the file name is too long", term_safe(path)), EXIT_USAGE;
+    snprintf(f->url, sizeof f->url, "%s/%s%s/resolve/%s/%s", x->endpoint,
+             x->r->type == REPO_DATASET ? "datasets/" : "", id, x->commit, enc);
+    net_headers h;
+    int rc = net_head(&x->cfg, f->url, &h);
+    if (rc)
+        return rc;
+    f->lfs = h.linked_etag[0] != 0;
+    snprintf(f->etag, sizeof f->etag, "%s", f->lfs ? h.linked_etag : h.etag);
+    f->size = h.linked_size >= 0 ? h.linked_size : h.status < 300 ? h.content_length : -1;
+    const char *u = term_safe(f->url);
+    if (h.repo_commit[0] && strcasecmp(h.repo_commit, x->commit) != 0)
+        return log_error("%s: the server answers for commit %s, not %s", u,
+                         term_safe(h.repo_commit), x->commit), EXIT_USAGE;
+    if (!hub_etag_is_safe(f->etag))
+        return log_error("%s: the ETag '%s' is not a digest (letters, digits, '-', '_'; at most "
+                         "128): refused as a file name", u, term_safe(f->etag)), EXIT_USAGE;
+    if (f->lfs && !is_hex(f->etag, 64))
+        return log_error("%s: X-Linked-Etag '%s' is not a sha256 (64 hex digits)", u,
+                         term_safe(f->etag)), EXIT_USAGE;
+    if (f->size < 0 || f->size > MAX_FILE_BYTES)
+        return log_error("%s: no size, or a size over %lld bytes (X-Linked-Size, "
+                         "Content-Length)", u, MAX_FILE_BYTES), EXIT_USAGE;
+    snprintf(f->blob, sizeof f->blob, "%s/blobs/%s", x->repo_dir, f->etag);
+    snprintf(f->part, sizeof f->part, "%s.incomplete", f->blob);
+    return 0;
+}
+
+/* the partial file's digest against the etag: sha256 (LFS) or git's blob id (40 hex) */
+static int verify(const remote_file *f, const char *path)
+{
+    char got[65];
+    int sha256 = is_hex(f->etag, 64), git = is_hex(f->etag, 40);
+    if (!sha256 && !git) {
+        log_warn("%s: the ETag '%s' is no digest the harness knows: only its size is checked",
+                 term_safe(path), term_safe(f->etag));
+        return 0;
+    }
+    int rc = sha256 ? file_sha256_hex(f->part, got) : file_git_sha1_hex(f->part, got);
+    if (rc)
+        return rc;
+    if (strcasecmp(got, f->etag) == 0)
+        return 0;
+    unlink(f->part);
+    log_error("%s: its %s is %s, the server announced %s: refused, nothing kept in the cache",
+              term_safe(path), sha256 ? "sha256" : "git blob id", got, f->etag);
+    return EXIT_USAGE;
+}
+
+static int have_blob(const remote_file *f)
+{
+    struct stat st;
+    return lstat(f->blob, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f->size;
+}
+
+static int fetch_file(fetch_ctx *x, const char *path)
+{
+    remote_file f;
+    int rc = file_metadata(x, path, &f);
+    if (rc)
+        return rc;
+    x->res->files++;
+    if (!have_blob(&f)) {
+        if (f.size == 0) {
+            FILE *e = fopen(f.part, "wb");
+            if (!e || fclose(e) != 0)
+                return log_error("cannot create %s: %s", f.part, strerror(errno)), EXIT_USAGE;
+        } else if ((rc = net_download(&x->cfg, f.url, f.part, f.size, path))) {
+            return rc;
+        }
+        if ((rc = verify(&f, path)))
+            return rc;
+        if (rename(f.part, f.blob) != 0)
+            return log_error("cannot move %s to %s: %s", f.part, f.blob, strerror(errno)),
+                   EXIT_USAGE;
+        x->res->downloaded++;
+        x->res->bytes += f.size;
+    }
+    return hub_link_snapshot(x->repo_dir, x->commit, path, f.etag);
+}
+
+/* ---- the repository ----------------------------------------------------------------------- */
+
+static int fetch_online(fetch_ctx *x)
+{
+    int rc = list_files(x);
+    if (!rc)
+        rc = mkdir_p(x->repo_dir) || mkdir_below(x->repo_dir, "blobs") ? EXIT_USAGE : 0;
+    for (size_t i = 0; !rc && i < x->n_files; i++)
+        if (wanted(x->o->include, x->files[i]))
+            rc = fetch_file(x, x->files[i]);
+    if (!rc && x->res->files == 0) {
+        char snap[PATH_MAX];
+        snprintf(snap, sizeof snap, "snapshots/%s", x->commit);
+        rc = mkdir_below(x->repo_dir, snap);
+        log_warn("%s@%s: no file matches --include %s", x->r->id, x->r->revision,
+                 x->o->include ? term_safe(x->o->include) : "(none)");
+    }
+    if (!rc)
+        rc = hub_write_ref(x->repo_dir, x->r->revision, x->commit);
+    return rc;
+}
+
+int hub_fetch(const repo_ref *r, const fetch_options *o, fetch_result *res)
+{
+    memset(res, 0, sizeof *res);
+    fetch_ctx x;
+    memset(&x, 0, sizeof x);
+    x.r = r;
+    x.o = o;
+    x.res = res;
+    int rc = hub_repo_folder(o->cache, r, x.repo_dir, sizeof x.repo_dir);
+    if (rc)
+        return rc;
+    if (o->offline) {
+        rc = hub_cache_snapshot(o->cache, r, res->snapshot, sizeof res->snapshot);
+        if (!rc)
+            snprintf(res->commit, sizeof res->commit, "%s",
+                     strrchr(res->snapshot, '/') + 1);
+        return rc;
+    }
+    size_t n = strlen(o->endpoint);
+    while (n && o->endpoint[n - 1] == '/')
+        n--;
+    if (n >= sizeof x.endpoint)
+        return log_error("the endpoint URL is too long"), EXIT_USAGE;
+    memcpy(x.endpoint, o->endpoint, n);
+    if ((rc = net_config_init(&x.cfg, x.endpoint)) == 0 && (rc = fetch_online(&x)) == 0) {
+        snprintf(res->commit, sizeof res->commit, "%s", x.commit);
+        snprintf(res->snapshot, sizeof res->snapshot, "%s/snapshots/%s", x.repo_dir, x.commit);
+    }
+    for (size_t i = 0; i < x.n_files; i++)
+        free(x.files[i]);
+    free(x.files);
+    return rc;
+}

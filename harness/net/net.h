@@ -1,0 +1,116 @@
+/* harness/net/net.h: the public face of net/: HTTP transfers over libcurl (verified, resumable,
+ * retried downloads; PUT uploads) and the Hugging Face hub: its HTTP API and its cache layout. */
+#ifndef NET_NET_H
+#define NET_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- transfers (net/http.c) ------------------------------------------------------------- */
+
+/* How every transfer behaves; net_config_init fills it from the environment (docs/fetch.md). */
+typedef struct {
+    char endpoint_scheme[8];  /* "https" or "http": redirects may go to https or to this */
+    char token[512];          /* bearer token ("" none): HF_TOKEN, $HF_TOKEN_PATH, $HF_HOME/token */
+    int retries;              /* retries after the first try (HARNESS_NET_RETRIES, default 5) */
+    long backoff_ms;          /* the first wait, doubled each retry (HARNESS_NET_BACKOFF_MS) */
+    long connect_timeout_s;   /* HF_HUB_ETAG_TIMEOUT (default 10): connect, and a HEAD in all */
+    long stall_timeout_s;     /* HF_HUB_DOWNLOAD_TIMEOUT (default 10): below 1 KiB/s this long */
+    int progress_bar;         /* 1: a bar on the terminal (stderr), 0: plain lines */
+} net_config;
+
+/* What a response said: its status and the headers the hub protocol uses. */
+typedef struct {
+    long status;
+    char etag[192], linked_etag[192], repo_commit[64];
+    int64_t linked_size, content_length;  /* -1 when absent */
+    char location[2048], next_link[2048]; /* Location; the rel="next" URL of a Link header */
+    long retry_after_s;                   /* -1 when absent */
+} net_headers;
+
+/* Fills c from the environment for an endpoint URL (its scheme); 0, or 2 after a message
+ * (an endpoint that is neither http:// nor https://, a malformed variable). */
+int net_config_init(net_config *c, const char *endpoint);
+/* curl_global_init once; 0 or 2 after a message */
+int net_global_init(void);
+
+/* GET url into a NUL-terminated heap buffer of at most cap bytes, following redirects; 0, or 2
+ * after a message naming url (a status other than 2xx, a body over cap, a transfer error) */
+int net_get_text(const net_config *c, const char *url, size_t cap, char **body, size_t *len,
+                 net_headers *h);
+/* HEAD url without following redirects; 0 when the status is 2xx or 3xx (h filled), else 2 */
+int net_head(const net_config *c, const char *url, net_headers *h);
+/* GET url (redirects followed) into part_path, appending with Range from its current size,
+ * until it holds exactly `size` bytes (more is an error); retried with backoff on 429, 5xx and
+ * dropped connections. `what` names the file in progress and messages. 0 or 2 after a message;
+ * on 2 part_path keeps what arrived (resumed by the next try) unless nothing did or the server
+ * sent more than `size` bytes (then it is removed). */
+int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,
+                 const char *what);
+/* PUT the file at path to url (bearer token from c); 0 or 2 after a message */
+int net_put_file(const net_config *c, const char *url, const char *path);
+
+/* ---- digests (net/digest.c) ------------------------------------------------------------- */
+
+/* lowercase hex sha256 of a file's bytes (libcrypto); 0 or 2 after a message */
+int file_sha256_hex(const char *path, char out[65]);
+/* lowercase hex git blob id (sha1 of "blob SIZE\0" + bytes) of a file; 0 or 2 */
+int file_git_sha1_hex(const char *path, char out[41]);
+/* 1 when s is exactly n lowercase or uppercase hex digits */
+int is_hex(const char *s, size_t n);
+
+/* ---- the hub: names and the cache (net/hub_names.c, net/hub_cache.c) ---------------------- */
+
+typedef enum { REPO_MODEL, REPO_DATASET } repo_type;
+
+typedef struct {
+    repo_type type;
+    char id[256];        /* ORG/NAME or NAME */
+    char revision[256];  /* "main" when not given */
+} repo_ref;
+
+/* Parses [datasets/]ORG/NAME[@REVISION] (dataset also when `dataset` is set); 0, or 2 after a
+ * message naming `what` (the argument or field it came from). */
+int repo_ref_parse(const char *spec, int dataset, const char *what, repo_ref *r);
+/* the cache folder of the hub: HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, $HF_HOME/hub,
+ * $XDG_CACHE_HOME/huggingface/hub or ~/.cache/huggingface/hub; 0 or 2 */
+int hub_cache_default(char *out, size_t len);
+/* CACHE/models--ORG--NAME (datasets--...) into out */
+int hub_repo_folder(const char *cache, const repo_ref *r, char *out, size_t len);
+/* 1 when a path from the server is a safe relative path inside a snapshot: not empty, not
+ * absolute, no "." or ".." or empty component, no backslash or control byte,, at most 1024 */
+int hub_path_is_safe(const char *path);
+/* 1 when an etag is safe as a blob file name: [A-Za-z0-9_-], 1 to 128 bytes */
+int hub_etag_is_safe(const char *etag);
+/* the commit of r's revision in the cache (r->revision when it is a 40-hex commit, else
+ * refs/REVISION); 0, 1 when the cache does not have it, 2 after a message */
+int hub_cache_commit(const char *repo_dir, const char *revision, char commit[41]);
+/* the snapshot folder of r in the cache, for offline use (HF_HUB_OFFLINE, a scenario's
+ * model.repo); 0, or 2 after a message naming the repo and the cache folder */
+int hub_cache_snapshot(const char *cache, const repo_ref *r, char *out, size_t len);
+
+/* ---- fetching a repository (net/hub_fetch.c) --------------------------------------------- */
+
+typedef struct {
+    const char *endpoint;   /* the hub or a mirror: --endpoint, HF_ENDPOINT, huggingface.co */
+    const char *cache;      /* the cache folder */
+    const char *include;    /* comma-separated globs of file paths to fetch; NULL for all */
+    int offline;            /* HF_HUB_OFFLINE: the cache only */
+} fetch_options;
+
+typedef struct {
+    char commit[41];
+    char snapshot[4096];
+    int files, downloaded;  /* files in the snapshot that match; of those, downloaded now */
+    int64_t bytes;          /* bytes downloaded now */
+} fetch_result;
+
+/* Fetches r into the cache as huggingface_hub lays it out; 0 or 2 after a message. Nothing
+ * incomplete is ever in a snapshot: a file is verified, then moved to blobs/, then linked. */
+int hub_fetch(const repo_ref *r, const fetch_options *o, fetch_result *res);
+/* the endpoint when --endpoint is not given: HF_ENDPOINT or https://huggingface.co */
+const char *hub_default_endpoint(void);
+/* 1 when HF_HUB_OFFLINE is set to a true value (1, ON, YES, TRUE) */
+int hub_offline(void);
+
+#endif

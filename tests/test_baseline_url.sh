@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tests/test_baseline_url.sh: baselines by URL against the loopback server (tools/fake_hub.py):
+# `baseline push` (PUT), `baseline pull --sha256` (verified before import, cached for offline
+# use), a scenario whose baseline is {"url", "sha256"}, and every refusal (exit 2, nothing kept).
+# usage: test_baseline_url.sh HARNESS_EXE SOURCE_DIR (needs HARNESS_PYTHON or BUILD/venv)
+set -u
+H="$1"; SRC="$(cd "$2" && pwd)"
+. "$(dirname "$0")/lib.sh"
+PY="${HARNESS_PYTHON:-$(cd "$(dirname "$H")" && pwd)/venv/bin/python}"
+if ! "$PY" -c 'import http.server' 2>/dev/null; then
+  echo "test_baseline_url: skipped: no Python at $PY for the loopback server (set HARNESS_PYTHON)"
+  exit 77
+fi
+S="$T/srv"; mkdir -p "$S/files"
+"$PY" "$SRC/tools/fake_hub.py" "$S" "$T/port" --lifetime 600 2>"$T/server.err" &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; rm -rf "$T"' EXIT
+for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+[ -s "$T/port" ] || { echo "test_baseline_url: the server did not start"; cat "$T/server.err"; exit 1; }
+EP="http://127.0.0.1:$(cat "$T/port")"
+export HARNESS_BASELINE_CACHE="$T/bcache" HARNESS_NET_BACKOFF_MS=1 HARNESS_NET_RETRIES=1
+unset HARNESS_BASELINE_TOKEN HF_TOKEN
+n=0; faults() { n=$((n+1)); printf '{"n": %d, %s}\n' "$n" "$1" >"$S/faults.json"; }
+faults '"rules": []'
+B="$SRC/baselines/gpt2-tiny.cpu.baseline"
+SHA="$(sha256sum "$B" | cut -d' ' -f1)"
+
+# ---- push -------------------------------------------------------------------------------------
+expect 0 "push" -- "$H" baseline push "$B" "$EP/upload/g.baseline"
+cmp -s "$B" "$S/uploads/g.baseline" && pass || fail "the uploaded file is the baseline"
+grep -q "pull it with: harness baseline pull $EP/upload/g.baseline --sha256 $SHA" "$T/out" && pass || fail "push prints the sha256 and the pull command"
+printf 'not a baseline\n' >"$T/bad.baseline"
+expect 2 "push a malformed file" -- "$H" baseline push "$T/bad.baseline" "$EP/upload/bad.baseline"
+[ ! -e "$S/uploads/bad.baseline" ] && pass || fail "a malformed baseline is not uploaded"
+expect 2 "push without a URL" -- "$H" baseline push "$B"
+expect 2 "push to ftp://" -- "$H" baseline push "$B" ftp://x/y; says "not an http"
+faults '"token": "up-tok", "rules": []'
+expect 2 "push without the token" -- "$H" baseline push "$B" "$EP/upload/t.baseline"; says "HTTP 401"
+expect 0 "push with HARNESS_BASELINE_TOKEN" -- env HARNESS_BASELINE_TOKEN=up-tok "$H" baseline push "$B" "$EP/upload/t.baseline"
+! grep -q up-tok "$T/out" "$T/err" && pass || fail "the token is printed"
+: >"$S/requests.log"
+expect 2 "HF_TOKEN is never sent to a baseline server" -- env HF_TOKEN=up-tok "$H" baseline push "$B" "$EP/upload/t.baseline"
+grep -q "auth=none" "$S/requests.log" && pass || fail "HF_TOKEN went to the baseline server"
+faults '"rules": []'
+
+# ---- pull ---------------------------------------------------------------------------------------
+cp "$B" "$S/files/g.baseline"
+expect 2 "pull without --sha256" -- "$H" baseline pull "$EP/files/g.baseline" --db "$T/a.db"; says "--sha256"
+expect 2 "pull with a malformed sha256" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 xyz --db "$T/a.db"; says "64 hex"
+WRONG="$(printf '%064d' 0)"
+expect 2 "pull with a wrong sha256" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$WRONG" --db "$T/a.db"; says "refused"
+[ ! -e "$T/a.db" ] && [ -z "$(ls "$T/bcache" 2>/dev/null)" ] && pass || fail "a wrong digest imports and keeps nothing"
+expect 2 "pull a missing file" -- "$H" baseline pull "$EP/files/none.baseline" --sha256 "$SHA" --db "$T/a.db"; says "HTTP 404"
+faults '"rules": [{"match": "/files/", "fault": "endless"}]'
+expect 2 "pull an endless file" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/a.db"; says "more than the"
+faults '"rules": [{"match": "/files/", "fault": "status", "code": 500, "times": 1}]'
+expect 0 "pull (after a 500)" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/a.db"; says "retry 1 of 1"
+grep -q "imported as run" "$T/out" && pass || fail "pull imports the baseline"
+[ -f "$T/bcache/$SHA.baseline" ] && pass || fail "the verified file is kept under its digest"
+expect 0 "list shows it" -- "$H" baseline list --db "$T/a.db"; grep -q "gpt2-tiny" "$T/out" && pass || fail "the pulled baseline is listed"
+rm "$S/files/g.baseline"
+expect 0 "pull again from the cache (server has no file)" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/a.db"
+echo tampered >>"$T/bcache/$SHA.baseline"
+expect 2 "a tampered cache is not trusted" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/b.db"; says "HTTP 404"
+
+# ---- a scenario whose baseline is a URL ---------------------------------------------------------
+cp "$B" "$S/files/g.baseline"; rm -rf "$T/bcache"
+ln -s "$SRC/scenarios/data" "$T/data"
+"$PY" - "$SRC/scenarios/gpt2-tiny.json" "$T/url.json" "$EP/files/g.baseline" "$SHA" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["baseline"] = {"url": sys.argv[3], "sha256": sys.argv[4]}
+json.dump(s, open(sys.argv[2], "w"), indent=1)
+EOF
+expect 0 "run --compare against the scenario's baseline URL" -- "$H" run "$T/url.json" --compare --db "$T/c.db"
+grep -q "pass" "$T/out" && pass || fail "the run passes against the pulled baseline"
+"$PY" - "$T/url.json" "$T/badurl.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1])); s["baseline"]["sha256"] = "abc"
+json.dump(s, open(sys.argv[2], "w"))
+EOF
+expect 2 "a scenario with a malformed baseline sha256" -- "$H" run "$T/badurl.json" --db "$T/d.db"; says "baseline.sha256"
+[ ! -e "$T/d.db" ] && pass || fail "nothing recorded for a malformed scenario"
+finish

@@ -1,0 +1,127 @@
+/* tests/test_net.c: harness/net/ without a network: repository references, the names a server may
+ * give (paths, etags), cache folder names, refs, snapshot links and the file digests. */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net/hub_cache.h"
+#include "net/net.h"
+#include "util/util.h"
+
+static void test_repo_refs(void **state)
+{
+    (void)state;
+    repo_ref r;
+    assert_int_equal(repo_ref_parse("org/name", 0, "t", &r), 0);
+    assert_string_equal(r.id, "org/name");
+    assert_string_equal(r.revision, "main");
+    assert_int_equal(r.type, REPO_MODEL);
+    assert_int_equal(repo_ref_parse("datasets/org/ds@v1.0", 0, "t", &r), 0);
+    assert_int_equal(r.type, REPO_DATASET);
+    assert_string_equal(r.revision, "v1.0");
+    assert_int_equal(repo_ref_parse("gpt2@refs/pr/1", 0, "t", &r), 0);
+    assert_string_equal(r.revision, "refs/pr/1");
+    const char *bad[] = {"", "a/b/c", "../x", "org/..", "org/a..b", "a--b/c", "/abs", "org/",
+                         "org/name@", "org/name@../x", "org/name@a//b", "org/name@a/", "-x/y",
+                         "org/na me", "org/name@a\nb", NULL};
+    for (int i = 0; bad[i]; i++)
+        assert_int_equal(repo_ref_parse(bad[i], 0, "t", &r), 2);
+}
+
+static void test_server_names(void **state)
+{
+    (void)state;
+    const char *ok[] = {"config.json", "a/b/c.txt", "1_Pooling/config.json", "a..b", ".gitattributes",
+                        NULL};
+    const char *bad[] = {"", "/abs", "../x", "a/../../x", "./x", "a/./b", "a//b", "a/", "..",
+                         "a\\b", "a\x1b" "b", "a\nb", NULL};
+    for (int i = 0; ok[i]; i++)
+        assert_true(hub_path_is_safe(ok[i]));
+    for (int i = 0; bad[i]; i++)
+        assert_false(hub_path_is_safe(bad[i]));
+    assert_true(hub_etag_is_safe("ce013625030ba8dba906f756967f9e9ca394464a"));
+    assert_false(hub_etag_is_safe("../../x"));
+    assert_false(hub_etag_is_safe(""));
+    assert_false(hub_etag_is_safe("a.b"));
+}
+
+static void test_cache_names(void **state)
+{
+    (void)state;
+    repo_ref r;
+    char out[512];
+    assert_int_equal(repo_ref_parse("org/name", 0, "t", &r), 0);
+    assert_int_equal(hub_repo_folder("/c", &r, out, sizeof out), 0);
+    assert_string_equal(out, "/c/models--org--name");
+    assert_int_equal(repo_ref_parse("gpt2", 1, "t", &r), 0);
+    assert_int_equal(hub_repo_folder("/c", &r, out, sizeof out), 0);
+    assert_string_equal(out, "/c/datasets--gpt2");
+    setenv("HF_HUB_CACHE", "/x/hub", 1);
+    assert_int_equal(hub_cache_default(out, sizeof out), 0);
+    assert_string_equal(out, "/x/hub");
+    unsetenv("HF_HUB_CACHE");
+    unsetenv("HUGGINGFACE_HUB_CACHE");
+    setenv("HF_HOME", "/y", 1);
+    assert_int_equal(hub_cache_default(out, sizeof out), 0);
+    assert_string_equal(out, "/y/hub");
+}
+
+/* refs, links and digests in a temporary folder */
+static void test_cache_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_net.XXXXXX", path[600], link[600], commit[41];
+    assert_non_null(mkdtemp(dir));
+    const char *c40 = "0123456789abcdef0123456789abcdef01234567";
+    assert_int_equal(hub_write_ref(dir, "refs/pr/1", c40), 0);
+    assert_int_equal(hub_cache_commit(dir, "refs/pr/1", commit), 0);
+    assert_string_equal(commit, c40);
+    assert_int_equal(hub_cache_commit(dir, "main", commit), 1);
+    snprintf(path, sizeof path, "%s/refs/bad", dir);
+    FILE *f = fopen(path, "w");
+    fputs("not a commit", f);
+    fclose(f);
+    assert_int_equal(hub_cache_commit(dir, "bad", commit), 2);
+    assert_int_equal(hub_link_snapshot(dir, c40, "a/b/f.txt", "e1"), 0);
+    snprintf(path, sizeof path, "%s/snapshots/%s/a/b/f.txt", dir, c40);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    assert_true(n > 0);
+    link[n] = 0;
+    assert_string_equal(link, "../../../../blobs/e1");
+    /* a symlink where a folder goes is refused, not followed */
+    snprintf(path, sizeof path, "%s/snapshots/%s/s", dir, c40);
+    assert_int_equal(symlink("/tmp", path), 0);
+    assert_int_equal(hub_link_snapshot(dir, c40, "s/x", "e1"), 2);
+    /* digests: the reference values from `git hash-object` and sha256sum of "hello\n" */
+    snprintf(path, sizeof path, "%s/hello", dir);
+    f = fopen(path, "w");
+    fputs("hello\n", f);
+    fclose(f);
+    char sha[65], git[41];
+    assert_int_equal(file_sha256_hex(path, sha), 0);
+    assert_string_equal(sha, "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+    assert_int_equal(file_git_sha1_hex(path, git), 0);
+    assert_string_equal(git, "ce013625030ba8dba906f756967f9e9ca394464a");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    log_quiet = 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_repo_refs),
+        cmocka_unit_test(test_server_names),
+        cmocka_unit_test(test_cache_names),
+        cmocka_unit_test(test_cache_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -24,6 +24,7 @@ static const command commands[] = {
     {"report", cmd_report, "porting table (Markdown, HTML, CSV, JUnit) and plots of runs"},
     {"exec", cmd_exec, "run your own (PyTorch) training command and record every step it logs"},
     {"ingest", cmd_ingest, "record a run from finished training logs (several ranks' too)"},
+    {"comm-check", cmd_comm_check, "check and time the collectives between ranks (nccl-tests)"},
 };
 
 static void usage(FILE *f)

@@ -16,8 +16,10 @@ int ranks_open(const run_args *a, const scenario *s, comm **c)
         return rc;
     if (env.world != s->world_size) { /* before MPI starts: every rank sees the same */
         if (env.rank == 0)
-            log_error("%s: world_size is %d but %s started %d rank%s (docs/ranks.md)", s->path,
-                      s->world_size, env.launcher, env.world, env.world == 1 ? "" : "s");
+            log_error("%s: world_size %d, but %s started %d rank%s (start them with mpirun -np "
+                      "N or srun -n N: docs/ranks.md)", s->path, s->world_size,
+                      strcmp(env.launcher, "none") ? env.launcher : "no launcher", env.world,
+                      env.world == 1 ? "" : "s");
         return EXIT_USAGE;
     }
     double timeout = a->comm_timeout > 0 ? a->comm_timeout : COMM_DEFAULT_TIMEOUT_S;

@@ -90,6 +90,15 @@ static const char *const migrations[] = {
     " rank INTEGER NOT NULL, step INTEGER NOT NULL, loss REAL, grad_norm REAL, lr REAL,"
     " tokens INTEGER, step_ms REAL, mem_peak_bytes INTEGER, mem_total_bytes INTEGER,"
     " PRIMARY KEY (run_id, rank, step)) WITHOUT ROWID;",
+    /* 6 (ranks, issue 12): harness comm-check's results, one row per op and size */
+    "CREATE TABLE comm_checks("
+    " id INTEGER PRIMARY KEY, check_id INTEGER NOT NULL, created_at TEXT NOT NULL,"
+    " host TEXT, launcher TEXT NOT NULL, comm TEXT NOT NULL, world_size INTEGER NOT NULL,"
+    " device TEXT NOT NULL, device_name TEXT, op TEXT NOT NULL, bytes INTEGER NOT NULL,"
+    " count INTEGER NOT NULL, iters INTEGER NOT NULL, time_us REAL, algbw_gbs REAL,"
+    " busbw_gbs REAL, wrong INTEGER NOT NULL, first_bad_rank INTEGER,"
+    " status TEXT NOT NULL CHECK (status IN ('ok', 'wrong')));"
+    "CREATE INDEX comm_checks_check ON comm_checks(check_id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

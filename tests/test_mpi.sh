@@ -47,6 +47,9 @@ for dev in cpu opencl; do
   same "$db" 1 "$db" 4 "$dev: np 2 x (2 x 2) differs from 1 x 8"
   rows=$(sqlite3 "$db" "select count(*) from rank_steps where run_id=2 and mem_peak_bytes > 0")
   [ "$rows" = 12 ] && pass || fail "$dev: rank_steps of the np 2 run: $rows rows with memory, want 12"
+  expect 0 "$dev show np 2 run" -- "$H" show 2 --db "$db"
+  grep -Eq "peak memory +max [0-9.]+ MiB \(rank [01]\); rank 0 [0-9.]+ MiB, rank 1 [0-9.]+ MiB" "$T/out" && pass ||
+    fail "$dev: show lacks each rank's peak memory"
   tok=$(sqlite3 "$db" "select tokens from steps where run_id=2 and step=1")
   [ "$tok" = 512 ] && pass || fail "$dev: the np 2 step counts $tok tokens, want 512 (2 ranks x 4 x 64)"
 done

@@ -77,3 +77,45 @@ int store_add_comm_check(store *st, int64_t check_id, const comm_check_meta *m,
     sqlite3_finalize(s);
     return rc == SQLITE_OK ? 0 : 1;
 }
+
+/* "rank R X MiB" appended to out at *used */
+static void append(char *out, size_t len, size_t *used, const char *fmt, int rank, double mib)
+{
+    if (*used >= len)
+        return;
+    int n = snprintf(out + *used, len - *used, fmt, rank, mib);
+    *used += n > 0 ? (size_t)n : 0;
+}
+
+int store_rank_peaks_text(store *st, int64_t run_id, char *out, size_t len, int *ranks)
+{
+    static const char sql[] = "SELECT rank, max(mem_peak_bytes) FROM rank_steps WHERE run_id = ?"
+                              " GROUP BY rank ORDER BY rank";
+    sqlite3_stmt *s;
+    out[0] = '\0';
+    *ranks = 0;
+    if (sqlite3_prepare_v2(store_handle(st), sql, -1, &s, NULL) != SQLITE_OK ||
+        sqlite3_bind_int64(s, 1, run_id) != SQLITE_OK) {
+        log_error("%s: reading the ranks' memory: %s", store_path(st),
+                  sqlite3_errmsg(store_handle(st)));
+        sqlite3_finalize(s);
+        return EXIT_USAGE;
+    }
+    char each[768] = "";
+    size_t used = 0;
+    int max_rank = -1;
+    double max_mib = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        int rank = sqlite3_column_int(s, 0);
+        double mib = sqlite3_column_int64(s, 1) / 1048576.0;
+        append(each, sizeof each, &used, *ranks ? ", rank %d %.1f MiB" : "rank %d %.1f MiB",
+               rank, mib);
+        if (max_rank < 0 || mib > max_mib)
+            max_rank = rank, max_mib = mib;
+        (*ranks)++;
+    }
+    sqlite3_finalize(s);
+    if (*ranks)
+        snprintf(out, len, "max %.1f MiB (rank %d); %s", max_mib, max_rank, each);
+    return 0;
+}

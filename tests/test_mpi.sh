@@ -68,6 +68,10 @@ says "OMPI_COMM_WORLD_SIZE='abc' is not a number"
 expect 2 "a rank outside the world" -- env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=2 "$H" run "$T/two4.json" --db "$T/none.db"
 says "OMPI_COMM_WORLD_RANK='2' is not a number in [0, 1]"
 
+expect 2 "run --compare under mpirun" -- $MPI "$H" run "$T/one8.json" --compare --db "$T/none.db"
+says "the matrix runs one rank per run"
+[ ! -e "$T/none.db" ] && pass || fail "a refused --compare created the store"
+
 echo "torchrun's variables: they name the rank; the ranks talk over MPI"
 expect 0 "torchrun env, world 1" -- env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 "$H" run "$T/one8.json" --db "$T/torch.db" --quiet
 expect 2 "torchrun env, world 2, no MPI job" -- env RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 "$H" run "$T/two4.json" --db "$T/torch.db"

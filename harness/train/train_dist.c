@@ -142,8 +142,9 @@ int dist_check_replicas(comm *c, model *m)
         log_error("checking the initial weights: %s", c->error);
     for (int k = 1; !rc && k < c->size; k++)
         if (memcmp(all, all + (size_t)k * 65, 65) != 0) {
-            log_error("the initial weights of rank %d (sha256 %.16s...) differ from rank 0's "
-                      "(%.16s...)", k, all + (size_t)k * 65, all);
+            if (c->rank == 0) /* every rank sees it; one says it */
+                log_error("the initial weights of rank %d (sha256 %.16s...) differ from rank "
+                          "0's (%.16s...)", k, all + (size_t)k * 65, all);
             rc = EXIT_FAIL;
         }
     free(all);

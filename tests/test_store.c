@@ -763,6 +763,7 @@ static void test_migrate_2_to_current(void **state)
                                     "ALTER TABLE runs DROP COLUMN imported;"
                                     "ALTER TABLE steps DROP COLUMN threads;"
                                     "DROP TABLE run_logs; DROP TABLE rank_steps;"
+                                    "DROP TABLE comm_checks;"
                                     "PRAGMA user_version = 2;"), SQLITE_OK);
     assert_int_equal(store_open_readonly(path, &st), 2); /* older: read-only refuses */
     assert_int_equal(store_open(path, &st), 0);

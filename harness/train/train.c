@@ -209,7 +209,8 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         return rc;
     if ((rc = check_objective(tr, s)))
         return rc;
-    if (o && o->dump_batches && tr->rank == 0 && !(tr->dump = fopen(tr->dump_path = o->dump_batches, "w"))) {
+    int dumps = o && o->dump_batches && tr->rank == 0; /* rank 0 dumps its own batches */
+    if (dumps && !(tr->dump = fopen(tr->dump_path = o->dump_batches, "w"))) {
         log_error("%s: cannot write the batch dump: %s", o->dump_batches, strerror(errno));
         return EXIT_USAGE;
     }
@@ -392,7 +393,8 @@ int train_loop(trainer *tr, const train_options *o, train_result *res)
             break;
         }
     }
-    if (rc == EXIT_PASS && o && o->save_dir && tr->rank == 0 && train_save(tr->model, tr->s, o->save_dir))
+    int saves = o && o->save_dir && tr->rank == 0; /* the ranks' weights are the same */
+    if (rc == EXIT_PASS && saves && train_save(tr->model, tr->s, o->save_dir))
         rc = finish(res, TRAIN_FAILED, "saving the weights to %s failed", o->save_dir);
     return rc;
 }

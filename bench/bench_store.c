@@ -43,7 +43,7 @@ static int tiny_step_ms(double *median, double *fastest)
         return 1;
     device *d = device_open("cpu", err, sizeof err);
     step_times t = {{0}, 0};
-    train_options o = {40, NULL, keep_time, &t, NULL, NULL};
+    train_options o = {.steps = 40, .on_step = keep_time, .arg = &t};
     train_result res;
     int rc = d ? train_run(&s, d, &o, &res) : 2;
     device_close(d);

@@ -297,7 +297,7 @@ static void test_steps(const char *name, const char *dev)
     step_check c = {json_object_get(f.ref, "steps"), 0, 0, 0};
     int n = (int)json_array_size(c.steps);
     assert_true(n >= 20);
-    train_options o = {n, NULL, on_step, &c, NULL, NULL};
+    train_options o = {.steps = n, .on_step = on_step, .arg = &c};
     train_result res;
     assert_int_equal(train_run(&f.s, f.d, &o, &res), 0);
     assert_int_equal(res.steps_done, n);

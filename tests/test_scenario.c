@@ -262,6 +262,14 @@ static const bad_case BAD[] = {
     {"bad_family.json", "bad_family.json:4: model.family: unknown value \"t5\""},
     {"bad_world_size.json", "bad_world_size.json:9: world_size: must be >= 1, got 0"},
     {"bad_seed.json", "bad_seed.json:9: train.seed: must be a non-negative integer"},
+    {"bad_world_size_huge.json", "bad_world_size_huge.json:9: world_size: 65537 is too large "
+                                 "(at most 65536)"},
+    {"bad_accum_zero.json", "bad_accum_zero.json:9: train.gradient_accumulation_steps: must be "
+                            ">= 1, got 0"},
+    {"bad_accum_huge.json", "bad_accum_huge.json:9: train.gradient_accumulation_steps: 70000 is "
+                            "too large (at most 65536)"},
+    {"bad_accum_type.json", "bad_accum_type.json:9: train.gradient_accumulation_steps: must be "
+                            "an integer, not a string"},
     {"no-such-scenario.json", "no-such-scenario.json: cannot read the scenario: "},
     {"gpt2-tiny", "gpt2-tiny: cannot read the scenario: it is a directory, not a regular file"},
 };

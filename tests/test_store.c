@@ -743,7 +743,7 @@ static void test_host_facts_and_imported(void **state)
     remove_db(path);
 }
 
-/* a schema-2 store (made by dropping what 3, 4, 5 and 6 add) migrates: runs with extra metadata keys,
+/* a schema-2 store (made by dropping what 3, 4, 5, 6 and 7 add) migrates: runs with extra metadata keys,
  * which only imports wrote, are marked imported */
 static void test_migrate_2_to_current(void **state)
 {
@@ -764,6 +764,7 @@ static void test_migrate_2_to_current(void **state)
                                     "ALTER TABLE steps DROP COLUMN threads;"
                                     "DROP TABLE run_logs; DROP TABLE rank_steps;"
                                     "DROP TABLE expert_tokens;"
+                                    "DROP TABLE comm_checks;"
                                     "PRAGMA user_version = 2;"), SQLITE_OK);
     assert_int_equal(store_open_readonly(path, &st), 2); /* older: read-only refuses */
     assert_int_equal(store_open(path, &st), 0);

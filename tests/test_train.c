@@ -80,7 +80,7 @@ static int train_tiny(const char *dev, int steps, trace *t, train_result *res)
     device *d = device_open(dev, err, sizeof err);
     assert_non_null(d);
     memset(t, 0, sizeof *t);
-    train_options o = {steps, NULL, keep_step, t, NULL, NULL};
+    train_options o = {.steps = steps, .on_step = keep_step, .arg = t};
     int rc = train_run(&s, d, &o, res);
     device_close(d);
     scenario_free(&s);
@@ -135,7 +135,7 @@ static void test_callback_failure_ends_run(void **state)
     assert_int_equal(scenario_load(tu_source_path("scenarios/gpt2-tiny.json"), &s), 0);
     char err[256];
     device *d = device_open("cpu", err, sizeof err);
-    train_options o = {10, NULL, stop_at_three, NULL, NULL, NULL};
+    train_options o = {.steps = 10, .on_step = stop_at_three};
     train_result r;
     assert_int_equal(train_run(&s, d, &o, &r), 1);
     assert_int_equal(r.status, TRAIN_FAILED);

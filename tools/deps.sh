@@ -9,6 +9,8 @@ HARNESS_PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
   gnuplot-nox libxml2-utils
   python3-venv sqlite3  # tools/pyenv.sh (the optional PyTorch test) and test_exec_cli.sh's raw-log checks
+  # data-parallel runs (docs/ranks.md): Open MPI with PMIx, and a one-node Slurm for test_slurm.sh
+  openmpi-bin libopenmpi-dev libpmix-dev slurm-wlm munge
 )
 
 missing=()

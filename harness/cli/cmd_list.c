@@ -450,6 +450,12 @@ static int show_run(store *st, int64_t id, int json)
     if (store_get_run(st, id, &r) || store_get_run_device(st, id, &d) ||
         store_get_steps(st, id, &steps, &n))
         return EXIT_USAGE;
+    char ranks_text[1024];
+    int ranks = 0;
+    if (store_rank_peaks_text(st, id, ranks_text, sizeof ranks_text, &ranks)) {
+        free(steps);
+        return EXIT_USAGE;
+    }
     if (store_get_routing(st, id, &rt)) {
         free(steps);
         return EXIT_USAGE;
@@ -457,10 +463,15 @@ static int show_run(store *st, int64_t id, int json)
     int rc = 0;
     if (json) {
         char *scn = store_get_run_json(st, id);
-        rc = print_json(show_json(&r, &d, scn, steps, n, &rt));
+        json_t *o = show_json(&r, &d, scn, steps, n, &rt);
+        if (o && ranks) /* a data-parallel run: each rank's peak memory (rank_steps) */
+            json_object_set_new(o, "rank_peak_memory", jstr(ranks_text));
+        rc = print_json(o);
         free(scn);
     } else {
         show_meta(&r, &d);
+        if (ranks)
+            show_field("peak memory", ranks_text);
         show_steps(steps, n);
         show_routing_text(stdout, &rt);
     }

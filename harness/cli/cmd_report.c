@@ -143,6 +143,9 @@ static int build_row(store *st, const report_args *a, int64_t id, report_row *ro
                  a->baseline ? a->baseline : "", a->baseline ? "'" : "", (long long)id);
     }
     report_fill_row(row, &j);
+    int ranks = 0; /* each rank's peak memory; a store that cannot say leaves it out */
+    if (store_rank_peaks_text(st, id, row->rank_peaks, sizeof row->rank_peaks, &ranks))
+        row->rank_peaks[0] = '\0';
     run_row rr;
     if (!row->run_at.host[0] && store_get_run(st, id, &rr) == 0) { /* judge_run stopped early */
         snprintf(row->run_at.host, sizeof row->run_at.host, "%s", rr.host);

@@ -13,7 +13,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
-            "                            [--dump-batches FILE] [--quiet]\n"
+            "                            [--dump-batches FILE] [--comm-timeout S] [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
             "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
             "Trains the scenario on one device and records every step in the store. The\n"
@@ -23,7 +23,10 @@ static void run_usage(FILE *f)
             "with its baseline (the scenario's \"baseline\" label unless --baseline; see\n"
             "'harness compare --help'), prints one summary table and exits with the worst\n"
             "verdict. 'all' is every backend compiled in that has a device, except cpu64\n"
-            "(name it to include it).\n\n"
+            "(name it to include it).\n"
+            "Started by mpirun, srun or with torchrun's variables, each process is one rank of\n"
+            "a data-parallel run (the scenario's world_size must be the number of ranks): only\n"
+            "rank 0 prints and records; 'opencl' means opencl:LOCAL_RANK (docs/ranks.md).\n\n"
             "  --device SPEC  device to train on (default cpu; see 'harness devices')\n"
             "  --db FILE      SQLite store (default %s; created if missing)\n"
             "  --steps N      train N steps instead of the scenario's train.steps\n"
@@ -32,6 +35,9 @@ static void run_usage(FILE *f)
             "                 its nearest existing parent) must be a writable directory\n"
             "  --dump-batches FILE  write every step's batch (input ids, token types,\n"
             "                 attention mask, labels) to FILE as one JSON line per step\n"
+            "  --comm-timeout S  with several ranks (mpirun, srun: docs/ranks.md): the longest\n"
+            "                 wait of any collective, in seconds (default 300); a rank dead or\n"
+            "                 hung that long ends the run as failed, naming it\n"
             "  --quiet        print only the final line\n"
             "  --compare      compare each run with its baseline (docs/compare.md)\n"
             "  --baseline B   with --compare: the baseline of every run instead of the default\n"
@@ -90,6 +96,13 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         } else if (strcmp(arg, "--steps") == 0 && has_value) {
             if (parse_long(argv[++i], &a->steps) || a->steps < 1 || a->steps > 100000000) {
                 log_error("run: --steps: '%s' is not a number of steps >= 1", argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(arg, "--comm-timeout") == 0 && has_value) {
+            if (parse_double(argv[++i], &a->comm_timeout) || !(a->comm_timeout > 0) ||
+                a->comm_timeout > 86400) {
+                log_error("run: --comm-timeout: '%s' is not a number of seconds in (0, 86400]",
+                          term_safe(argv[i]));
                 return EXIT_USAGE;
             }
         } else if (arg[0] == '-' && arg[1]) {

@@ -5,6 +5,7 @@
 #define COMMANDS_H
 
 int cmd_run(int argc, char **argv);     /* harness/cli/cmd_run.c */
+int cmd_comm_check(int argc, char **argv); /* harness/cli/cmd_comm_check.c */
 int cmd_init(int argc, char **argv);    /* harness/cli/cmd_init.c */
 int cmd_runs(int argc, char **argv);    /* harness/cli/cmd_list.c */
 int cmd_show(int argc, char **argv);    /* harness/cli/cmd_list.c */

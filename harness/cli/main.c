@@ -26,6 +26,7 @@ static const command commands[] = {
     {"ingest", cmd_ingest, "record a run from finished training logs (several ranks' too)"},
     {"preprocess", cmd_preprocess, "tokenize text or JSON lines into a Megatron .bin/.idx dataset"},
     {"fetch", cmd_fetch, "download a model or dataset from the Hugging Face hub or a mirror into its cache"},
+    {"comm-check", cmd_comm_check, "check and time the collectives between ranks (nccl-tests)"},
 };
 
 static void usage(FILE *f)

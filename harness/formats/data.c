@@ -66,13 +66,19 @@ void dataset_free(dataset *ds)
     memset(ds, 0, sizeof *ds);
 }
 
+size_t sampler_index(size_t k, int rank, int world, size_t n)
+{
+    size_t w = (size_t)world, per_epoch = (n + w - 1) / w;
+    return ((size_t)rank + (k % per_epoch) * w) % n;
+}
+
 void dataset_batch(const dataset *ds, int step, int batch, int rank, int world, int32_t *inputs,
                    int32_t *targets)
 {
     int T = ds->seq_len;
     for (int i = 0; i < batch; i++) {
         size_t k = (size_t)step * batch + i;
-        size_t block = (rank + k * world) % ds->n_blocks;
+        size_t block = sampler_index(k, rank, world, ds->n_blocks);
         const int32_t *src = ds->tokens + block * T;
         memcpy(inputs + (size_t)i * T, src, T * sizeof *src);
         for (int t = 0; t < T; t++)

@@ -26,9 +26,14 @@ struct tokenizer;
 int dataset_load_tok(const char *path, struct tokenizer *t, int seq_len, dataset *ds);
 void dataset_free(dataset *ds);
 
-/* The batch of optimizer step `step` (from 0) for rank `rank` of `world`: row i is sample
- * k = step*batch + i of this rank, which is global sample rank + k*world (PyTorch's
- * DistributedSampler without shuffling), taken modulo the number of blocks. inputs[b*T+t] is the
+/* The k-th sample (from 0, epoch after epoch) that PyTorch's DistributedSampler without
+ * shuffling (drop_last False) gives rank `rank` of `world` over n samples: each epoch pads the
+ * n indices to a multiple of world by repeating them from the start, and the rank takes every
+ * world-th from its own: index (rank + (k mod ceil(n/world)) * world) mod n. */
+size_t sampler_index(size_t k, int rank, int world, size_t n);
+
+/* The batch of loader step `step` (from 0) for rank `rank` of `world`: row i is the rank's
+ * sample k = step*batch + i in sampler_index's order. inputs[b*T+t] is the
  * block; targets[b*T+t] is the next token (labels = inputs, shifted as GPT2LMHeadModel shifts
  * them), and -100 at the last position, which has no next token within the block. */
 void dataset_batch(const dataset *ds, int step, int batch, int rank, int world, int32_t *inputs,

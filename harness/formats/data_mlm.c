@@ -8,6 +8,7 @@
 
 #include "util/input_file.h"
 #include "philox.h"
+#include "data.h"
 #include "tokenizer.h"
 #include "util/util.h"
 
@@ -213,7 +214,7 @@ void mlm_batch(const mlm_dataset *ds, uint64_t seed, int step, int batch, int ra
     size_t T = (size_t)ds->seq_len;
     for (int i = 0; i < batch; i++) {
         size_t k = (size_t)step * (size_t)batch + (size_t)i;
-        size_t row = ((size_t)rank + k * (size_t)world) % ds->n_rows;
+        size_t row = sampler_index(k, rank, world, ds->n_rows);
         int32_t *ids = input_ids + (size_t)i * T;
         memcpy(ids, ds->ids + row * T, T * sizeof *ids);
         for (size_t t = 0; t < T; t++) {

@@ -35,9 +35,9 @@ typedef struct {
 int mlm_dataset_load(const char *path, struct tokenizer *t, const mlm_options *o, mlm_dataset *ds);
 void mlm_dataset_free(mlm_dataset *ds);
 
-/* The batch of optimizer step `step` for rank `rank` of `world`: row i is dataset row
- * (rank + (step*batch + i)*world) mod n_rows (the order of dataset_batch), masked by mlm_mask_row
- * with global row j = rank + i*world. Every array holds batch * seq_len; token_type_ids are 0. */
+/* The batch of loader step `step` for rank `rank` of `world`: row i is dataset row
+ * sampler_index(step*batch + i, rank, world, n_rows) (data.h: the order of dataset_batch),
+ * masked by mlm_mask_row with global row j = rank + i*world. Every array holds batch * seq_len; token_type_ids are 0. */
 void mlm_batch(const mlm_dataset *ds, uint64_t seed, int step, int batch, int rank, int world,
                int32_t *input_ids, int32_t *token_type_ids, int32_t *attention_mask,
                int32_t *labels);

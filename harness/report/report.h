@@ -14,6 +14,7 @@ typedef struct {
     int ranks, batch_size, steps;
     double seconds;               /* sum of the step times */
     double mem_peak, mem_total, tokens_per_s; /* NaN when unknown */
+    char rank_peaks[1024];        /* a data-parallel run: the max and each rank's peak memory */
     int has_baseline;             /* 0: nothing to compare with; note says why */
     char note[512];
     char label[256], base_device[64], base_device_name[256], base_extra[512];

@@ -43,7 +43,13 @@ static void md_row(FILE *f, const report_row *w)
     esc_markdown(f, w->device);
     fputs(" (", f);
     esc_markdown(f, w->device_name);
-    fprintf(f, ") | %s / %s | ", peak, total);
+    fprintf(f, ") | %s / %s", peak, total);
+    if (w->rank_peaks[0]) {
+        fputs(" (", f);
+        esc_markdown(f, w->rank_peaks);
+        fputs(")", f);
+    }
+    fputs(" | ", f);
     if (w->has_baseline && w->res.loss.compared)
         fprintf(f, "%.2e", w->res.loss.max_abs);
     else

@@ -251,8 +251,14 @@ static int summary(const matrix *m, int n_scenarios, int n_dev)
 int run_matrix(const run_args *a)
 {
     char specs[MAX_DEVICES][64];
-    int n_dev = 0, rc = parse_devices(a->device, specs, MAX_DEVICES, &n_dev);
-    if (rc)
+    comm_env env; /* every rank would run the whole matrix into one store */
+    int n_dev = 0, rc = comm_env_read(&env);
+    if (rc == 0 && env.world > 1) {
+        log_error("run --compare: %s started %d ranks; the matrix runs one rank per run (train "
+                  "data-parallel without --compare: docs/ranks.md)", env.launcher, env.world);
+        rc = EXIT_USAGE;
+    }
+    if (rc || (rc = parse_devices(a->device, specs, MAX_DEVICES, &n_dev)))
         return rc;
     recorder r = {a, NULL};
     matrix m = {NULL, 0, 0};

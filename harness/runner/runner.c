@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runner.h"
+#include "runner_ranks_internal.h"
 #include "util/util.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -16,11 +17,23 @@ static void on_signal(int sig)
     stop_requested = sig;
 }
 
+volatile sig_atomic_t *runner_stop_flag(void)
+{
+    return &stop_requested;
+}
+
 typedef struct {
     store *st;
     int64_t run_id;
     int quiet, total;
 } step_sink;
+
+/* with several ranks, rank 0 keeps every rank's figures (rank_steps: memory per rank) */
+static int record_rank_step(int rank, const step_record *r, void *arg)
+{
+    step_sink *sink = arg;
+    return store_put_rank_step(sink->st, sink->run_id, rank, r);
+}
 
 static int record_step(const step_record *r, void *arg)
 {
@@ -51,7 +64,8 @@ static const char *status_name(train_status st)
 
 static train_options run_options(const run_args *a)
 {
-    train_options o = {(int)a->steps, &stop_requested, NULL, NULL, a->save, a->dump_batches};
+    train_options o = {(int)a->steps, &stop_requested, NULL,    NULL, a->save, a->dump_batches,
+                       a->comm,         NULL};
     return o;
 }
 
@@ -79,11 +93,13 @@ static void catch_signals(int on, struct sigaction old[2])
             sigaction(sigs[i], &old[i], NULL);
 }
 
-int runner_record(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
-                  int64_t *run_id)
+/* runner_record with how the training ended (*status) */
+static int record_run(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
+                      int64_t *run_id, train_status *ended)
 {
     step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps};
     *run_id = 0;
+    *ended = TRAIN_FAILED;
     if (begin_run(st, s, d, &sink.run_id))
         return EXIT_FAIL;
     struct sigaction old[2];
@@ -91,9 +107,11 @@ int runner_record(trainer *tr, const scenario *s, device *d, store *st, const ru
     *run_id = sink.run_id;
     train_options o = run_options(a);
     o.on_step = record_step;
+    o.on_rank_step = record_rank_step;
     o.arg = &sink;
     train_result res;
     int rc = train_loop(tr, &o, &res);
+    *ended = res.status;
     const char *status = status_name(res.status);
     if (store_finish_run(st, sink.run_id, status, res.error[0] ? res.error : NULL))
         rc = EXIT_FAIL;
@@ -103,23 +121,41 @@ int runner_record(trainer *tr, const scenario *s, device *d, store *st, const ru
     return rc;
 }
 
+int runner_record(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
+                  int64_t *run_id)
+{
+    train_status status;
+    return record_run(tr, s, d, st, a, run_id, &status);
+}
+
+int ranks_follow(trainer *tr, const run_args *a, train_status *status)
+{
+    struct sigaction old[2];
+    catch_signals(1, old);
+    train_options o = run_options(a);
+    train_result res;
+    int rc = train_loop(tr, &o, &res);
+    catch_signals(0, old);
+    *status = res.status;
+    if (rc && res.status == TRAIN_FAILED)
+        log_error("rank %d: %s", a->comm->rank, res.error);
+    return rc;
+}
+
 int runner_load_scenario(const run_args *a, const char *path, scenario *s)
 {
     int rc = scenario_load(path, s);
     if (rc == 0 && a->steps > 0 && a->steps != s->steps)
         rc = scenario_override_steps(s, (int)a->steps);
-    if (rc == 0 && s->world_size != 1) { /* refused before anything is recorded */
-        log_error("%s: world_size %d needs a communicator (MPI), which this build does not have",
-                  s->path, s->world_size);
-        rc = EXIT_USAGE;
-    }
     return rc;
 }
 
 /* the prepared run recorded into a.db, opened only now: an input error found while preparing
  * leaves the store as it was (not even created) */
-static int record_into_db(trainer *tr, const scenario *s, device *d, const run_args *a)
+static int record_into_db(trainer *tr, const scenario *s, device *d, const run_args *a,
+                          train_status *status)
 {
+    *status = TRAIN_FAILED;
     store *st = NULL;
     int rc = store_open(a->db, &st);
     if (rc)
@@ -128,7 +164,7 @@ static int record_into_db(trainer *tr, const scenario *s, device *d, const run_a
         printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
                d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
     int64_t run_id = 0;
-    rc = runner_record(tr, s, d, st, a, &run_id);
+    rc = record_run(tr, s, d, st, a, &run_id, status);
     store_close(st);
     return rc;
 }
@@ -141,19 +177,28 @@ int runner_run_one(const run_args *a)
         scenario_free(&s);
         return rc;
     }
-    char err[512];
-    device *d = device_open(a->device, err, sizeof err);
-    if (!d) {
-        log_error("run: --device %s: %s", a->device, err);
+    run_args ra = *a;
+    if ((rc = ranks_open(a, &s, &ra.comm)) != 0) {
         scenario_free(&s);
-        return EXIT_USAGE;
+        return rc;
     }
+    if (ra.comm->rank != 0)
+        ra.quiet = 1;
+    device *d = ranks_device(&ra);
     trainer *tr = NULL;
-    if ((rc = runner_prepare(&s, d, a, &tr)) == 0)
-        rc = record_into_db(tr, &s, d, a);
+    train_status status = TRAIN_OK; /* until training: failures so far are agreed on */
+    rc = d ? runner_prepare(&s, d, &ra, &tr) : EXIT_USAGE;
+    if ((rc = ranks_agree(ra.comm, "setting up", rc, &status)) == 0)
+        rc = ranks_agree(ra.comm, "checking the initial weights", train_check_replicas(tr),
+                         &status);
+    if (rc == 0)
+        rc = ra.comm->rank == 0 ? record_into_db(tr, &s, d, &ra, &status)
+                                : ranks_follow(tr, &ra, &status);
     train_free(tr);
-    device_close(d);
+    if (d)
+        device_close(d);
     scenario_free(&s);
+    ranks_close(ra.comm, rc, status);
     return rc;
 }
 

@@ -22,6 +22,8 @@ typedef struct {
     const char *scenarios[RUN_MAX_SCENARIOS];
     int n_scenarios;
     const char *baseline, *baselines;
+    double comm_timeout; /* --comm-timeout S: the longest wait of any collective (0: default) */
+    comm *comm;          /* the ranks of this run: set by runner_run_one, NULL for one rank */
 } run_args;
 
 /* Everything the run of s on d needs, read and checked (train_prepare with --steps and --save):

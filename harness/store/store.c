@@ -100,6 +100,15 @@ static const char *const migrations[] = {
     " PRIMARY KEY (run_id, step, layer, expert),"
     " FOREIGN KEY (run_id, step) REFERENCES steps(run_id, step) ON DELETE CASCADE)"
     " WITHOUT ROWID;",
+    /* 7 (ranks, issue 12): harness comm-check's results, one row per op and size */
+    "CREATE TABLE comm_checks("
+    " id INTEGER PRIMARY KEY, check_id INTEGER NOT NULL, created_at TEXT NOT NULL,"
+    " host TEXT, launcher TEXT NOT NULL, comm TEXT NOT NULL, world_size INTEGER NOT NULL,"
+    " device TEXT NOT NULL, device_name TEXT, op TEXT NOT NULL, bytes INTEGER NOT NULL,"
+    " count INTEGER NOT NULL, iters INTEGER NOT NULL, time_us REAL, algbw_gbs REAL,"
+    " busbw_gbs REAL, wrong INTEGER NOT NULL, first_bad_rank INTEGER,"
+    " status TEXT NOT NULL CHECK (status IN ('ok', 'wrong')));"
+    "CREATE INDEX comm_checks_check ON comm_checks(check_id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -154,5 +154,7 @@ int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int
 
 /* the store's additions for exec and ingest: part of the store/ face */
 #include "store_logs.h"
+/* comm-check results (issue 12) */
+#include "store_comm.h"
 
 #endif

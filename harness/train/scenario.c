@@ -709,7 +709,7 @@ static int load_train(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"steps", "batch_size", "lr", "warmup_steps", "schedule",
                                        "weight_decay", "decay_all", "betas", "eps", "clip",
-                                       "seed", "eval_every", NULL};
+                                       "seed", "eval_every", "gradient_accumulation_steps", NULL};
     static const char *const schedules[] = {"constant", "linear", "cosine", NULL};
     json_t *t;
     int rc = get_obj(x, root, "train", 1, &t);
@@ -728,8 +728,12 @@ static int load_train(const src *x, json_t *root, scenario *s)
         (rc = get_real(&tx, t, "eps", 0, 0, 1, &s->eps)) ||
         (rc = get_real(&tx, t, "clip", 0, 0, 0, &s->clip)) || (rc = get_seed(&tx, t, s)))
         return rc;
-    if ((rc = get_int(&tx, t, "eval_every", 0, 0, &s->eval_every)))
+    if ((rc = get_int(&tx, t, "eval_every", 0, 0, &s->eval_every)) ||
+        (rc = get_int(&tx, t, "gradient_accumulation_steps", 0, 1, &s->grad_accum)))
         return rc;
+    if (s->grad_accum > SCENARIO_MAX_ACCUM)
+        return fail(&tx, "gradient_accumulation_steps", "%d is too large (at most %d)",
+                    s->grad_accum, SCENARIO_MAX_ACCUM);
     /* refused rather than ignored until the runner evaluates */
     return s->eval_every ? fail(&tx, "eval_every", "evaluation is not implemented yet: use 0")
                          : 0;
@@ -768,6 +772,7 @@ static void set_defaults(scenario *s)
     s->eps = 1e-8;
     s->clip = 1.0;
     s->world_size = 1;
+    s->grad_accum = 1;
     snprintf(s->dtype, sizeof s->dtype, "fp32");
     s->loss_rtol = s->loss_atol = s->grad_norm_rtol = s->grad_norm_atol = -1;
     s->min_throughput_ratio = s->max_memory_ratio = s->expert_tokens_rtol = -1;
@@ -810,6 +815,9 @@ static int load_root(const src *x, json_t *root, scenario *s)
         (rc = get_str(x, root, "dtype", 0, s->dtype, sizeof s->dtype)) ||
         (rc = one_of(x, "dtype", s->dtype, dtypes)) || (rc = load_tolerances(x, root, s)))
         return rc;
+    if (s->world_size > SCENARIO_MAX_WORLD)
+        return fail(x, "world_size", "%d is too large (at most %d)", s->world_size,
+                    SCENARIO_MAX_WORLD);
     json_t *b = json_object_get(root, "baseline");
     return json_is_object(b) ? check_baseline_url(x, b)
                              : get_str(x, root, "baseline", 0, s->baseline, sizeof s->baseline);

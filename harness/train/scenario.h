@@ -10,6 +10,8 @@
 
 #define SCN_STR 256
 #define SCN_MAX_BLEND 16 /* datasets one megatron data.blend may mix */
+#define SCENARIO_MAX_ACCUM 65536 /* train.gradient_accumulation_steps */
+#define SCENARIO_MAX_WORLD 65536 /* world_size */
 #ifndef PATH_MAX
 #define PATH_MAX 4096
 #endif
@@ -66,6 +68,8 @@ typedef struct {
     double clip;                /* max global grad norm; 0 = no clipping */
     uint64_t seed;
     int eval_every;             /* 0 = no eval */
+    int grad_accum;             /* "gradient_accumulation_steps": micro-batches of batch_size
+                                   summed per optimizer step, default 1 */
 
     int world_size;             /* "world_size", default 1 */
     char dtype[16];             /* "fp32" */

@@ -11,6 +11,7 @@
 #include "models/models.h"
 #include "formats/formats.h"
 #include "thread_policy_internal.h"
+#include "train_dist_internal.h"
 #include "util/util.h"
 
 double lr_multiplier(const char *schedule, int step, int warmup, int total)
@@ -46,12 +47,17 @@ struct trainer {
     int steps;
     FILE *dump; /* train_options.dump_batches, open */
     const char *dump_path;
+    comm *c;         /* train_options.comm: NULL for one rank */
+    int rank;
+    dist_state dist; /* gradients summed over micro-batches and ranks (train_dist.c) */
     int moe_layers, moe_experts; /* the model's sparse-MoE layers and experts; 0 none */
-    int64_t *expert_tokens;      /* [moe_layers * moe_experts]: the last forward's counts */
+    int64_t *expert_tokens;      /* [moe_layers * moe_experts]: the step's counts, summed over
+                                    its micro-batches */
+    int64_t *expert_scratch;     /* the same shape: one forward's counts */
 };
 
-/* the buffer of the model's per-expert token counts, when it has MoE layers: its shape within
- * the store's limits, checked before anything is recorded */
+/* the buffers of the model's per-expert token counts, when it has MoE layers: their shape
+ * within the store's limits, checked before anything is recorded */
 static int routing_setup(struct trainer *tr)
 {
     char why[160];
@@ -65,49 +71,60 @@ static int routing_setup(struct trainer *tr)
         return EXIT_USAGE;
     }
     size_t cells = (size_t)tr->moe_layers * (size_t)tr->moe_experts; /* <= STORE_MOE_MAX_CELLS */
-    if (!(tr->expert_tokens = calloc(cells, sizeof *tr->expert_tokens))) {
+    if (!(tr->expert_tokens = calloc(cells, sizeof *tr->expert_tokens)) ||
+        !(tr->expert_scratch = calloc(cells, sizeof *tr->expert_scratch))) {
         log_error("out of host memory for %zu expert counts", cells);
         return EXIT_FAIL;
     }
     return 0;
 }
 
-/* the step's routing into r: the tokens the step's forward (the model's last) sent to each
- * expert; nothing for a model without MoE layers. 0, or 1 after a device error */
-static int routing_record(struct trainer *tr, step_record *r)
+/* adds the last forward's per-expert counts to the step's (reset at micro-batch 0); nothing for
+ * a model without MoE layers. 0, or 1 after a device error */
+static int routing_add(struct trainer *tr, int micro)
 {
     if (!tr->expert_tokens)
         return 0;
-    if (model_expert_tokens(tr->model, tr->expert_tokens))
+    if (model_expert_tokens(tr->model, tr->expert_scratch))
         return 1;
-    r->moe_layers = tr->moe_layers;
-    r->moe_experts = tr->moe_experts;
-    r->expert_tokens = tr->expert_tokens;
+    size_t cells = (size_t)tr->moe_layers * (size_t)tr->moe_experts;
+    for (size_t i = 0; i < cells; i++)
+        tr->expert_tokens[i] = (micro ? tr->expert_tokens[i] : 0) + tr->expert_scratch[i];
     return 0;
 }
 
-/* the batch of optimizer step `step` (1-based) for rank 0, with train.seed and step as its
- * dropout counters; *tokens: the tokens it counts (causal: every position, B*T; mlm: the
- * positions that are not padding) */
-static model_batch next_batch(struct trainer *tr, int step, int64_t *tokens)
+/* the step's routing into r (this rank's micro-batches) */
+static void routing_record(struct trainer *tr, step_record *r)
+{
+    if (!tr->expert_tokens)
+        return;
+    r->moe_layers = tr->moe_layers;
+    r->moe_experts = tr->moe_experts;
+    r->expert_tokens = tr->expert_tokens;
+}
+
+/* this rank's batch of loader step `load` (from 0; (step - 1) * accumulation + micro-batch),
+ * with train.seed and the optimizer step `step` (1-based) as its dropout counters; *tokens: the
+ * tokens it counts (causal: every position, B*T; mlm and alpaca: the positions that are not
+ * padding) */
+static model_batch next_batch(struct trainer *tr, int load, int step, int64_t *tokens)
 {
     const scenario *s = tr->s;
-    int B = s->batch_size, T = s->seq_len;
+    int B = s->batch_size, T = s->seq_len, W = s->world_size;
     if (tr->from == FROM_TEXT || tr->from == FROM_MEGATRON) {
         if (tr->from == FROM_TEXT)
-            dataset_batch(&tr->data, step - 1, B, 0, s->world_size, tr->inputs, tr->targets);
+            dataset_batch(&tr->data, load, B, tr->rank, W, tr->inputs, tr->targets);
         else
-            gpt_data_batch(&tr->gpt, step - 1, B, 0, s->world_size, tr->inputs, tr->targets,
-                           tr->sample);
+            gpt_data_batch(&tr->gpt, load, B, tr->rank, W, tr->inputs, tr->targets, tr->sample);
         *tokens = (int64_t)B * T;
         return (model_batch){B, T, tr->inputs, NULL, NULL, tr->targets, s->seed,
                              (uint32_t)step};
     }
     if (tr->from == FROM_ALPACA)
-        alpaca_batch(&tr->sft, step - 1, B, 0, s->world_size, tr->inputs, tr->mask, tr->targets);
+        alpaca_batch(&tr->sft, load, B, tr->rank, W, tr->inputs, tr->mask, tr->targets);
     else
-        mlm_batch(&tr->mlm_data, s->seed, step - 1, B, 0, s->world_size, tr->inputs, tr->types,
-                  tr->mask, tr->targets);
+        mlm_batch(&tr->mlm_data, s->seed, load, B, tr->rank, W, tr->inputs, tr->types, tr->mask,
+                  tr->targets);
     *tokens = 0;
     for (size_t i = 0; i < (size_t)B * (size_t)T; i++)
         *tokens += tr->mask[i] != 0;
@@ -115,21 +132,42 @@ static model_batch next_batch(struct trainer *tr, int step, int64_t *tokens)
                          s->seed, (uint32_t)step};
 }
 
+/* forward and backward of the step's micro-batches (train.gradient_accumulation_steps), their
+ * gradients summed and reduced over the ranks when there is more than one of either; *loss the
+ * mean of the micro-batches' losses. 0, or 1 after a device or communicator error (err) */
+static int micro_batches(struct trainer *tr, int step, double *loss, int64_t *tokens, char *err,
+                         size_t len)
+{
+    int A = tr->s->grad_accum;
+    *loss = 0;
+    *tokens = 0;
+    for (int a = 0; a < A; a++) {
+        int64_t n;
+        double l = 0;
+        model_batch b = next_batch(tr, (step - 1) * A + a, step, &n);
+        if (tr->dump && train_dump_batch(tr->dump, step, &b)) {
+            snprintf(err, len, "%s: writing the batch of step %d failed", tr->dump_path, step);
+            return 1;
+        }
+        if (model_forward(tr->model, &b, &l) || routing_add(tr, a) ||
+            model_backward(tr->model) || dist_accumulate(&tr->dist, tr->model, a))
+            return 1;
+        *loss += l / A;
+        *tokens += n;
+    }
+    return dist_reduce(&tr->dist, tr->model, err, len);
+}
+
 /* one optimizer step (1-based); fills r, returns 0, or 1 after a device error */
-static int train_step(struct trainer *tr, int step, step_record *r)
+static int train_step(struct trainer *tr, int step, step_record *r, char *err, size_t len)
 {
     const scenario *s = tr->s;
     device *d = tr->d;
     thread_policy_adapt();
     double t0 = now_ms();
     int64_t tokens;
-    model_batch b = next_batch(tr, step, &tokens);
     double loss = 0;
-    if (tr->dump && train_dump_batch(tr->dump, step, &b)) {
-        log_error("%s: writing the batch of step %d failed", tr->dump_path, step);
-        return 1;
-    }
-    if (model_forward(tr->model, &b, &loss) || model_backward(tr->model))
+    if (micro_batches(tr, step, &loss, &tokens, err, len))
         return 1;
     double norm = model_grad_norm(tr->model);
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1 */
@@ -146,14 +184,15 @@ static int train_step(struct trainer *tr, int step, step_record *r)
     r->loss = loss;
     r->grad_norm = norm;
     r->lr = p.lr;
-    r->tokens = tokens * s->world_size; /* every rank's batch is as large as rank 0's */
+    r->tokens = tokens;
     r->step_ms = ms;
     r->tokens_per_s = ms > 0 ? r->tokens / (ms / 1e3) : 0;
     r->mem_peak_bytes = (int64_t)d->mem_peak;
     r->mem_used_bytes = (int64_t)d->ops->mem_used(d);
     r->mem_total_bytes = (int64_t)d->mem_total;
     r->threads = thread_policy_threads();
-    return routing_record(tr, r) || device_error(d) ? 1 : 0;
+    routing_record(tr, r);
+    return device_error(d) ? 1 : 0;
 }
 
 /* what a scenario's model needs on d, refused before anything is read or allocated */
@@ -266,9 +305,12 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
     tr->s = s;
     tr->d = d;
     tr->steps = o && o->steps > 0 ? o->steps : s->steps;
-    if (s->world_size != 1) {
-        log_error("%s: world_size %d needs a communicator (MPI), which this build does not have",
-                  s->path, s->world_size);
+    tr->c = o ? o->comm : NULL;
+    tr->rank = tr->c ? tr->c->rank : 0;
+    int world = tr->c ? tr->c->size : 1;
+    if (s->world_size != world) {
+        log_error("%s: world_size is %d but %d rank%s started (docs/ranks.md: mpirun -np, srun -n)",
+                  s->path, s->world_size, world, world == 1 ? " was" : "s were");
         return EXIT_USAGE;
     }
     int rc = check_fit(s, d);
@@ -280,7 +322,8 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         return rc;
     if ((rc = check_objective(tr, s)))
         return rc;
-    if (o && o->dump_batches && !(tr->dump = fopen(tr->dump_path = o->dump_batches, "w"))) {
+    int dumps = o && o->dump_batches && tr->rank == 0; /* rank 0 dumps its own batches */
+    if (dumps && !(tr->dump = fopen(tr->dump_path = o->dump_batches, "w"))) {
         log_error("%s: cannot write the batch dump: %s", o->dump_batches, strerror(errno));
         return EXIT_USAGE;
     }
@@ -297,7 +340,7 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         return EXIT_FAIL;
     }
     tr->model = model_create(s->fam, d, &s->model, s->batch_size, s->seq_len);
-    if (!tr->model)
+    if (!tr->model || dist_init(&tr->dist, tr->c, s->grad_accum, tr->model))
         return EXIT_FAIL;
     if ((rc = routing_setup(tr)))
         return rc;
@@ -309,6 +352,7 @@ void train_free(trainer *tr)
     if (!tr)
         return;
     model_free(tr->model);
+    dist_free(&tr->dist);
     dataset_free(&tr->data);
     mlm_dataset_free(&tr->mlm_data);
     alpaca_dataset_free(&tr->sft);
@@ -319,6 +363,7 @@ void train_free(trainer *tr)
     free(tr->types);
     free(tr->mask);
     free(tr->expert_tokens);
+    free(tr->expert_scratch);
     if (tr->dump)
         fclose(tr->dump);
     free(tr);
@@ -343,6 +388,11 @@ int train_prepare(const scenario *s, device *d, const train_options *o, trainer 
     }
     *out = tr;
     return 0;
+}
+
+int train_check_replicas(trainer *tr)
+{
+    return dist_check_replicas(tr->c, tr->model);
 }
 
 int train_initial_weights(model *m, const scenario *s)
@@ -394,21 +444,63 @@ static int finish(train_result *res, train_status st, const char *fmt, const cha
     return st == TRAIN_OK ? EXIT_PASS : EXIT_FAIL;
 }
 
+/* several ranks: every rank's figures of the step to every rank, r becomes the run's record
+ * (dist_gather_step), o->on_rank_step sees each rank's; *stop: some rank was asked to stop */
+static int gather_ranks(struct trainer *tr, const train_options *o, step_record *r, int *stop,
+                        char *err, size_t len)
+{
+    if (!tr->c || tr->c->size == 1)
+        return 0;
+    dist_rank_step mine = {r->loss, r->step_ms, r->tokens, r->mem_peak_bytes,
+                           r->mem_used_bytes, r->mem_total_bytes, r->threads,
+                           o && o->stop && *o->stop};
+    if (dist_gather_step(&tr->dist, &mine, r, stop, err, len))
+        return 1;
+    for (int k = 0; o && o->on_rank_step && k < tr->c->size; k++) {
+        const dist_rank_step *x = &tr->dist.ranks[k];
+        step_record rk = *r;
+        rk.loss = x->loss;
+        rk.tokens = x->tokens;
+        rk.step_ms = x->step_ms;
+        rk.tokens_per_s = x->step_ms > 0 ? x->tokens / (x->step_ms / 1e3) : 0;
+        rk.mem_peak_bytes = x->mem_peak;
+        rk.mem_used_bytes = x->mem_used;
+        rk.mem_total_bytes = x->mem_total;
+        rk.threads = x->threads;
+        if (o->on_rank_step(k, &rk, o->arg)) {
+            snprintf(err, len, "recording rank %d's step failed", k);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* one rank stops only with all: with several, a signal on any rank counts at the next gather */
+static int stop_now(const struct trainer *tr, const train_options *o, int stop_all)
+{
+    if (tr->c && tr->c->size > 1)
+        return stop_all;
+    return o && o->stop && *o->stop;
+}
+
 int train_loop(trainer *tr, const train_options *o, train_result *res)
 {
     memset(res, 0, sizeof *res);
     device *d = tr->d;
     res->activation_bytes = model_activation_bytes(tr->model);
     res->state_bytes = model_state_bytes(tr->model);
-    int rc = finish(res, TRAIN_OK, NULL, NULL);
+    int rc = finish(res, TRAIN_OK, NULL, NULL), stop_all = 0;
     for (int step = 1; step <= tr->steps; step++) {
         step_record r;
-        if (o && o->stop && *o->stop) {
+        char err[COMM_ERR] = "";
+        if (stop_now(tr, o, stop_all)) {
             rc = finish(res, TRAIN_INTERRUPTED, "interrupted%s", " by a signal");
             break;
         }
-        if (train_step(tr, step, &r)) {
-            rc = finish(res, TRAIN_FAILED, "%s", device_error(d) ? device_error(d) : "step failed");
+        if (train_step(tr, step, &r, err, sizeof err) ||
+            gather_ranks(tr, o, &r, &stop_all, err, sizeof err)) {
+            rc = finish(res, TRAIN_FAILED, "%s",
+                        device_error(d) ? device_error(d) : err[0] ? err : "step failed");
             break;
         }
         res->steps_done = step;
@@ -424,7 +516,8 @@ int train_loop(trainer *tr, const train_options *o, train_result *res)
             break;
         }
     }
-    if (rc == EXIT_PASS && o && o->save_dir && train_save(tr->model, tr->s, o->save_dir))
+    int saves = o && o->save_dir && tr->rank == 0; /* the ranks' weights are the same */
+    if (rc == EXIT_PASS && saves && train_save(tr->model, tr->s, o->save_dir))
         rc = finish(res, TRAIN_FAILED, "saving the weights to %s failed", o->save_dir);
     return rc;
 }

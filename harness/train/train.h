@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "comm/comm.h"
 #include "device.h"
 #include "scenario.h"
 #include "store/store.h"
@@ -27,6 +28,15 @@ typedef struct {
     /* when set, every step's batch is written there as one JSON line (docs/checkpoints.md:
      * "Batch dumps"), so another implementation can train on the same batches */
     const char *dump_batches;
+    /* the ranks of a data-parallel run (harness/comm/comm.h); NULL: one rank. Its size must be
+     * the scenario's world_size. Each rank trains on its share of the data (DistributedSampler's
+     * order), the gradients are averaged over the ranks before clipping, and only rank 0 saves
+     * and dumps batches. */
+    comm *comm;
+    /* with several ranks, called (before on_step) with each rank's figures of the step: its
+     * loss, tokens, step time and memory; on_step then gets the run's: the mean loss, every
+     * rank's tokens, the slowest step time, the largest memory */
+    int (*on_rank_step)(int rank, const step_record *r, void *arg);
 } train_options;
 
 typedef enum { TRAIN_OK, TRAIN_FAILED, TRAIN_DIVERGED, TRAIN_INTERRUPTED } train_status;
@@ -54,6 +64,9 @@ int train_prepare(const scenario *s, device *d, const train_options *o, trainer 
  * o->save_dir, when set, was written), 1 when it failed, diverged or was interrupted. */
 int train_loop(trainer *tr, const train_options *o, train_result *res);
 void train_free(trainer *tr);
+/* a collective (every rank calls it after train_prepare): the initial weights are the same bits
+ * on every rank. 0, or 1 after a message naming the rank that differs */
+int train_check_replicas(trainer *tr);
 
 /* train_prepare, train_loop and train_free in one: 0, 1, or 2 on an input error (res->status
  * TRAIN_FAILED, res->steps_done 0). */

@@ -1,0 +1,227 @@
+/* harness/cli/cmd_comm_check.c: `harness comm-check`: every collective of this build's
+ * communicator checked and timed per size as nccl-tests does, the results stored by rank 0. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "commands.h"
+#include "device.h"
+#include "store/store.h"
+#include "util/cmdline.h"
+#include "util/util.h"
+
+#define CC_MAX_ROWS 256
+
+typedef struct {
+    const char *sizes, *db, *device;
+    int ops[CC_N_OPS], n_ops;
+    double timeout;
+    cc_options o;
+} cc_args;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: harness comm-check [--sizes MIN:MAX] [--op OP|all] [--iters N] [--warmup N]\n"
+            "                          [--values int|float] [--comm-timeout S] [--device SPEC]\n"
+            "                          [--db FILE]\n\n"
+            "Checks the collectives of the communicator the launcher gives (mpirun, srun, or\n"
+            "one rank: docs/ranks.md), as nccl-tests does: for each size from MIN to MAX\n"
+            "(doubling) every rank fills known values, runs the collective, checks the result\n"
+            "(small integers exactly; with --values float within the fp32 bound of the sum)\n"
+            "and prints the slowest rank's mean time, the algorithm bandwidth (size / time)\n"
+            "and the bus bandwidth (algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather and\n"
+            "reducescatter, 1 for broadcast). Rank 0 stores every row in the comm_checks table\n"
+            "with the device and launcher.\n\n"
+            "  --sizes MIN:MAX  bytes, with B, K, M, G suffixes (powers of 1024; default 8B:64M)\n"
+            "  --op OP          allreduce, allgather, reducescatter, broadcast or all (default)\n"
+            "  --iters N        timed iterations per size (default 5), --warmup N untimed (1)\n"
+            "  --values V       int (exact check, default) or float (fp32 bound)\n"
+            "  --comm-timeout S the longest wait of any collective (default 300 s)\n"
+            "  --device SPEC    the device recorded with the results (default cpu); the mpi\n"
+            "                   communicator moves host memory\n"
+            "  --db FILE        SQLite store (default %s)\n\n"
+            "Fault injection (tests): HARNESS_COMM_FAULT=R makes rank R spoil element 0 of its\n"
+            "result after every collective; the check must catch it and name rank R.\n"
+            "Exit codes: 0 every result right, 1 a wrong result or a communicator failure,\n"
+            "2 usage error.\n",
+            DEFAULT_DB);
+}
+
+static int parse_int_opt(const char *opt, const char *v, int min, int max, int *out)
+{
+    long x;
+    if (parse_long(v, &x) || x < min || x > max)
+        return cmd_usage_error("comm-check", "%s: '%s' is not a number in [%d, %d]", opt, v,
+                               min, max);
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_op(cc_args *a, const char *v)
+{
+    if (strcmp(v, "all") == 0) {
+        for (int i = 0; i < CC_N_OPS; i++)
+            a->ops[i] = i;
+        a->n_ops = CC_N_OPS;
+        return 0;
+    }
+    int op = cc_op_parse(v);
+    if (op < 0)
+        return cmd_usage_error("comm-check", "--op: '%s' is not allreduce, allgather, "
+                               "reducescatter, broadcast or all", v);
+    a->ops[0] = op;
+    a->n_ops = 1;
+    return 0;
+}
+
+static int parse_fault(cc_args *a)
+{
+    const char *f = getenv("HARNESS_COMM_FAULT");
+    a->o.fault_rank = -1;
+    if (!f)
+        return 0;
+    long x;
+    if (parse_long(f, &x) || x < 0 || x > 65535) {
+        log_error("comm-check: HARNESS_COMM_FAULT='%s' is not a rank", term_safe(f));
+        return EXIT_USAGE;
+    }
+    a->o.fault_rank = (int)x;
+    return 0;
+}
+
+static int parse_one(cc_args *a, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    if (!v)
+        return cmd_usage_error("comm-check", "unknown option or missing value: %s", arg);
+    (*i)++;
+    if (strcmp(arg, "--sizes") == 0)
+        a->sizes = v;
+    else if (strcmp(arg, "--op") == 0)
+        return parse_op(a, v);
+    else if (strcmp(arg, "--iters") == 0)
+        return parse_int_opt(arg, v, 1, 100000, &a->o.iters);
+    else if (strcmp(arg, "--warmup") == 0)
+        return parse_int_opt(arg, v, 0, 100000, &a->o.warmup);
+    else if (strcmp(arg, "--values") == 0 && (!strcmp(v, "int") || !strcmp(v, "float")))
+        a->o.float_values = strcmp(v, "float") == 0;
+    else if (strcmp(arg, "--comm-timeout") == 0) {
+        if (parse_double(v, &a->timeout) || !(a->timeout > 0) || a->timeout > 86400)
+            return cmd_usage_error("comm-check", "--comm-timeout: '%s' is not seconds in "
+                                   "(0, 86400]", v);
+    } else if (strcmp(arg, "--device") == 0 && v[0])
+        a->device = v;
+    else if (strcmp(arg, "--db") == 0 && v[0])
+        a->db = v;
+    else
+        return cmd_usage_error("comm-check", "unknown option or bad value: %s %s", arg, v);
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, cc_args *a)
+{
+    memset(a, 0, sizeof *a);
+    *a = (cc_args){"8B:64M", DEFAULT_DB, "cpu", {0, 1, 2, 3}, CC_N_OPS, COMM_DEFAULT_TIMEOUT_S,
+                   {0, 0, 5, 1, 0, -1}};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return -1;
+        }
+        int rc = parse_one(a, argc, argv, &i);
+        if (rc)
+            return rc;
+    }
+    int rc = cc_parse_sizes(a->sizes, &a->o.min_bytes, &a->o.max_bytes);
+    return rc ? rc : parse_fault(a);
+}
+
+static void print_row(const cc_result *r)
+{
+    printf("%12zu %12zu  float  %-13s %10.1f %10.3f %10.3f %8lld\n", r->bytes, r->count,
+           cc_op_name(r->op), r->time_us, r->algbw, r->busbw, (long long)r->wrong);
+    if (r->wrong)
+        printf("  WRONG: %s %zu B: %lld wrong element%s, first on rank %d at element %lld: got "
+               "%.9g, expected %.9g\n", cc_op_name(r->op), r->bytes, (long long)r->wrong,
+               r->wrong == 1 ? "" : "s", r->first_bad_rank, (long long)r->first_bad_index,
+               r->got, r->expected);
+    fflush(stdout);
+}
+
+/* every op at every size; rows[*n] on every rank. 0 or 1 (communicator failure) */
+static int run_all(comm *c, const cc_args *a, cc_result *rows, int *n)
+{
+    *n = 0;
+    if (c->rank == 0)
+        printf("# comm-check: %d rank%s, %s communicator, launcher %s\n"
+               "# %10s %12s  type   %-13s %10s %10s %10s %8s\n",
+               c->size, c->size == 1 ? "" : "s", c->ops->name, c->launcher, "size(B)", "count",
+               "op", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    for (int k = 0; k < a->n_ops; k++)
+        for (size_t b = a->o.min_bytes; b <= a->o.max_bytes && *n < CC_MAX_ROWS; b *= 2) {
+            cc_result *r = &rows[(*n)++];
+            if (cc_run_one(c, (cc_op)a->ops[k], b, &a->o, r)) {
+                log_error("comm-check: %s", c->error);
+                return 1;
+            }
+            if (c->rank == 0)
+                print_row(r);
+        }
+    return 0;
+}
+
+static int store_rows(const cc_args *a, comm *c, const cc_result *rows, int n)
+{
+    char host[256], err[512];
+    host_name(host, sizeof host);
+    device *d = device_open(a->device, err, sizeof err);
+    comm_check_meta m = {host, c->launcher, c->ops->name, a->device, d ? d->name : "", c->size};
+    store *st;
+    int64_t id = 0;
+    int rc = store_open(a->db, &st);
+    if (rc == 0) {
+        rc = store_next_comm_check(st, &id);
+        for (int i = 0; !rc && i < n; i++) {
+            comm_check_row row = {cc_op_name(rows[i].op), (int64_t)rows[i].bytes,
+                                  (int64_t)rows[i].count, rows[i].iters, rows[i].time_us,
+                                  rows[i].algbw, rows[i].busbw, rows[i].wrong,
+                                  rows[i].first_bad_rank};
+            rc = store_add_comm_check(st, id, &m, &row);
+        }
+        store_close(st);
+    }
+    if (d)
+        device_close(d);
+    if (rc == 0)
+        printf("comm check %lld recorded in %s\n", (long long)id, term_safe(a->db));
+    return rc ? EXIT_FAIL : 0;
+}
+
+int cmd_comm_check(int argc, char **argv)
+{
+    cc_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? EXIT_PASS : rc;
+    comm_env env;
+    comm *c = NULL;
+    if ((rc = comm_env_read(&env)) || (rc = comm_open(&env, a.timeout, NULL, &c)))
+        return rc;
+    static cc_result rows[CC_MAX_ROWS];
+    int n = 0;
+    if (run_all(c, &a, rows, &n)) {
+        comm_abort(c, EXIT_FAIL);
+        return EXIT_FAIL;
+    }
+    int64_t wrong = 0;
+    for (int i = 0; i < n; i++)
+        wrong += rows[i].wrong;
+    rc = c->rank == 0 ? store_rows(&a, c, rows, n) : 0;
+    if (c->rank == 0 && wrong)
+        log_error("comm-check: %lld wrong element%s (see WRONG above)", (long long)wrong,
+                  wrong == 1 ? "" : "s");
+    comm_close(c);
+    return rc ? rc : wrong ? EXIT_FAIL : EXIT_PASS;
+}

@@ -1,0 +1,119 @@
+/* harness/comm/comm.h: the public face of comm/: the communicator between the ranks of a
+ * data-parallel run (single, mpi; nccl later), the launcher's environment, and comm-check. */
+#ifndef COMM_H
+#define COMM_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define COMM_ERR 512
+#define COMM_DEFAULT_TIMEOUT_S 300.0
+
+/* ---- the launcher's environment (comm_env.c) ---- */
+
+/* Which launcher started this process and where it put it: Open MPI's mpirun
+ * (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK), Slurm's srun (SLURM_PROCID, SLURM_STEP_NUM_TASKS or
+ * SLURM_NTASKS, SLURM_LOCALID), torchrun (RANK, WORLD_SIZE, LOCAL_RANK), or none (one rank). */
+typedef struct {
+    char launcher[16]; /* "mpirun", "slurm", "torchrun", "none" */
+    int rank, world, local_rank;
+} comm_env;
+
+/* Reads the environment. 0, or 2 after a message naming the variable (not a number, a rank
+ * outside the world, a torchrun RANK/WORLD_SIZE that disagrees with the MPI launcher's). */
+int comm_env_read(comm_env *e);
+
+/* ---- the communicator ---- */
+
+typedef struct comm comm;
+
+/* One implementation. Buffers are host memory unless device_buffers is 1 (an nccl
+ * communicator: pointers into the device's memory). Every call returns 0, or 1 with c->error
+ * naming the call and the rank ("allreduce: rank 1 sent nothing within 300 s"); after a
+ * failure the communicator is unusable and the caller ends the run (comm_abort). */
+typedef struct {
+    const char *name; /* "single", "mpi" */
+    int device_buffers;
+    /* buf[n] summed over the ranks, the result on every rank; the sum in a fixed order (rank 0,
+     * 1, ...) in double, rounded once to float, so every rank holds the same bits */
+    int (*allreduce_sum_f32)(comm *c, float *buf, size_t n);
+    /* in[n * size] summed over the ranks (as allreduce); rank r keeps elements [r*n, (r+1)*n) */
+    int (*reducescatter_sum_f32)(comm *c, const float *in, float *out, size_t n);
+    /* every rank's in[bytes] into out[bytes * size], rank r's at r * bytes */
+    int (*allgather)(comm *c, const void *in, void *out, size_t bytes);
+    /* root's buf[bytes] to every rank */
+    int (*broadcast)(comm *c, void *buf, size_t bytes, int root);
+    int (*barrier)(comm *c);
+    /* ends every rank's process now (after a failure that the others may not have seen) */
+    void (*abort)(comm *c, int code);
+    void (*close)(comm *c); /* frees; the last call on c */
+} comm_ops;
+
+struct comm {
+    const comm_ops *ops;
+    int rank, size, local_rank;
+    char launcher[16];
+    double timeout_s;                 /* every wait of every collective ends after this */
+    volatile sig_atomic_t *stop;      /* when set (a signal), a wait ends as failed */
+    char error[COMM_ERR];
+    void *impl;
+};
+
+/* The communicator for env: single for a world of 1, mpi for more (2 when this build has no
+ * MPI, or when the MPI job's size or rank disagrees with env: started by torchrun without
+ * mpirun/srun, say). timeout_s > 0; stop may be NULL. 0, 1 (MPI failed) or 2 after a message. */
+int comm_open(const comm_env *env, double timeout_s, volatile sig_atomic_t *stop, comm **out);
+/* a communicator of one rank (tests, and every run that no launcher started) */
+comm *comm_single(double timeout_s);
+/* 1 when this build has the mpi communicator */
+int comm_have_mpi(void);
+void comm_close(comm *c);
+void comm_abort(comm *c, int code);
+/* records "<call>: <message>" as c's error; returns 1 */
+int comm_fail(comm *c, const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* allreduce_sum_f32 then every element times scale (the mean as DDP takes it: 1/size) */
+int comm_allreduce_scaled(comm *c, float *buf, size_t n, float scale);
+
+/* ---- comm-check (comm_check.c): nccl-tests' checks over this build's communicators ---- */
+
+typedef enum { CC_ALLREDUCE, CC_ALLGATHER, CC_REDUCESCATTER, CC_BROADCAST, CC_N_OPS } cc_op;
+const char *cc_op_name(cc_op op);
+/* "allreduce" ... or -1 */
+int cc_op_parse(const char *name);
+/* nccl-tests' bus bandwidth factor: allreduce 2(n-1)/n, allgather and reducescatter (n-1)/n,
+ * broadcast 1 */
+double cc_busbw_factor(cc_op op, int n);
+
+typedef struct {
+    cc_op op;
+    size_t bytes;       /* nccl-tests' size: the whole buffer (allgather: received, reducescatter:
+                         * sent), rounded down to whole floats per rank */
+    size_t count;       /* floats per rank in that size's collective */
+    int iters;
+    double time_us;     /* mean over iters, the slowest rank's */
+    double algbw, busbw; /* GB/s (1e9 bytes) */
+    int64_t wrong;      /* wrong elements summed over the ranks (0: right) */
+    int first_bad_rank; /* -1, or the lowest rank that saw a wrong element */
+    int64_t first_bad_index;
+    double got, expected;
+} cc_result;
+
+typedef struct {
+    size_t min_bytes, max_bytes; /* sizes doubling from min to max */
+    int iters, warmup;
+    int float_values; /* 0: small integers, checked exactly; 1: fractions, within fp32 bounds */
+    int fault_rank;   /* -1, or the rank that spoils element 0 of its result after every
+                       * collective, as a faulty transfer to it would (fault injection) */
+} cc_options;
+
+/* "8B:256M" (B, K, M, G: powers of 1024) into *min, *max. 0, or 2 after a message */
+int cc_parse_sizes(const char *spec, size_t *min, size_t *max);
+/* One op at one size on every rank (a collective: every rank calls it with the same
+ * arguments); fills *r identically on every rank. 0 (r->wrong says the verdict), or 1 when the
+ * communicator failed (c->error). */
+int cc_run_one(comm *c, cc_op op, size_t bytes, const cc_options *o, cc_result *r);
+
+#endif

@@ -1,0 +1,240 @@
+/* harness/comm/comm_check.c: comm-check as nccl-tests does it: every rank fills known values,
+ * runs one collective per size, checks the result exactly or within fp32 bounds, and times it. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "util/util.h"
+
+static const char *const op_names[CC_N_OPS] = {"allreduce", "allgather", "reducescatter",
+                                               "broadcast"};
+
+const char *cc_op_name(cc_op op)
+{
+    return op < CC_N_OPS ? op_names[op] : "?";
+}
+
+int cc_op_parse(const char *name)
+{
+    for (int i = 0; i < CC_N_OPS; i++)
+        if (strcmp(name, op_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+double cc_busbw_factor(cc_op op, int n)
+{
+    if (op == CC_ALLREDUCE)
+        return 2.0 * (n - 1) / n;
+    if (op == CC_ALLGATHER || op == CC_REDUCESCATTER)
+        return (double)(n - 1) / n;
+    return 1.0;
+}
+
+/* "64", "8B", "4K", "256M", "1G" (powers of 1024); 0, or 1 */
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    if (!isdigit((unsigned char)*s))
+        return 1;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (*end && end[1] == '\0') {
+        const char *units = "BKMG", *u = strchr(units, toupper((unsigned char)*end));
+        if (!u)
+            return 1;
+        shift = 10u * (unsigned)(u - units);
+        end++;
+    }
+    if (*end || v == 0 || v > (1ull << 40) >> shift)
+        return 1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+int cc_parse_sizes(const char *spec, size_t *min, size_t *max)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *colon = strchr(buf, ':');
+    if (colon)
+        *colon = '\0';
+    if (strlen(spec) >= sizeof buf || parse_size(buf, min) ||
+        parse_size(colon ? colon + 1 : buf, max) || *max < *min) {
+        log_error("comm-check: --sizes '%s' is not MIN:MAX (e.g. 8B:256M; B, K, M, G; at most "
+                  "1T; MIN <= MAX)", term_safe(spec));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* the value rank r puts at element i: small integers (sums exact in fp32 for any world this
+ * harness runs) or fractions in (0, 1] */
+static float fill_value(const cc_options *o, int r, size_t i)
+{
+    unsigned k = (unsigned)((i * 7u + (size_t)r * 13u) % 1021u) + 1u;
+    return o->float_values ? (float)k / 1021.0f : (float)(k % 31u + 1u);
+}
+
+typedef struct {
+    size_t n_in, n_out; /* floats this rank sends and receives */
+    float *in, *out;
+} cc_bufs;
+
+static int alloc_bufs(comm *c, cc_op op, size_t count, cc_bufs *b)
+{
+    size_t W = (size_t)c->size;
+    b->n_in = op == CC_REDUCESCATTER ? count * W : count;
+    b->n_out = op == CC_ALLGATHER ? count * W : count;
+    b->in = malloc(b->n_in * sizeof *b->in);
+    b->out = malloc(b->n_out * sizeof *b->out);
+    return b->in && b->out ? 0 : comm_fail(c, "comm-check", "out of host memory");
+}
+
+static void fill(comm *c, cc_op op, const cc_options *o, cc_bufs *b)
+{
+    for (size_t i = 0; i < b->n_in; i++)
+        b->in[i] = op == CC_BROADCAST && c->rank != 0 ? -1.0f : fill_value(o, c->rank, i);
+}
+
+static int run_op(comm *c, cc_op op, cc_bufs *b, size_t count)
+{
+    switch (op) {
+    case CC_ALLREDUCE:
+        return c->ops->allreduce_sum_f32(c, b->in, count);
+    case CC_ALLGATHER:
+        return c->ops->allgather(c, b->in, b->out, count * sizeof *b->in);
+    case CC_REDUCESCATTER:
+        return c->ops->reducescatter_sum_f32(c, b->in, b->out, count);
+    default:
+        return c->ops->broadcast(c, b->in, count * sizeof *b->in, 0);
+    }
+}
+
+/* the result this rank holds: in place for allreduce and broadcast */
+static const float *result(cc_op op, const cc_bufs *b)
+{
+    return op == CC_ALLREDUCE || op == CC_BROADCAST ? b->in : b->out;
+}
+
+/* what element i of this rank's result must be, and its fp32 bound */
+static double expected(comm *c, cc_op op, const cc_options *o, size_t i, size_t count,
+                       double *bound)
+{
+    int W = c->size;
+    *bound = 0;
+    if (op == CC_ALLGATHER)
+        return fill_value(o, (int)(i / count), i % count);
+    if (op == CC_BROADCAST)
+        return fill_value(o, 0, i);
+    size_t at = op == CC_REDUCESCATTER ? (size_t)c->rank * count + i : i;
+    double sum = 0, mag = 0;
+    for (int r = 0; r < W; r++) {
+        sum += fill_value(o, r, at);
+        mag += fabs(fill_value(o, r, at));
+    }
+    if (o->float_values) /* W roundings of a float sum, at most, each within 2^-24 of mag */
+        *bound = W * ldexp(mag, -24);
+    return sum;
+}
+
+typedef struct {
+    double time_us;
+    int64_t wrong, first_index;
+    double got, expected;
+} cc_rank_result;
+
+static void check(comm *c, cc_op op, const cc_options *o, const cc_bufs *b, size_t count,
+                  cc_rank_result *mine)
+{
+    const float *res = result(op, b);
+    size_t n = op == CC_ALLGATHER ? b->n_out : count;
+    mine->first_index = -1;
+    for (size_t i = 0; i < n; i++) {
+        double bound, want = expected(c, op, o, i, count, &bound);
+        if (fabs((double)res[i] - want) <= bound)
+            continue;
+        if (mine->wrong++ == 0) {
+            mine->first_index = (int64_t)i;
+            mine->got = res[i];
+            mine->expected = want;
+        }
+    }
+}
+
+/* every rank's figures to every rank; r from them: the slowest time, the wrong elements */
+static int combine(comm *c, const cc_rank_result *mine, cc_result *r)
+{
+    cc_rank_result *all = calloc((size_t)c->size, sizeof *all);
+    if (!all)
+        return comm_fail(c, "comm-check", "out of host memory");
+    if (c->ops->allgather(c, mine, all, sizeof *mine)) {
+        free(all);
+        return 1;
+    }
+    for (int k = 0; k < c->size; k++) {
+        r->time_us = fmax(r->time_us, all[k].time_us);
+        r->wrong += all[k].wrong;
+        if (all[k].wrong && r->first_bad_rank < 0) {
+            r->first_bad_rank = k;
+            r->first_bad_index = all[k].first_index;
+            r->got = all[k].got;
+            r->expected = all[k].expected;
+        }
+    }
+    free(all);
+    return 0;
+}
+
+/* the iterations, timed; the fault injection spoils the result after each */
+static int time_iters(comm *c, cc_op op, const cc_options *o, cc_bufs *b, size_t count,
+                      double *us)
+{
+    double total = 0;
+    for (int it = -o->warmup; it < o->iters; it++) {
+        fill(c, op, o, b);
+        if (c->ops->barrier(c))
+            return 1;
+        double t0 = now_ms();
+        if (run_op(c, op, b, count))
+            return 1;
+        if (it >= 0)
+            total += now_ms() - t0;
+        if (c->rank == o->fault_rank) /* a transfer to this rank gone wrong */
+            ((float *)result(op, b))[0] += 1000.0f;
+    }
+    *us = total * 1e3 / o->iters;
+    return 0;
+}
+
+int cc_run_one(comm *c, cc_op op, size_t bytes, const cc_options *o, cc_result *r)
+{
+    int W = c->size;
+    size_t per = op == CC_ALLGATHER || op == CC_REDUCESCATTER ? (size_t)W : 1;
+    size_t count = bytes / sizeof(float) / per;
+    if (count == 0)
+        count = 1;
+    memset(r, 0, sizeof *r);
+    *r = (cc_result){op, count * per * sizeof(float), count, o->iters, 0, 0, 0, 0, -1, -1,
+                     0, 0};
+    cc_bufs b = {0};
+    cc_rank_result mine = {0};
+    int rc = alloc_bufs(c, op, count, &b);
+    if (!rc)
+        rc = time_iters(c, op, o, &b, count, &mine.time_us);
+    if (!rc) {
+        check(c, op, o, &b, count, &mine);
+        rc = combine(c, &mine, r);
+    }
+    free(b.in);
+    free(b.out);
+    if (rc)
+        return 1;
+    double s = r->time_us / 1e6;
+    r->algbw = s > 0 ? (double)r->bytes / s / 1e9 : 0;
+    r->busbw = r->algbw * cc_busbw_factor(op, W);
+    return 0;
+}

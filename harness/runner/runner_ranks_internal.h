@@ -1,0 +1,29 @@
+/* harness/runner/runner_ranks_internal.h: private to runner/: the ranks of a data-parallel run
+ * (runner_ranks.c): the communicator from the launcher, each rank's device, agreeing on errors. */
+#ifndef RUNNER_RANKS_INTERNAL_H
+#define RUNNER_RANKS_INTERNAL_H
+
+#include <signal.h>
+
+#include "runner.h"
+
+/* the flag SIGINT/SIGTERM set (runner.c): a collective's wait ends on it */
+volatile sig_atomic_t *runner_stop_flag(void);
+/* the communicator of the launcher's environment (a single one without a launcher); its size
+ * must be s->world_size. 0, or 1/2 after a message, before anything is opened or recorded */
+int ranks_open(const run_args *a, const scenario *s, comm **c);
+/* a->device for this rank: a spec without an index ("opencl") becomes the device of the rank's
+ * local rank ("opencl:N", modulo the devices there are). NULL after a message */
+device *ranks_device(const run_args *a);
+/* a collective: rc of every rank; the worst (2 over 1 over 0) returned on every rank, the
+ * failing ranks named by rank 0 (what: "setting up"). A communicator failure is 1 with
+ * *status TRAIN_FAILED */
+int ranks_agree(comm *c, const char *what, int rc, train_status *status);
+/* the training loop of a rank other than 0: nothing recorded, nothing printed but errors */
+int ranks_follow(trainer *tr, const run_args *a, train_status *status);
+/* the end of a run: a failure that the other ranks may not have seen (a device or
+ * communicator error: status TRAIN_FAILED) ends every rank's process (comm_abort, exit code
+ * rc); otherwise the communicator is closed */
+void ranks_close(comm *c, int rc, train_status status);
+
+#endif

@@ -1,0 +1,152 @@
+/* harness/train/train_dist.c: the data-parallel part of a training step: gradients summed over
+ * micro-batches and ranks on the host, per-rank figures gathered, identical initial weights. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train_dist_internal.h"
+#include "util/util.h"
+
+int dist_active(const dist_state *ds)
+{
+    return ds->accum > 1 || (ds->c && ds->c->size > 1);
+}
+
+int dist_init(dist_state *ds, comm *c, int accum, model *m)
+{
+    memset(ds, 0, sizeof *ds);
+    ds->c = c;
+    ds->accum = accum;
+    ds->n = model_param_count(m);
+    int size = c ? c->size : 1;
+    ds->ranks = calloc((size_t)size, sizeof *ds->ranks);
+    if (dist_active(ds)) {
+        ds->grads = malloc(ds->n * sizeof *ds->grads);
+        ds->sum = malloc(ds->n * sizeof *ds->sum);
+    }
+    if (!ds->ranks || (dist_active(ds) && (!ds->grads || !ds->sum))) {
+        log_error("out of host memory for %zu gradients", ds->n);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+void dist_free(dist_state *ds)
+{
+    free(ds->grads);
+    free(ds->sum);
+    free(ds->ranks);
+    memset(ds, 0, sizeof *ds);
+}
+
+int dist_accumulate(dist_state *ds, model *m, int a)
+{
+    if (!dist_active(ds))
+        return 0;
+    if (model_get_weights(m, a == 0 ? ds->sum : ds->grads, 1))
+        return 1;
+    if (a > 0)
+        for (size_t i = 0; i < ds->n; i++)
+            ds->sum[i] += ds->grads[i];
+    return 0;
+}
+
+int dist_reduce(dist_state *ds, model *m, char *err, size_t len)
+{
+    if (!dist_active(ds))
+        return 0;
+    int size = ds->c ? ds->c->size : 1;
+    float scale = (float)(1.0 / ((double)ds->accum * size));
+    if (ds->c && comm_allreduce_scaled(ds->c, ds->sum, ds->n, scale)) {
+        snprintf(err, len, "%s", ds->c->error);
+        return 1;
+    }
+    if (!ds->c)
+        for (size_t i = 0; i < ds->n; i++)
+            ds->sum[i] *= scale;
+    device *d = model_device(m);
+    d->ops->upload(d, model_all_grads(m), ds->sum);
+    if (device_error(d)) {
+        snprintf(err, len, "uploading the reduced gradients: %s", device_error(d));
+        return 1;
+    }
+    return 0;
+}
+
+/* the run's step record from every rank's figures, summed in rank order */
+static void combine_ranks(const dist_rank_step *all, int size, step_record *r, int *stop)
+{
+    double loss = 0, ms = 0;
+    int64_t tokens = 0, peak = 0, used = 0;
+    *stop = 0;
+    for (int k = 0; k < size; k++) {
+        loss += all[k].loss;
+        ms = fmax(ms, all[k].step_ms);
+        tokens += all[k].tokens;
+        peak = all[k].mem_peak > peak ? all[k].mem_peak : peak;
+        used = all[k].mem_used > used ? all[k].mem_used : used;
+        *stop |= all[k].stop != 0;
+    }
+    r->loss = loss / size;
+    r->tokens = tokens;
+    r->step_ms = ms;
+    r->tokens_per_s = ms > 0 ? tokens / (ms / 1e3) : 0;
+    r->mem_peak_bytes = peak;
+    r->mem_used_bytes = used;
+    r->mem_total_bytes = all[0].mem_total;
+    r->threads = all[0].threads;
+}
+
+int dist_gather_step(dist_state *ds, const dist_rank_step *mine, step_record *r, int *stop,
+                     char *err, size_t len)
+{
+    int size = ds->c ? ds->c->size : 1;
+    if (ds->c && ds->c->ops->allgather(ds->c, mine, ds->ranks, sizeof *mine)) {
+        snprintf(err, len, "%s", ds->c->error);
+        return 1;
+    }
+    if (!ds->c)
+        ds->ranks[0] = *mine;
+    combine_ranks(ds->ranks, size, r, stop);
+    return 0;
+}
+
+/* sha256 of the weights' bytes on this rank */
+static int weights_digest(model *m, char hex[65])
+{
+    size_t n = model_param_count(m);
+    float *w = malloc(n * sizeof *w);
+    if (!w) {
+        log_error("out of host memory for %zu weights", n);
+        return EXIT_FAIL;
+    }
+    int rc = model_get_weights(m, w, 0);
+    if (!rc)
+        sha256_hex(w, n * sizeof *w, hex);
+    free(w);
+    return rc ? EXIT_FAIL : 0;
+}
+
+int dist_check_replicas(comm *c, model *m)
+{
+    if (!c || c->size == 1)
+        return 0;
+    char mine[65], *all = malloc((size_t)c->size * 65);
+    if (!all || weights_digest(m, mine)) {
+        free(all);
+        return EXIT_FAIL;
+    }
+    int rc = c->ops->allgather(c, mine, all, 65);
+    if (rc)
+        log_error("checking the initial weights: %s", c->error);
+    for (int k = 1; !rc && k < c->size; k++)
+        if (memcmp(all, all + (size_t)k * 65, 65) != 0) {
+            if (c->rank == 0) /* every rank sees it; one says it */
+                log_error("the initial weights of rank %d (sha256 %.16s...) differ from rank "
+                          "0's (%.16s...)", k, all + (size_t)k * 65, all);
+            rc = EXIT_FAIL;
+        }
+    free(all);
+    return rc;
+}

@@ -53,6 +53,11 @@ for dev in cpu opencl; do
   expect 0 "$dev show np 2 run" -- "$H" show 2 --db "$db"
   grep -Eq "peak memory +max [0-9.]+ MiB \(rank [01]\); rank 0 [0-9.]+ MiB, rank 1 [0-9.]+ MiB" "$T/out" && pass ||
     fail "$dev: show lacks each rank's peak memory"
+  expect 0 "$dev report np 2 run" -- "$H" report 2 --db "$db" --out "$T/$dev-report"
+  for f in report.md report.html; do
+    grep -Eq "rank 0 [0-9.]+ MiB, rank 1 [0-9.]+ MiB" "$T/$dev-report/$f" && pass ||
+      fail "$dev: $f lacks each rank's peak memory"
+  done
   tok=$(sqlite3 "$db" "select tokens from steps where run_id=2 and step=1")
   [ "$tok" = 512 ] && pass || fail "$dev: the np 2 step counts $tok tokens, want 512 (2 ranks x 4 x 64)"
 done

@@ -51,7 +51,7 @@ static void td(FILE *f, const char *cls, const char *text)
 
 static void html_row(FILE *f, const report_row *w)
 {
-    char buf[600], peak[32], total[32];
+    char buf[1200], peak[32], total[32];
     format_bytes(w->mem_peak, peak, sizeof peak);
     format_bytes(w->mem_total, total, sizeof total);
     fputs("<tr>", f);
@@ -66,7 +66,10 @@ static void html_row(FILE *f, const report_row *w)
     td(f, "n", buf);
     snprintf(buf, sizeof buf, "%s (%.500s)", w->device, w->device_name);
     td(f, NULL, buf);
-    snprintf(buf, sizeof buf, "%s / %s", peak, total);
+    if (w->rank_peaks[0]) /* a data-parallel run: the max and each rank's peak */
+        snprintf(buf, sizeof buf, "%s / %s (%.1000s)", peak, total, w->rank_peaks);
+    else
+        snprintf(buf, sizeof buf, "%s / %s", peak, total);
     td(f, NULL, buf);
     snprintf(buf, sizeof buf, w->has_baseline && w->res.loss.compared ? "%.2e" : "-",
              w->res.loss.max_abs);

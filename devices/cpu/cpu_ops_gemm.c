@@ -1,8 +1,15 @@
 /* devices/cpu/cpu_ops_gemm.c: the cpu backend's strided-batched GEMM (OpenBLAS cblas_?gemm, one
- * call per batch entry, OpenBLAS threads each call) and the bias add and bias gradient. */
+ * call per batch entry and K chunk, OpenBLAS threads each call) and the bias add and gradient. */
 #include "cpu_real.h"
 
 #include <cblas.h>
+
+/* The inner dimension is summed in chunks of this many terms, one cblas call each, in order.
+ * OpenBLAS (0.3.21) splits a K above its GEMM_Q (320 for sgemm, 384 for dgemm on Zen) into
+ * blocks whose sizes differ between its single-thread and threaded drivers, so a gemm with,
+ * say, K = 333 gave other bits at 1 and 2 threads. A chunk no larger than GEMM_Q is one block
+ * in both drivers: the same bits at any thread count. */
+#define CPU_GEMM_K_CHUNK 256
 
 /* C = beta * C, for the cases BLAS is not called (no product terms) */
 static void gemm_scale_only(real *c, int M, int N, int ldc, long strideC, int batch, real beta)
@@ -13,6 +20,23 @@ static void gemm_scale_only(real *c, int M, int N, int ldc, long strideC, int ba
             for (int j = 0; j < N; j++)
                 row[j] = beta == 0 ? 0 : beta * row[j];
         }
+}
+
+/* one product C = beta C + alpha A B, its K terms summed chunk by chunk (the first chunk
+ * applies beta, the later ones add) */
+static void gemm_k_chunked(int transA, int transB, int M, int N, int K, real alpha,
+                           const real *a, int lda, const real *b, int ldb, real beta, real *c,
+                           int ldc)
+{
+    enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+    for (int k0 = 0; k0 < K; k0 += CPU_GEMM_K_CHUNK) {
+        int kc = K - k0 < CPU_GEMM_K_CHUNK ? K - k0 : CPU_GEMM_K_CHUNK;
+        const real *ak = a + (transA ? (size_t)k0 * lda : (size_t)k0);
+        const real *bk = b + (transB ? (size_t)k0 : (size_t)k0 * ldb);
+        cblas_real_gemm(CblasRowMajor, ta, tb, M, N, kc, alpha, ak, lda, bk, ldb,
+                        k0 == 0 ? beta : (real)1, c, ldc);
+    }
 }
 
 static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, double alpha, dten A,
@@ -30,11 +54,9 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
         return;
     }
     const real *a = RP(A), *b = RP(Bm);
-    enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
     for (int i = 0; i < batch; i++)
-        cblas_real_gemm(CblasRowMajor, ta, tb, M, N, K, (real)alpha, a + (size_t)i * strideA, lda,
-                        b + (size_t)i * strideB, ldb, (real)beta, c + (size_t)i * strideC, ldc);
+        gemm_k_chunked(transA, transB, M, N, K, (real)alpha, a + (size_t)i * strideA, lda,
+                       b + (size_t)i * strideB, ldb, (real)beta, c + (size_t)i * strideC, ldc);
 }
 
 static void cpu_bias_add(device *d, dten out, dten bias, int N, int C)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/test_threads.sh: the cpu backend's thread count does not change a run's numbers: pinned
-# to 1 and 2 threads, and adapted beside a CPU-bound process, gpt2-tiny and mixtral-tiny (whose
-# expert GEMMs have a varying, odd number of rows) give the same bits.
+# to 1 and 2 threads, and adapted beside a CPU-bound process, gpt2-tiny, bert-tiny (its decoder's
+# GEMM sums 1181 vocabulary rows) and mixtral-tiny (its expert GEMMs a varying, odd number of
+# rows) give the same bits.
 # usage: test_threads.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$2"
@@ -26,6 +27,7 @@ same_bits() {
     cmp -s "$T/s1" "$T/s3" && pass || { fail "$1: adaptive differs from 1 thread"; diff "$T/s1" "$T/s3" | head; }
 }
 same_bits gpt2-tiny 12
+same_bits bert-tiny 6
 same_bits mixtral-tiny 6
 
 echo "a thread count that is not one is refused with a warning, not obeyed"

@@ -2305,6 +2305,42 @@ static void test_determinism(void **state)
     assert_memory_equal(one, three, n1 * sizeof one[0]);
 }
 
+/* a weight gradient dW += dY^T X over K rows, as the MoE experts' (K = rows routed to one
+ * expert: any count, here above OpenBLAS's K block of 320 and above twice it) */
+static size_t gemm_det_run(int K, double *out)
+{
+    enum { GM = 64, GN = 48 };
+    static double a[1000 * GM], b[1000 * GN], c[GM * GN];
+    rnd(a, (size_t)K * GM, 1301, -1, 1);
+    rnd(b, (size_t)K * GN, 1302, -1, 1);
+    rnd(c, GM * GN, 1303, -1, 1);
+    tdev t;
+    tdev_open(&t, "cpu");
+    dten av = put(&t, a, (size_t)K * GM), bv = put(&t, b, (size_t)K * GN), cv = put(&t, c, GM * GN);
+    t.d->ops->gemm(t.d, 1, 0, GM, GN, K, 1.0, av, GM, 0, bv, GN, 0, 1.0, cv, GN, 0, 1);
+    size_t k = fetch(&t, cv, out);
+    tdev_close(&t);
+    return k;
+}
+
+static void test_gemm_determinism(void **state)
+{
+    (void)state;
+    enum { GMAX = 64 * 48 };
+    static double one[GMAX], three[GMAX];
+    static const int rows[] = {333, 701, 1000};
+    int saved = omp_get_max_threads();
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        omp_set_num_threads(1);
+        size_t n1 = gemm_det_run(rows[i], one);
+        omp_set_num_threads(3);
+        size_t n3 = gemm_det_run(rows[i], three);
+        omp_set_num_threads(saved);
+        assert_true(n1 == n3 && n1 <= GMAX);
+        assert_memory_equal(one, three, n1 * sizeof one[0]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2353,6 +2389,7 @@ int main(void)
         cmocka_unit_test(test_memory_and_open),
         cmocka_unit_test(test_argument_checks),
         cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_gemm_determinism),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,17 @@
 /* devices/cpu/cpu_ops_gemm.c: the cpu backend's strided-batched GEMM (OpenBLAS cblas_?gemm, one
- * call per batch entry, OpenBLAS threads each call) and the bias add and bias gradient. */
+ * or two calls per batch entry, OpenBLAS threads each call) and the bias add and gradient. */
 #include "cpu_real.h"
 
 #include <cblas.h>
+
+/* OpenBLAS (0.3.21) splits a K above its GEMM_Q (320 for sgemm, 384 for dgemm on this Zen) into
+ * blocks, the last two by halving what is left, and its single-thread and threaded drivers round
+ * that half differently: a gemm with, say, K = 333 (an expert's rows) gave other bits at 1 and 2
+ * threads. So K is summed as a head of whole multiples of this many terms (GEMM_Q being a multiple
+ * of 64, every block of the head, halves included, is a multiple of 32 that both drivers leave as
+ * it is) and then the tail of fewer than this many (below GEMM_Q: one block in both): the same
+ * bits at any thread count, for one more cblas call. */
+#define CPU_GEMM_K_UNIT 256
 
 /* C = beta * C, for the cases BLAS is not called (no product terms) */
 static void gemm_scale_only(real *c, int M, int N, int ldc, long strideC, int batch, real beta)
@@ -13,6 +22,31 @@ static void gemm_scale_only(real *c, int M, int N, int ldc, long strideC, int ba
             for (int j = 0; j < N; j++)
                 row[j] = beta == 0 ? 0 : beta * row[j];
         }
+}
+
+/* one product C = beta C + alpha A B over the K terms [k0, k1) */
+static void gemm_k_range(int transA, int transB, int M, int N, int k0, int k1, real alpha,
+                         const real *a, int lda, const real *b, int ldb, real beta, real *c,
+                         int ldc)
+{
+    enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
+    const real *ak = a + (transA ? (size_t)k0 * lda : (size_t)k0);
+    const real *bk = b + (transB ? (size_t)k0 : (size_t)k0 * ldb);
+    cblas_real_gemm(CblasRowMajor, ta, tb, M, N, k1 - k0, alpha, ak, lda, bk, ldb, beta, c, ldc);
+}
+
+/* C = beta C + alpha A B as the head (whole units of K) and then the tail (the rest) */
+static void gemm_head_tail(int transA, int transB, int M, int N, int K, real alpha,
+                           const real *a, int lda, const real *b, int ldb, real beta, real *c,
+                           int ldc)
+{
+    int head = K - K % CPU_GEMM_K_UNIT;
+    if (head > 0)
+        gemm_k_range(transA, transB, M, N, 0, head, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (head < K)
+        gemm_k_range(transA, transB, M, N, head, K, alpha, a, lda, b, ldb,
+                     head > 0 ? (real)1 : beta, c, ldc);
 }
 
 static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, double alpha, dten A,
@@ -30,11 +64,9 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
         return;
     }
     const real *a = RP(A), *b = RP(Bm);
-    enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
     for (int i = 0; i < batch; i++)
-        cblas_real_gemm(CblasRowMajor, ta, tb, M, N, K, (real)alpha, a + (size_t)i * strideA, lda,
-                        b + (size_t)i * strideB, ldb, (real)beta, c + (size_t)i * strideC, ldc);
+        gemm_head_tail(transA, transB, M, N, K, (real)alpha, a + (size_t)i * strideA, lda,
+                       b + (size_t)i * strideB, ldb, (real)beta, c + (size_t)i * strideC, ldc);
 }
 
 static void cpu_bias_add(device *d, dten out, dten bias, int N, int C)

@@ -7,7 +7,7 @@ Every line is one row: E K, the E logits (float32, printed so that strtof reads 
 exactly), the K indices torch.topk(logits, K) gives on CPU, then the K indices that
 transformers' MixtralTopKRouter gives (softmax of the float32 logits, then torch.topk of the
 probabilities): the router runs with hidden size E and an identity weight, so its linear layer
-hands the logits through unchanged. Rows hold all-equal values, pairs, runs, few levels,
+hands the logits through unchanged. Rows hold issue 11's four examples, all-equal values, pairs, runs, few levels,
 neighbouring floats (distinct logits whose probabilities may round equal) and plain random
 values, for E in {2,4,8,16,64,160} and K in {1,2,4,6,8} (K <= E), plus K = 24 and 40 for
 E >= 64 (std::sort's introsort beyond its 16-element insertion sort); K * 64 <= E takes ATen's
@@ -26,6 +26,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "data", "topk_ties.txt")
 SIZES = (2, 4, 8, 16, 64, 160)
 KS = (1, 2, 4, 6, 8)
+EXAMPLES = (([3.0, 3.0, 3.0, 3.0], 2), ([1.0, 2.0, 2.0, 0.0], 2),  # issue 11's examples
+            ([2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0], 2), ([0.5, 1.0, 0.5, 1.0, 1.0, 0.0], 3))
 
 
 def rows_for(E, gen):
@@ -79,6 +81,8 @@ def main():
     gen = torch.Generator().manual_seed(11)
     lines = [f"# written by tools/make_topk_fixture.py (torch {torch.__version__}, "
              f"transformers {transformers.__version__}): E K logits[E] topk_ids[K] router_ids[K]"]
+    for vals, K in EXAMPLES:
+        lines.append(line(torch.tensor(vals, dtype=torch.float32), K))
     for E in SIZES:
         ks = [k for k in KS if k <= E] + ([24, 40] if E >= 64 else [])
         for row in rows_for(E, gen):

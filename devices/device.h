@@ -238,8 +238,13 @@ typedef struct device_i {
 
     /* top-k routing (HF Mixtral's router): probs[N,E] = softmax(logits) over the E experts
      * (sums in double or the OpenCL accumulator type), ids[N,K] (DT_I32) the K largest in
-     * descending order (chosen on the logits, ties to the lower index), weights[N,K] their
-     * probabilities, divided by their sum when norm (norm_topk_prob). 1 <= K <= E. */
+     * descending order, weights[N,K] their probabilities, divided by their sum when norm
+     * (norm_topk_prob). 1 <= K <= E <= TOPK_MAX_EXPERTS (512). Ties: ids are exactly
+     * torch.topk(logits, K).indices on CPU, ties in the order libstdc++'s partial_sort (K*64 <=
+     * E) or nth_element + sort leave them (devices/topk_select.h), the same on every device.
+     * Chosen on the logits, not on each device's rounded probabilities (transformers' router
+     * takes top-k of its fp32 softmax: where that rounds neighbouring logits to equal
+     * probabilities, its ids can differ; docs/ops.md). */
     void (*topk_router_forward)(device *d, dten weights, dten ids, dten probs, dten logits, int N,
                                 int E, int K, int norm);
     /* dlogits += the gradient through the (renormalized) selected probabilities and the

@@ -1,6 +1,7 @@
 /* devices/op_checks.c: the argument checks of each op, shared by the backends; built on
  * device_view_ok and device_dims_ok, so messages name the backend as d->backend. */
 #include "op_checks.h"
+#include "topk_select.h"
 
 int op_elementwise_ok(device *d, const char *op, int n, dten a, dten b, dten c)
 {
@@ -220,6 +221,11 @@ int op_topk_ok(device *d, const char *op, dten weights, dten ids, dten probs, dt
     if (K > E) {
         device_fail(d, "%s: %s: K=%d experts per token is more than the E=%d experts",
                     d->backend, op, K, E);
+        return 0;
+    }
+    if (E > TOPK_MAX_EXPERTS) {
+        device_fail(d, "%s: %s: E=%d experts is more than the %d a row may hold",
+                    d->backend, op, E, TOPK_MAX_EXPERTS);
         return 0;
     }
     size_t nk = (size_t)N * (size_t)K, ne = (size_t)N * (size_t)E;

@@ -1,31 +1,32 @@
 /* devices/cpu/cpu_ops_topk.c: the cpu backend's top-k expert routing (softmax over the experts,
- * the K largest, optional renormalization), forward and backward, one row per token. */
+ * the K largest in torch.topk's order, optional renormalization), forward and backward, one
+ * row per token. */
 #include "cpu_real.h"
 
 #include <math.h>
 
-/* row n: softmax into p, the K largest logits' ids (descending, ties to the lower index) */
+#define TOPK_REAL real
+#include "topk_select.h"
+
+/* row n: softmax into p, the ids of the K largest logits in torch.topk's order (the order of the
+ * probabilities, but free of each device's exp rounding: device.h) */
 static void topk_row_forward(real *w, int32_t *id, real *p, const real *x, int E, int K,
                              int norm)
 {
     double mx = -INFINITY, sum = 0, sel = 0;
+    topk_pair q[TOPK_MAX_EXPERTS];
     for (int e = 0; e < E; e++)
         mx = x[e] > mx ? x[e] : mx;
     for (int e = 0; e < E; e++)
         sum += exp((double)x[e] - mx);
-    for (int e = 0; e < E; e++)
+    for (int e = 0; e < E; e++) {
         p[e] = (real)(exp((double)x[e] - mx) / sum);
+        q[e] = (topk_pair){x[e], e};
+    }
+    topk_select(q, E, K);
     for (int k = 0; k < K; k++) {
-        int best = -1;
-        for (int e = 0; e < E; e++) {
-            int taken = 0;
-            for (int j = 0; j < k; j++)
-                taken |= id[j] == e;
-            if (!taken && (best < 0 || x[e] > x[best]))
-                best = e;
-        }
-        id[k] = best;
-        sel += p[best];
+        id[k] = q[k].i;
+        sel += p[id[k]];
     }
     for (int k = 0; k < K; k++)
         w[k] = norm ? (real)(p[id[k]] / sel) : p[id[k]];

@@ -2,6 +2,7 @@
  * (the opencl backend's) compiled as CUDA C through dialect.h, and their table for the host. */
 #include "kernels/dialect.h"
 #include "philox.h"
+#include "topk_select.h"
 
 /* common.cl first (acc_t, work-group sums, error codes), then every kernel file */
 #include "kernels/common.cl"

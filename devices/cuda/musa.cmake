@@ -25,6 +25,7 @@ add_custom_command(OUTPUT ${MUSA_KERNELS_O}
           -DHARNESS_MUSA=1 -I${CMAKE_SOURCE_DIR}/devices -I${CMAKE_SOURCE_DIR}/devices/cuda
           -c ${CMAKE_SOURCE_DIR}/devices/cuda/cu_kernels.cu -o ${MUSA_KERNELS_O}
   DEPENDS ${CMAKE_SOURCE_DIR}/devices/cuda/cu_kernels.cu ${MUSA_KERNEL_DEPS} ${CMAKE_SOURCE_DIR}/devices/philox.h
+          ${CMAKE_SOURCE_DIR}/devices/topk_select.h
   COMMENT "Compiling the kernels with mcc for mp_${MUSA_ARCH}" VERBATIM)
 
 file(GLOB CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/devices/cuda/*.c)

@@ -1,6 +1,7 @@
 /* devices/kernels/topk.cl: top-k expert routing, one work-item per token row, the cpu
- * reference's loops and order (softmax sums in acc_t, selection on the logits, ties to the
- * lower index). The backward raises ERR_TOPK_BWD on an expert id outside [0, E). */
+ * reference's loops and order (softmax sums in acc_t, selection on the logits in torch.topk's
+ * order through devices/topk_select.h, embedded ahead of the kernels). The
+ * backward raises ERR_TOPK_BWD on an expert id outside [0, E). */
 
 KERNEL void topk_router_forward(GLOBAL float *w, ulong w_off, GLOBAL int *ids,
                                   ulong ids_off, GLOBAL float *probs, ulong p_off,
@@ -20,17 +21,15 @@ KERNEL void topk_router_forward(GLOBAL float *w, ulong w_off, GLOBAL int *ids,
         sum += exp((acc_t)x[e] - mx);
     for (int e = 0; e < E; e++)
         p[e] = (float)(exp((acc_t)x[e] - mx) / sum);
+    topk_pair q[TOPK_MAX_EXPERTS];
+    for (int e = 0; e < E; e++) {
+        q[e].v = x[e];
+        q[e].i = e;
+    }
+    topk_select(q, E, K);
     for (int k = 0; k < K; k++) {
-        int best = -1;
-        for (int e = 0; e < E; e++) {
-            int taken = 0;
-            for (int j = 0; j < k; j++)
-                taken |= id[j] == e;
-            if (!taken && (best < 0 || x[e] > x[best]))
-                best = e;
-        }
-        id[k] = best;
-        sel += p[best];
+        id[k] = q[k].i;
+        sel += p[id[k]];
     }
     for (int k = 0; k < K; k++)
         w[w_off + n * K + k] = norm ? (float)(p[id[k]] / sel) : p[id[k]];

@@ -272,6 +272,17 @@ struct device {
     size_t mem_current, mem_peak;       /* harness accounting of live device bytes */
     int failed;
     char err[DEVICE_ERR];
+    /* low precision (devices/lowp.h, docs/precision.md). A backend that can round to bf16/fp16
+     * fills round_lowp at open: x[0, n) rounded in place to nearest even, mode 1 bf16, 2 fp16
+     * (NaN stays NaN, fp16 overflows to +-Inf and keeps IEEE subnormals); NULL: it cannot. The
+     * rest is device_set_lowp's alone: lowp the mode (0 none), loss_scale the factor its
+     * softmax_xent_backward applies (fp16 loss scaling; 1 otherwise), native_ops the backend's
+     * own table while ops points at lowp_ops. */
+    void (*round_lowp)(device *d, dten x, int n, int mode);
+    int lowp;
+    double loss_scale;
+    const device_i *native_ops;
+    device_i lowp_ops;
 };
 
 /* ---- generic wrappers (devices/device.c) ---- */

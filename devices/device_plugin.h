@@ -10,7 +10,7 @@
 /* Bumped whenever device.h's structs (device, device_i, device_info, dbuf_head, dten) change
  * their layout or meaning; the loader refuses a plugin built for another version or whose
  * struct sizes differ from the harness's (docs/porting.md, "Plugins"). */
-#define HARNESS_DEVICE_PLUGIN_ABI 1
+#define HARNESS_DEVICE_PLUGIN_ABI 2
 
 /* what harness_device_plugin_v1 returns: a static table, valid while the library is loaded */
 typedef struct {

@@ -33,7 +33,7 @@ fi
 
 # ---- load errors: exit 2, a message that says what is wrong ----
 expect 2 "wrong ABI version" -- "$H" ops --device "plugin:$B/broken_version.so"
-says "built for device plugin ABI version 2, this harness speaks version 1"
+says "built for device plugin ABI version 3, this harness speaks version 2"
 expect 2 "wrong struct size" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_size.so" --db "$T/x.db"
 says "struct device_i is"
 says "rebuild the plugin"

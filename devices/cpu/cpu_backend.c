@@ -187,6 +187,7 @@ device *CPU_SYM(device_open)(const char *arg, char *err, size_t errlen)
     snprintf(d->dtype, sizeof d->dtype, "%s", CPU_DTYPE);
     d->real_size = sizeof(real);
     d->mem_total = cpu_mem_total();
+    d->round_lowp = cpu_round_lowp;
     return d;
 }
 

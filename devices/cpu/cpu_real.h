@@ -45,6 +45,10 @@ struct dbuf {
 #define cpu_fill_ops CPU_SYM(fill_ops)
 void cpu_fill_ops(device_i *ops); /* cpu_ops*.c: the op entries of the table */
 
+/* device.round_lowp (cpu_ops_lowp.c) */
+#define cpu_round_lowp CPU_SYM(round_lowp)
+void cpu_round_lowp(device *d, dten x, int n, int mode);
+
 /* the op entries of each cpu_ops_<area>.c */
 #define cpu_fill_elementwise CPU_SYM(fill_elementwise)
 #define cpu_fill_embedding CPU_SYM(fill_embedding)

@@ -371,6 +371,7 @@ device *cuda_device_open(const char *arg, char *err, size_t errlen)
     snprintf(d->backend, sizeof d->backend, "%s", HARNESS_CUDA_BACKEND);
     snprintf(d->dtype, sizeof d->dtype, "fp32");
     d->real_size = sizeof(float);
+    d->round_lowp = cu_round_lowp;
     if (setup(d, c, err, errlen)) {
         cu_close(d);
         return NULL;

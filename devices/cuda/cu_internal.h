@@ -93,6 +93,8 @@ void cu_fill_rope(device_i *ops);
 void cu_fill_gqa(device_i *ops);
 void cu_fill_gather(device_i *ops);
 void cu_fill_topk(device_i *ops);
+/* device.round_lowp (cu_ops_lowp.c) */
+void cu_round_lowp(device *d, dten x, int n, int mode);
 
 /* ---- fault injection (a test-only build: -DHARNESS_CUDA_FAULT=op), as the opencl backend's ---- */
 #ifdef HARNESS_CUDA_FAULT

@@ -16,6 +16,7 @@
 #include "kernels/gqa.cl"
 #include "kernels/layernorm.cl"
 #include "kernels/loss.cl"
+#include "kernels/lowp.cl"
 #include "kernels/optim.cl"
 #include "kernels/reduce.cl"
 #include "kernels/rmsnorm.cl"

@@ -10,6 +10,7 @@
  *   GLOBAL_ID, GLOBAL_SIZE, LOCAL_ID, GROUP_ID   one-dimensional launch indices
  *   BARRIER()         work-group barrier with local-memory fence
  *   ATOMIC_CMPXCHG(p, cmp, val)   32-bit int compare-and-swap on global memory
+ *   AS_UINT(f), AS_FLOAT(u)       a float's bits as a uint and back (as_uint; __float_as_uint)
  *   ulong, uint       64-bit and 32-bit unsigned integers, as OpenCL names them
  * plus WG (items per work-group, a power of two), HAVE_FP64 and REDUCE_GROUPS, which OpenCL
  * gets as build options and CUDA from the defaults below. Math functions (exp, log, sqrt, erf,
@@ -30,6 +31,8 @@
 #define GROUP_ID ((size_t)get_group_id(0))
 #define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define ATOMIC_CMPXCHG(p, cmp, val) atomic_cmpxchg(p, cmp, val)
+#define AS_UINT(f) as_uint(f)
+#define AS_FLOAT(u) as_float(u)
 
 #elif defined(__CUDACC__) || defined(__MUSACC__)
 
@@ -47,6 +50,8 @@
 #define GROUP_ID ((size_t)blockIdx.x)
 #define BARRIER() __syncthreads()
 #define ATOMIC_CMPXCHG(p, cmp, val) atomicCAS(p, cmp, val)
+#define AS_UINT(f) __float_as_uint(f)
+#define AS_FLOAT(u) __uint_as_float(u)
 /* the same types glibc's <sys/types.h> gives these names (a repeated typedef is allowed) */
 typedef unsigned long ulong;
 typedef unsigned int uint;

@@ -45,7 +45,8 @@
     X(K_GQA_BACKWARD_DKV, gqa_backward_dkv)                                                     \
     X(K_GATHER_ROWS_FORWARD, gather_rows_forward)                                               \
     X(K_TOPK_ROUTER_FORWARD, topk_router_forward)                                               \
-    X(K_TOPK_ROUTER_BACKWARD, topk_router_backward)
+    X(K_TOPK_ROUTER_BACKWARD, topk_router_backward)                                             \
+    X(K_LOWP_ROUND, lowp_round)
 
 #define KERNEL_ID_ENUM(id, name) id,
 typedef enum { KERNEL_LIST(KERNEL_ID_ENUM) K_COUNT } kernel_id;

@@ -366,6 +366,7 @@ device *opencl_device_open(const char *arg, char *err, size_t errlen)
     snprintf(d->backend, sizeof d->backend, "opencl");
     snprintf(d->dtype, sizeof d->dtype, "fp32");
     d->real_size = sizeof(cl_float);
+    d->round_lowp = ocl_round_lowp;
     if (setup(d, c, err, errlen)) {
         ocl_close(d);
         return NULL;

@@ -110,6 +110,8 @@ void ocl_fill_rope(device_i *ops);
 void ocl_fill_gqa(device_i *ops);
 void ocl_fill_gather(device_i *ops);
 void ocl_fill_topk(device_i *ops);
+/* device.round_lowp (ocl_ops_lowp.c) */
+void ocl_round_lowp(device *d, dten x, int n, int mode);
 
 /* ---- fault injection (a test-only build: -DHARNESS_OPENCL_FAULT=op) ---- */
 #ifdef HARNESS_OPENCL_FAULT

@@ -177,7 +177,8 @@ static void expert_backward(llama *m, int l, int e, const size_t *seg, dten dout
     d->ops->gather_rows_backward(d, dh, dxe, tok, M, N, C);
 }
 
-/* the aux loss's gradient into drl: dp[n,e] = coef E F_e mask_n / rows^2, through the softmax */
+/* the aux loss's gradient into drl: dp[n,e] = coef E F_e mask_n / rows^2, through the softmax;
+ * times the device's loss scale (fp16 loss scaling scales the whole loss, docs/precision.md) */
 static void aux_backward(llama *m, const llama_layer_acts *a)
 {
     device *d = m->d;
@@ -186,7 +187,8 @@ static void aux_backward(llama *m, const llama_layer_acts *a)
     if (R <= 0)
         return;
     for (size_t e = 0; e < z->E; e++)
-        f[e] = m->c.router_aux_loss_coef * (double)z->E * m->F[e] / (R * R);
+        f[e] = m->c.router_aux_loss_coef * (double)z->E * m->F[e] / (R * R) *
+               (d->lowp ? d->loss_scale : 1.0);
     dten fvec = dten_view(m->fvec, 0, z->E);
     d->ops->upload_f64(d, fvec, f);
     int N = (int)z->BT, E = (int)z->E;

@@ -52,7 +52,7 @@ static int begin_run(store *st, const scenario *s, const device *d, int64_t *id)
     char host[256];
     host_name(host, sizeof host);
     run_meta m = {s->name, s->json, s->hash, d->backend, d->name, d->vendor, d->driver_version,
-                  d->runtime_version, s->world_size, d->dtype, host, harness_git_commit,
+                  d->runtime_version, s->world_size, train_run_dtype(d), host, harness_git_commit,
                   HARNESS_VERSION, (int64_t)d->mem_total, host_threads(), host_load_avg()};
     return store_begin_run(st, &m, id);
 }
@@ -65,7 +65,7 @@ static const char *status_name(train_status st)
 static train_options run_options(const run_args *a)
 {
     train_options o = {(int)a->steps, &stop_requested, NULL,    NULL, a->save, a->dump_batches,
-                       a->comm,         NULL};
+                       a->comm,         NULL,          0};
     return o;
 }
 

@@ -109,6 +109,10 @@ static const char *const migrations[] = {
     " busbw_gbs REAL, wrong INTEGER NOT NULL, first_bad_rank INTEGER,"
     " status TEXT NOT NULL CHECK (status IN ('ok', 'wrong')));"
     "CREATE INDEX comm_checks_check ON comm_checks(check_id);",
+    /* 8 (mixed precision, issue 13): an fp16 run's loss scale of each step and whether its
+     * optimizer step was skipped (Inf/NaN gradients); NULL for runs without loss scaling */
+    "ALTER TABLE steps ADD COLUMN loss_scale REAL;"
+    "ALTER TABLE steps ADD COLUMN skipped INTEGER CHECK (skipped IN (0, 1));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -285,8 +289,8 @@ static int old_schema_error(const store *st, int version)
 
 static const char ADD_STEP_SQL[] =
     "INSERT INTO steps(run_id, step, loss, grad_norm, lr, tokens, step_ms, tokens_per_s,"
-    " mem_peak_bytes, mem_used_bytes, mem_total_bytes, threads) VALUES(?1, ?2, ?3, ?4, ?5, ?6,"
-    " ?7, ?8, ?9, ?10, ?11, ?12)";
+    " mem_peak_bytes, mem_used_bytes, mem_total_bytes, threads, loss_scale, skipped)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
 /* everything after the file check: connection, schema checks, pragmas, migration */
 static int open_connection(store *st)
@@ -453,6 +457,11 @@ static int bind_step(sqlite3_stmt *s, int64_t run_id, const step_record *r)
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 11, r->mem_total_bytes);
     if (rc == SQLITE_OK)
         rc = r->threads > 0 ? sqlite3_bind_int(s, 12, r->threads) : sqlite3_bind_null(s, 12);
+    int scaled = r->loss_scale > 0; /* loss scaling: both columns, else both NULL */
+    if (rc == SQLITE_OK)
+        rc = scaled ? bind_real(s, 13, r->loss_scale) : sqlite3_bind_null(s, 13);
+    if (rc == SQLITE_OK)
+        rc = scaled ? sqlite3_bind_int(s, 14, r->skipped != 0) : sqlite3_bind_null(s, 14);
     return rc;
 }
 
@@ -693,6 +702,10 @@ static void read_step(sqlite3_stmt *s, step_record *r)
     r->mem_used_bytes = sqlite3_column_int64(s, 8);
     r->mem_total_bytes = sqlite3_column_int64(s, 9);
     r->threads = sqlite3_column_int(s, 10);
+    r->loss_scale = sqlite3_column_type(s, 11) == SQLITE_NULL ? 0 : column_real(s, 11);
+    r->skipped = sqlite3_column_int(s, 12);
+    r->moe_layers = r->moe_experts = 0;
+    r->expert_tokens = NULL;
 }
 
 int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n)
@@ -701,7 +714,8 @@ int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n)
     *n = 0;
     sqlite3_stmt *s;
     if (prepare_for_run(st, "SELECT step, loss, grad_norm, lr, tokens, step_ms, tokens_per_s,"
-                            " mem_peak_bytes, mem_used_bytes, mem_total_bytes, threads FROM steps"
+                            " mem_peak_bytes, mem_used_bytes, mem_total_bytes, threads,"
+                            " loss_scale, skipped FROM steps"
                             " WHERE run_id = ?1 ORDER BY step", run_id, "reading steps", &s))
         return 2;
     step_record *a = NULL;

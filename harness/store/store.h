@@ -36,6 +36,11 @@ typedef struct {
     double step_ms, tokens_per_s;
     int64_t mem_peak_bytes, mem_used_bytes, mem_total_bytes;
     int threads;                /* CPU threads the step ran with (cpu backends); 0 unknown */
+    /* fp16 dynamic loss scaling (schema version 8): the scale the step's loss was multiplied by,
+     * and 1 when its optimizer step was skipped (Inf/NaN gradients); loss_scale 0: none (NULL
+     * in the store, skipped then 0) */
+    double loss_scale;
+    int skipped;
     /* sparse-MoE routing of this step's forward: expert_tokens[layer * moe_experts + expert]
      * tokens sent to each expert of each MoE layer; NULL (and 0, 0) for a model without */
     int moe_layers, moe_experts;
@@ -109,7 +114,8 @@ int store_get_routing(store *st, int64_t run_id, routing_table *t);
 void routing_table_free(routing_table *t);
 
 /* ---- baselines, comparisons and history (added for compare and report) ----------------------
- * Schema version 6 adds expert_tokens (above); 5 run_logs and rank_steps; 4 steps.threads.
+ * Schema version 8 adds steps.loss_scale and steps.skipped; 7 comm_checks;
+ * 6 adds expert_tokens (above); 5 run_logs and rank_steps; 4 steps.threads.
  * Schema version 3 adds runs.threads, runs.load_avg and runs.imported.
  * Schema version 2: baselines are keyed by (scenario, label), so one label ("cpu", "a100")
  * names a baseline per scenario; run_extra keeps the metadata keys of an imported baseline that

@@ -799,7 +799,7 @@ static int load_root(const src *x, json_t *root, scenario *s)
     static const char *const keys[] = {"name",       "description", "model",      "data",
                                        "train",      "world_size",  "dtype",      "tolerances",
                                        "baseline",   NULL};
-    static const char *const dtypes[] = {"fp32", NULL};
+    static const char *const dtypes[] = {"fp32", "bf16", "fp16", NULL};
     int rc;
     if (!json_is_object(root))
         return fail(x, NULL, "a scenario must be a JSON object, not %s", json_type_name(root));

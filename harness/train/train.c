@@ -12,6 +12,7 @@
 #include "formats/formats.h"
 #include "thread_policy_internal.h"
 #include "train_dist_internal.h"
+#include "train_lowp_internal.h"
 #include "util/util.h"
 
 double lr_multiplier(const char *schedule, int step, int warmup, int total)
@@ -54,6 +55,9 @@ struct trainer {
     int64_t *expert_tokens;      /* [moe_layers * moe_experts]: the step's counts, summed over
                                     its micro-batches */
     int64_t *expert_scratch;     /* the same shape: one forward's counts */
+    train_lowp lowp;             /* bf16/fp16: the device's mode, fp16 loss scaling */
+    int applied;                 /* optimizer steps applied so far: AdamW's t and the LR
+                                    scheduler's count (an fp16 step skipped moves neither) */
 };
 
 /* the buffers of the model's per-expert token counts, when it has MoE layers: their shape
@@ -167,15 +171,19 @@ static int train_step(struct trainer *tr, int step, step_record *r, char *err, s
     double t0 = now_ms();
     int64_t tokens;
     double loss = 0;
-    if (micro_batches(tr, step, &loss, &tokens, err, len))
+    train_lowp_begin_step(&tr->lowp);
+    if (micro_batches(tr, step, &loss, &tokens, err, len) ||
+        train_lowp_inject(&tr->lowp, tr->model, step))
         return 1;
-    double norm = model_grad_norm(tr->model);
+    int skipped; /* fp16: Inf/NaN gradients, no update (GradScaler.step) */
+    double norm = train_lowp_unscale(&tr->lowp, tr->model, &skipped);
     /* torch.nn.utils.clip_grad_norm_: coef = max_norm / (norm + 1e-6), clamped to 1 */
-    if (s->clip > 0 && isfinite(norm) && s->clip / (norm + 1e-6) < 1.0)
+    if (!skipped && s->clip > 0 && isfinite(norm) && s->clip / (norm + 1e-6) < 1.0)
         model_scale_grads(tr->model, s->clip / (norm + 1e-6));
-    adamw_params p = {s->lr * lr_multiplier(s->schedule, step - 1, s->warmup_steps, tr->steps),
+    adamw_params p = {s->lr * lr_multiplier(s->schedule, tr->applied, s->warmup_steps,
+                                            tr->steps),
                       s->beta1, s->beta2, s->eps, s->weight_decay, s->decay_all};
-    if (model_adamw_step(tr->model, &p, step))
+    if (!skipped && model_adamw_step(tr->model, &p, ++tr->applied))
         return 1;
     d->ops->synchronize(d);
     double ms = now_ms() - t0;
@@ -192,6 +200,7 @@ static int train_step(struct trainer *tr, int step, step_record *r, char *err, s
     r->mem_total_bytes = (int64_t)d->mem_total;
     r->threads = thread_policy_threads();
     routing_record(tr, r);
+    train_lowp_end_step(&tr->lowp, r, skipped);
     return device_error(d) ? 1 : 0;
 }
 
@@ -314,6 +323,8 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         return EXIT_USAGE;
     }
     int rc = check_fit(s, d);
+    if (!rc)
+        rc = train_lowp_setup(&tr->lowp, s, d, o && o->native_precision);
     if (!rc && o && o->save_dir)
         rc = checkpoint_check_target(o->save_dir);
     if (!rc)
@@ -352,6 +363,7 @@ void train_free(trainer *tr)
     if (!tr)
         return;
     model_free(tr->model);
+    train_lowp_free(&tr->lowp);
     dist_free(&tr->dist);
     dataset_free(&tr->data);
     mlm_dataset_free(&tr->mlm_data);
@@ -509,7 +521,7 @@ int train_loop(trainer *tr, const train_options *o, train_result *res)
             rc = finish(res, TRAIN_FAILED, "%s", "recording the step failed");
             break;
         }
-        if (!isfinite(r.loss) || !isfinite(r.grad_norm)) {
+        if (!isfinite(r.loss) || (!isfinite(r.grad_norm) && !r.skipped)) {
             snprintf(res->error, sizeof res->error, "loss %g, grad norm %g at step %d", r.loss,
                      r.grad_norm, step);
             rc = finish(res, TRAIN_DIVERGED, NULL, NULL);

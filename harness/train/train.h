@@ -37,6 +37,9 @@ typedef struct {
      * loss, tokens, step time and memory; on_step then gets the run's: the mean loss, every
      * rank's tokens, the slowest step time, the largest memory */
     int (*on_rank_step)(int rank, const step_record *r, void *arg);
+    /* 1: train at the device's own element type whatever the scenario's dtype says (no bf16/fp16
+     * rounding, no loss scaling): a golden run of a bf16/fp16 scenario on cpu64 */
+    int native_precision;
 } train_options;
 
 typedef enum { TRAIN_OK, TRAIN_FAILED, TRAIN_DIVERGED, TRAIN_INTERRUPTED } train_status;
@@ -67,6 +70,23 @@ void train_free(trainer *tr);
 /* a collective (every rank calls it after train_prepare): the initial weights are the same bits
  * on every rank. 0, or 1 after a message naming the rank that differs */
 int train_check_replicas(trainer *tr);
+
+/* the dtype a run of s on d trains in, for its runs row: the scenario's bf16 or fp16 when d was
+ * put in that mode (train_prepare did), else the device's element type ("fp32", "fp64") */
+const char *train_run_dtype(const device *d);
+
+/* fp16 dynamic loss scaling, torch.amp.GradScaler's defaults and rules (docs/precision.md) */
+#define LOSS_SCALE_INIT 65536.0
+#define LOSS_SCALE_GROWTH 2.0
+#define LOSS_SCALE_BACKOFF 0.5
+#define LOSS_SCALE_INTERVAL 2000
+typedef struct {
+    double scale;
+    int clean_steps; /* consecutive steps not skipped since the last change (growth tracker) */
+} loss_scaler;
+/* GradScaler.update after a step: found_inf halves the scale and resets the count, else
+ * LOSS_SCALE_INTERVAL clean steps in a row double it */
+void loss_scaler_update(loss_scaler *ls, int found_inf);
 
 /* train_prepare, train_loop and train_free in one: 0, 1, or 2 on an input error (res->status
  * TRAIN_FAILED, res->steps_done 0). */

@@ -352,10 +352,21 @@ static void show_meta(const run_row *r, const run_device *d)
     show_field("steps", buf);
 }
 
+/* 1 when some step of the run was loss-scaled (an fp16 run): show adds its two columns */
+static int any_loss_scale(const step_record *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (s[i].loss_scale > 0)
+            return 1;
+    return 0;
+}
+
 static void show_steps(const step_record *s, int n)
 {
-    printf("\n%6s %16s %12s %12s %10s %12s %10s %7s\n", "step", "loss", "grad_norm", "lr",
+    int scaled = any_loss_scale(s, n);
+    printf("\n%6s %16s %12s %12s %10s %12s %10s %7s", "step", "loss", "grad_norm", "lr",
            "step_ms", "tokens/s", "peak_MiB", "threads");
+    printf(scaled ? " %11s %7s\n" : "\n", "loss_scale", "skipped");
     for (int i = 0; i < n; i++) {
         char loss[32], gn[32], lr[32], ms[32], tps[32], peak[32];
         fmt_num(loss, sizeof loss, "%.9g", s[i].loss);
@@ -367,21 +378,28 @@ static void show_steps(const step_record *s, int n)
         char th[16] = "-";
         if (s[i].threads > 0)
             snprintf(th, sizeof th, "%d", s[i].threads);
-        printf("%6d %16s %12s %12s %10s %12s %10s %7s\n", s[i].step, loss, gn, lr, ms, tps, peak,
+        printf("%6d %16s %12s %12s %10s %12s %10s %7s", s[i].step, loss, gn, lr, ms, tps, peak,
                th);
+        if (scaled)
+            printf(" %11.6g %7s", s[i].loss_scale, s[i].skipped ? "yes" : "no");
+        putchar('\n');
     }
 }
 
 static json_t *step_json(const step_record *s)
 {
-    return json_pack("{s:i, s:o, s:o, s:o, s:I, s:o, s:o, s:I, s:I, s:I, s:o}", "step", s->step,
+    int scaled = s->loss_scale > 0; /* fp16 loss scaling: null for other runs */
+    return json_pack("{s:i, s:o, s:o, s:o, s:I, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:o}", "step",
+                     s->step,
                      "loss", jreal(s->loss), "grad_norm", jreal(s->grad_norm), "lr", jreal(s->lr),
                      "tokens", (json_int_t)s->tokens, "step_ms", jreal(s->step_ms),
                      "tokens_per_s", jreal(s->tokens_per_s), "mem_peak_bytes",
                      (json_int_t)s->mem_peak_bytes, "mem_used_bytes",
                      (json_int_t)s->mem_used_bytes, "mem_total_bytes",
                      (json_int_t)s->mem_total_bytes, "threads",
-                     s->threads > 0 ? json_integer(s->threads) : json_null());
+                     s->threads > 0 ? json_integer(s->threads) : json_null(), "loss_scale",
+                     scaled ? jreal(s->loss_scale) : json_null(), "skipped",
+                     scaled ? json_boolean(s->skipped) : json_null());
 }
 
 /* the scenario JSON as an object when it parses, else as the stored string */

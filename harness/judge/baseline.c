@@ -78,8 +78,12 @@ static const column columns[] = {
     {"mem_peak_bytes", 1, offsetof(step_record, mem_peak_bytes)},
     {"mem_used_bytes", 1, offsetof(step_record, mem_used_bytes)},
     {"mem_total_bytes", 1, offsetof(step_record, mem_total_bytes)},
+    /* fp16 loss scaling: written only for a run that has it (the last two columns) */
+    {"loss_scale", 0, offsetof(step_record, loss_scale)},
+    {"skipped", 2, offsetof(step_record, skipped)}, /* is_int 2: an int, 0 or 1 */
 };
 #define N_COLUMNS ((int)(sizeof columns / sizeof columns[0]))
+#define N_SCALING_COLUMNS 2
 #define MAX_STEPS 100000000
 
 /* ---- parser state ------------------------------------------------------------------------- */
@@ -397,7 +401,9 @@ static int table_value(parser *ps, int ci, const char *t, step_record *r)
     const column *c = &columns[ci];
     char *p = (char *)r + c->off;
     if (strcmp(t, "-") == 0 && ci != 0) {
-        if (c->is_int)
+        if (c->is_int == 2)
+            *(int *)p = 0;
+        else if (c->is_int)
             *(int64_t *)p = 0;
         else
             *(double *)p = NAN;
@@ -412,10 +418,11 @@ static int table_value(parser *ps, int ci, const char *t, step_record *r)
         return 0;
     }
     long long x;
-    int rc = parse_int_value(ps, c->name, t, ci == 0 ? 1 : 0, ci == 0 ? INT32_MAX : INT64_MAX, &x);
+    long long max = ci == 0 ? INT32_MAX : c->is_int == 2 ? 1 : INT64_MAX;
+    int rc = parse_int_value(ps, c->name, t, ci == 0 ? 1 : 0, max, &x);
     if (rc)
         return rc;
-    if (ci == 0)
+    if (ci == 0 || c->is_int == 2)
         *(int *)p = (int)x;
     else
         *(int64_t *)p = x;
@@ -703,15 +710,19 @@ static void write_real(FILE *f, double x)
 
 static void write_steps(FILE *f, const baseline *b)
 {
-    for (int c = 0; c < N_COLUMNS; c++)
+    int scaled = 0; /* some step was loss-scaled: the loss_scale and skipped columns too */
+    for (int i = 0; i < b->n_steps; i++)
+        scaled |= b->steps[i].loss_scale > 0;
+    int ncols = scaled ? N_COLUMNS : N_COLUMNS - N_SCALING_COLUMNS;
+    for (int c = 0; c < ncols; c++)
         fprintf(f, "%s%s", c ? " " : "", columns[c].name);
     fputc('\n', f);
     for (int i = 0; i < b->n_steps; i++) {
         const char *r = (const char *)&b->steps[i];
-        for (int c = 0; c < N_COLUMNS; c++) {
+        for (int c = 0; c < ncols; c++) {
             if (c)
                 fputc(' ', f);
-            if (c == 0)
+            if (c == 0 || columns[c].is_int == 2)
                 fprintf(f, "%d", *(const int *)(r + columns[c].off));
             else if (columns[c].is_int)
                 fprintf(f, "%lld", (long long)*(const int64_t *)(r + columns[c].off));

@@ -161,7 +161,7 @@ static int run_cell(recorder *r, const scenario *s, cell *c)
     } else if (r->st || (store_rc = store_open(a->db, &r->st)) == 0) {
         if (!a->quiet)
             printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
-                   d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
+                   d->backend, term_safe(d->name), train_run_dtype(d), term_safe(a->db));
         runner_record(tr, s, d, r->st, &one, &c->run_id);
     }
     train_free(tr);

@@ -43,6 +43,9 @@ static int record_step(const step_record *r, void *arg)
                "peak %.1f MiB\n",
                r->step, sink->total, r->loss, r->grad_norm, r->lr, r->step_ms, r->tokens_per_s,
                r->mem_peak_bytes / 1048576.0);
+    if (!sink->quiet && r->loss_scale > 0 && r->skipped)
+        printf("step %5d/%d  skipped: Inf/NaN gradients at loss scale %g\n", r->step,
+               sink->total, r->loss_scale);
     fflush(stdout);
     return store_add_step(sink->st, sink->run_id, r);
 }
@@ -162,7 +165,7 @@ static int record_into_db(trainer *tr, const scenario *s, device *d, const run_a
         return rc;
     if (!a->quiet)
         printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
-               d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
+               d->backend, term_safe(d->name), train_run_dtype(d), term_safe(a->db));
     int64_t run_id = 0;
     rc = record_run(tr, s, d, st, a, &run_id, status);
     store_close(st);

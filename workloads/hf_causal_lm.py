@@ -20,6 +20,11 @@ What it does, as harness/train/train.c does it (docs/workloads.md):
   - AdamW (decay on every parameter with train.decay_all, else not on biases and norms),
     transformers' get_scheduler, gradients clipped after backward (clip_grad_norm_), then
     optimizer.step(), scheduler.step(), zero_grad(); deterministic algorithms, seed fixed.
+  - the scenario's dtype: "bf16" or "fp16" trains under torch.autocast(device, that dtype) with
+    fp32 master weights and fp32 AdamW states, attention through SDPA (the fused kernel the
+    harness's rule models, docs/precision.md); fp16 adds torch.amp.GradScaler (init 2^16,
+    growth 2 every 2000 clean steps, backoff 0.5): gradients unscaled before clipping, a step
+    with Inf/NaN gradients skipped and then, as Trainer does, the scheduler not stepped.
   - several ranks: torchrun's RANK/WORLD_SIZE/LOCAL_RANK; process group nccl (cuda), mccl
     (musa), hccl (npu), xccl (xpu) or gloo (cpu); DDP; the printed loss is the mean over ranks.
 Prints HARNESS_META once per rank, then per step and rank one HARNESS_STEP line with the
@@ -135,7 +140,7 @@ def pick_device(torch, want, local_rank):
     return torch.device(want, local_rank), want
 
 
-def build_model(sc, init_dir, torch):
+def build_model(sc, init_dir, torch, attn="eager"):
     from transformers import AutoConfig, AutoModelForCausalLM
     src = init_dir or (sc["model_dir"] if sc["weights"] == "pretrained" else None)
     if src:
@@ -147,7 +152,7 @@ def build_model(sc, init_dir, torch):
         cfg.pop("model_type", None)  # a config.json names it; for_model takes it first
         config = AutoConfig.for_model("gpt2", **cfg)
     apply_overrides(config, sc["overrides"], torch)
-    config._attn_implementation = "eager"
+    config._attn_implementation = attn
     if src:
         return AutoModelForCausalLM.from_pretrained(src, config=config, dtype=torch.float32)
     warnings.warn("no --init: weights from transformers' initialisation, not the harness's; "
@@ -228,7 +233,8 @@ def main():
         sys.exit("hf_causal_lm: %s: %d tokens do not fill one block of seq_len %d per rank "
                  "(%d ranks)" % (sc["data"], len(ids), T, world))
     blocks = torch.tensor(ids[:len(ids) // T * T], dtype=torch.long).view(-1, T)
-    model = build_model(sc, args.init, torch).to(device)
+    lowp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(sc["dtype"])
+    model = build_model(sc, args.init, torch, "sdpa" if lowp else "eager").to(device)
     model.train()
     ddp = model
     if world > 1:
@@ -242,17 +248,28 @@ def main():
     stream = block_stream(blocks.shape[0], world, rank, torch)
     dev_mod = getattr(torch, dev_type, None) if dev_type != "cpu" else None
     params = list(model.parameters())
+    scaler = torch.amp.GradScaler(dev_type) if lowp == torch.float16 else None
     for step in range(1, steps + 1):
         x = blocks[[next(stream) for _ in range(B)]].to(device)
         if dev_mod:
             dev_mod.synchronize()
         t0 = time.perf_counter()
         lr = opt.param_groups[0]["lr"]
-        loss = ddp(input_ids=x, labels=x).loss
-        loss.backward()
+        with torch.autocast(dev_type, dtype=lowp or torch.float32, enabled=lowp is not None):
+            loss = ddp(input_ids=x, labels=x).loss
+        scale = scaler.get_scale() if scaler else None
+        (scaler.scale(loss) if scaler else loss).backward()
+        if scaler:
+            scaler.unscale_(opt)
         norm = torch.nn.utils.clip_grad_norm_(params, sc["clip"] if sc["clip"] > 0 else float("inf"))
-        opt.step()
-        sched.step()
+        if scaler:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        skipped = scaler is not None and scaler.get_scale() < scale
+        if not skipped:
+            sched.step()
         opt.zero_grad(set_to_none=True)
         mean_loss = loss.detach()
         if world > 1:
@@ -264,10 +281,13 @@ def main():
         ms = (time.perf_counter() - t0) * 1000.0
         peak, total = hc.memory(torch)
         tokens = B * T * world
-        hc.emit("HARNESS_STEP", {"v": 1, "step": step, "loss": loss_v, "grad_norm": norm_v,
-                                 "lr": lr, "tokens": tokens, "step_ms": ms,
-                                 "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,
-                                 "mem_peak_bytes": peak, "mem_total_bytes": total, "rank": rank})
+        record = {"v": 1, "step": step, "loss": loss_v, "grad_norm": norm_v,
+                  "lr": lr, "tokens": tokens, "step_ms": ms,
+                  "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,
+                  "mem_peak_bytes": peak, "mem_total_bytes": total, "rank": rank}
+        if scaler:
+            record.update({"loss_scale": scale, "skipped": skipped})
+        hc.emit("HARNESS_STEP", record)
     if world > 1:
         torch.distributed.destroy_process_group()
     return 0

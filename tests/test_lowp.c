@@ -219,6 +219,12 @@ static void test_gemm_rule_opencl(void **state)
     gemm_rule("opencl");
 }
 
+static void test_gemm_rule_cuda(void **state)
+{
+    (void)state;
+    gemm_rule("cuda");
+}
+
 /* a C with a leading dimension wider than N: rows merged one by one, the gaps untouched */
 static void test_gemm_strided_c(void **state)
 {
@@ -260,11 +266,10 @@ static void test_refused_without_rounding(void **state)
     device_close(d);
 }
 
-/* opencl's lowp_round kernel gives the cpu's bits on specials and random patterns */
-static void test_opencl_bits_equal_cpu(void **state)
+/* a GPU backend's lowp_round kernel gives the cpu's bits on specials and random patterns */
+static void kernel_bits_equal_cpu(const char *spec)
 {
-    (void)state;
-    device *d = open_or_skip("opencl");
+    device *d = open_or_skip(spec);
     enum { N = 1 << 18 };
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     assert_non_null(x);
@@ -291,14 +296,28 @@ static void test_opencl_bits_equal_cpu(void **state)
         for (int i = 0; i < N; i++) {
             float want = lowp_round_float(x[i], (lowp_mode)mode);
             if (isnan(want) ? !isnan(y[i]) : bits(y[i]) != bits(want))
-                fail_msg("%s of %08x: opencl %08x, cpu %08x", lowp_mode_name((lowp_mode)mode),
-                         (unsigned)bits(x[i]), (unsigned)bits(y[i]), (unsigned)bits(want));
+                fail_msg("%s of %08x: %s %08x, cpu %08x", lowp_mode_name((lowp_mode)mode),
+                         (unsigned)bits(x[i]), spec, (unsigned)bits(y[i]),
+                         (unsigned)bits(want));
         }
     }
     device_free(d, t);
     device_close(d);
     free(x);
     free(y);
+}
+
+static void test_opencl_bits_equal_cpu(void **state)
+{
+    (void)state;
+    kernel_bits_equal_cpu("opencl");
+}
+
+/* skipped without a CUDA device (none in CI); on a GPU machine: ctest -R test_lowp */
+static void test_cuda_bits_equal_cpu(void **state)
+{
+    (void)state;
+    kernel_bits_equal_cpu("cuda");
 }
 
 int main(void)
@@ -314,6 +333,8 @@ int main(void)
         cmocka_unit_test(test_gemm_strided_c),
         cmocka_unit_test(test_refused_without_rounding),
         cmocka_unit_test(test_opencl_bits_equal_cpu),
+        cmocka_unit_test(test_gemm_rule_cuda),
+        cmocka_unit_test(test_cuda_bits_equal_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,6 +55,14 @@ rows 6 >"$T/r6"
   || fail "the scheduler did not step over the skipped step (lr of steps 3 and 4)"
 "$H" show 6 --db "$db" --json | tr -d ' \n' | grep -q '"step":3,[^}]*"loss_scale":65536.0,"skipped":true' \
   && pass || fail "show --json: step 3 loss_scale 65536, skipped true"
+echo "compare: a step skipped on both sides is no divergence; skipped on one side only fails"
+expect 0 "inject at 3 again" -- env HARNESS_INJECT_INF_GRAD=3 "$H" run "$T/fp16.json" \
+  --device cpu --steps 5 --db "$db" --quiet
+expect 0 "compare skipped vs skipped" -- "$H" compare 7 --baseline 6 --db "$db"
+grep -q '^verdict: pass' "$T/out" && pass || fail "two runs skipping step 3 do not pass: $(grep verdict "$T/out")"
+expect 0 "5 steps, none skipped" -- "$H" run "$T/fp16.json" --device cpu --steps 5 --db "$db" --quiet
+expect 1 "compare not skipped vs skipped" -- "$H" compare 8 --baseline 6 --db "$db"
+grep -q '^verdict: fail' "$T/out" && pass || fail "a run not skipping step 3 passes against one that did"
 echo "the skipped step changed no weight: 3 steps with step 3 skipped = 2 steps"
 expect 0 "2 steps" -- "$H" run "$T/fp16.json" --device cpu --steps 2 --save "$T/two" --db "$db" --quiet
 cmp -s "$T/skip3/model.safetensors" "$T/two/model.safetensors" && pass \

@@ -203,8 +203,9 @@ static void compare_steps(const series *run, const series *base, const compare_c
     o->loss.recorded = 1;
     for (int i = 0; i < run->n; i++) {
         const step_record *r = &run->steps[i];
+        /* an fp16 step skipped for Inf/NaN gradients is loss scaling at work, not divergence */
         if (!o->first_nonfinite_step &&
-            (!isfinite(r->loss) || (run_gn && !isfinite(r->grad_norm))))
+            (!isfinite(r->loss) || (run_gn && !isfinite(r->grad_norm) && !r->skipped)))
             o->first_nonfinite_step = r->step;
     }
     for (int i = 0, j = 0; i < run->n && j < base->n;) {
@@ -215,7 +216,9 @@ static void compare_steps(const series *run, const series *base, const compare_c
             j++;
         } else {
             metric_add(&o->loss, r->step, r->loss, b->loss, c->loss);
-            if (o->grad_norm.recorded)
+            /* skipped on both sides: both norms are the Inf/NaN found; skipped on one only is a
+             * difference, and fails as Inf against a number */
+            if (o->grad_norm.recorded && !(r->skipped && b->skipped))
                 metric_add(&o->grad_norm, r->step, r->grad_norm, b->grad_norm, c->grad_norm);
             i++;
             j++;

@@ -82,6 +82,13 @@ expect 0 "import" -- "$H" baseline import "$T/b.baseline" --db "$T/other.db"
 sed 's/^\(3 .*\) 65536 1$/\1 65536 2/' "$T/b.baseline" >"$T/bad.baseline"
 expect 2 "skipped 2" -- "$H" baseline import "$T/bad.baseline" --db "$T/bad.db"
 says "skipped"
+for v in 0 -65536 nan inf x; do
+  sed "s/^\(3 .*\) 65536 1\$/\1 $v 1/" "$T/b.baseline" >"$T/bad.baseline"
+  expect 2 "loss_scale $v" -- "$H" baseline import "$T/bad.baseline" --db "$T/bad.db"
+  says "loss_scale"
+done
+[ ! -e "$T/bad.db" ] || [ "$("$H" runs --db "$T/bad.db" | grep -c gpt2)" = 0 ] && pass \
+  || fail "a refused baseline was imported"
 
 echo "hostile input"
 scenario gpt2-tiny-bf16.json bad.json 's/"dtype": "bf16"/"dtype": "bf8"/'

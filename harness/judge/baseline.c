@@ -414,6 +414,8 @@ static int table_value(parser *ps, int ci, const char *t, step_record *r)
         double x = strtod(t, &end);
         if (*end || end == t)
             return perr(ps, c->name, "'%.40s' is not a number", t);
+        if (c->off == offsetof(step_record, loss_scale) && !(isfinite(x) && x > 0))
+            return perr(ps, c->name, "'%.40s': a loss scale is a finite number > 0 (or -)", t);
         *(double *)p = x;
         return 0;
     }

@@ -2,6 +2,8 @@
  * rounds its inputs and its product (autocast's matmul rule) and the loss-scaled loss gradient. */
 #include "lowp.h"
 
+#include "op_checks.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +103,9 @@ static void lowp_gemm(device *d, int transA, int transB, int M, int N, int K, do
                 ldc, strideC, batch);
         return;
     }
+    if (!op_gemm_ok(d, transA, transB, M, N, K, A, lda, strideA, Bm, ldb, strideB, Cm, ldc,
+                    strideC, batch)) /* the backend's checks and messages, before any scratch */
+        return;
     size_t sa = batch_span(transA ? K : M, transA ? M : K, lda, strideA, batch);
     size_t sb = batch_span(transB ? N : K, transB ? K : N, ldb, strideB, batch);
     size_t sp = (size_t)M * (size_t)N * (size_t)batch;

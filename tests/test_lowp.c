@@ -251,6 +251,29 @@ static void test_gemm_strided_c(void **state)
     device_close(d);
 }
 
+/* operands too short for their shapes: a device error naming gemm and the operand, no scratch
+ * written past a buffer */
+static void test_gemm_bad_views(void **state)
+{
+    (void)state;
+    device *d = open_or_skip("cpu");
+    char why[64];
+    assert_int_equal(device_set_lowp(d, LOWP_BF16, why, sizeof why), 0);
+    dten A = device_alloc(d, 4, DT_REAL), B = device_alloc(d, 4, DT_REAL);
+    dten C = device_alloc(d, 3, DT_REAL);
+    d->ops->zero(d, A);
+    d->ops->zero(d, B);
+    d->ops->gemm(d, 0, 0, 2, 2, 2, 1.0, A, 2, 0, B, 2, 0, 0.0, C, 2, 0, 1);
+    const char *e = device_error(d);
+    assert_non_null(e);
+    assert_non_null(strstr(e, "gemm"));
+    assert_non_null(strstr(e, "C"));
+    device_free(d, A);
+    device_free(d, B);
+    device_free(d, C);
+    device_close(d);
+}
+
 /* a backend without round_lowp (as a plugin may be) is refused, naming it */
 static void test_refused_without_rounding(void **state)
 {
@@ -331,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_gemm_rule_cpu),
         cmocka_unit_test(test_gemm_rule_opencl),
         cmocka_unit_test(test_gemm_strided_c),
+        cmocka_unit_test(test_gemm_bad_views),
         cmocka_unit_test(test_refused_without_rounding),
         cmocka_unit_test(test_opencl_bits_equal_cpu),
         cmocka_unit_test(test_gemm_rule_cuda),

@@ -765,6 +765,8 @@ static void test_migrate_2_to_current(void **state)
                                     "DROP TABLE run_logs; DROP TABLE rank_steps;"
                                     "DROP TABLE expert_tokens;"
                                     "DROP TABLE comm_checks;"
+                                    "ALTER TABLE steps DROP COLUMN skipped;"
+                                    "ALTER TABLE steps DROP COLUMN loss_scale;"
                                     "PRAGMA user_version = 2;"), SQLITE_OK);
     assert_int_equal(store_open_readonly(path, &st), 2); /* older: read-only refuses */
     assert_int_equal(store_open(path, &st), 0);
@@ -779,6 +781,8 @@ static void test_migrate_2_to_current(void **state)
     assert_int_equal(store_get_steps(st, imported, &steps, &n), 0);
     assert_int_equal(n, 1);
     assert_int_equal(steps[0].threads, 0); /* steps from before schema 4: threads unknown */
+    assert_true(steps[0].loss_scale == 0); /* from before schema 8: no loss scaling */
+    assert_int_equal(steps[0].skipped, 0);
     free(steps);
     store_close(st);
     assert_int_equal(raw_int(path, "PRAGMA user_version"), store_schema_version());

@@ -178,7 +178,7 @@ int runner_run_one(const run_args *a)
         return rc;
     }
     run_args ra = *a;
-    if ((rc = ranks_open(a, &s, &ra.comm)) != 0) {
+    if ((rc = ranks_open(&ra, &s)) != 0) {
         scenario_free(&s);
         return rc;
     }
@@ -187,7 +187,9 @@ int runner_run_one(const run_args *a)
     device *d = ranks_device(&ra);
     trainer *tr = NULL;
     train_status status = TRAIN_OK; /* until training: failures so far are agreed on */
-    rc = d ? runner_prepare(&s, d, &ra, &tr) : EXIT_USAGE;
+    rc = ranks_attach(&ra, d);
+    if (rc == 0)
+        rc = runner_prepare(&s, d, &ra, &tr);
     if ((rc = ranks_agree(ra.comm, "setting up", rc, &status)) == 0)
         rc = ranks_agree(ra.comm, "checking the initial weights", train_check_replicas(tr),
                          &status);

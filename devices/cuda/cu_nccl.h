@@ -5,10 +5,13 @@
 
 #include "cu_api.h"
 
+/* the prefix of the library's environment variables: NCCL's, or MCCL's in a MUSA build */
 #ifdef HARNESS_MUSA
 #include <mccl.h>
+#define CCL_ENV_PREFIX "MCCL_"
 #else
 #include <nccl.h>
+#define CCL_ENV_PREFIX "NCCL_"
 #endif
 
 #endif

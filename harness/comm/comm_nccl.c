@@ -265,8 +265,8 @@ static int make_uid(void *id, char *err, size_t len, void *arg)
  * same topology gives the same bits run after run. Read by NCCL at its first call. */
 static void fix_algorithm(void)
 {
-    setenv("NCCL_ALGO", "Ring", 0);
-    setenv("NCCL_PROTO", "Simple", 0);
+    setenv(CCL_ENV_PREFIX "ALGO", "Ring", 0);
+    setenv(CCL_ENV_PREFIX "PROTO", "Simple", 0);
 }
 
 /* the communicator struct, its event and scratch float on d's device; the ordinal, or -1 after

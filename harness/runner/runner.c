@@ -197,10 +197,10 @@ int runner_run_one(const run_args *a)
         rc = ra.comm->rank == 0 ? record_into_db(tr, &s, d, &ra, &status)
                                 : ranks_follow(tr, &ra, &status);
     train_free(tr);
+    scenario_free(&s);
+    ranks_close(ra.comm, rc, status); /* an nccl communicator before the device it runs on */
     if (d)
         device_close(d);
-    scenario_free(&s);
-    ranks_close(ra.comm, rc, status);
     return rc;
 }
 

@@ -21,6 +21,11 @@ static int init_on_device(dist_state *ds)
         log_error("out of host memory for the ranks' figures");
         return EXIT_FAIL;
     }
+    if (ds->c->dev != ds->dev) {
+        log_error("the %s communicator moves the memory of another device than the model's",
+                  ds->c->ops->name);
+        return EXIT_FAIL;
+    }
     if (!dist_active(ds) || ds->accum == 1)
         return 0;
     ds->dsum = device_alloc(ds->dev, ds->n, DT_REAL);

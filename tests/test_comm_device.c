@@ -1,5 +1,5 @@
 /* tests/test_comm_device.c: what of the nccl communicator runs without a GPU: choosing it, each
- * rank's device index, the id exchange and device checks, and the device-buffer paths on cpu. */
+ * rank's device index, the id exchange and device checks (also over MPI), device buffers on cpu. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
@@ -262,8 +262,49 @@ static void device_reduction_equals_host(void **state)
     }
 }
 
+/* ---- under mpirun -np 2 (tests/test_nccl_nogpu.sh): the same exchanges over MPI ---- */
+
+static comm *mpi_comm(void)
+{
+    comm_env env;
+    comm *c = NULL;
+    assert_int_equal(comm_env_read(&env), 0);
+    assert_int_equal(env.world, 2);
+    assert_int_equal(comm_open(&env, 30, NULL, &c), 0);
+    assert_string_equal(c->ops->name, "mpi");
+    return c;
+}
+
+static void mpi_id_and_device_checks(void **state)
+{
+    (void)state;
+    comm *c = mpi_comm();
+    unsigned char id[128], want[128];
+    int fill = 0x40 + c->rank; /* only rank 0 makes the id: every rank gets rank 0's */
+    memset(want, 0x40, sizeof want);
+    assert_int_equal(comm_share_id(c, id, sizeof id, make_ok, &fill), 0);
+    assert_memory_equal(id, want, sizeof id);
+    /* rank 0's failure reaches rank 1 with its message */
+    assert_int_equal(comm_share_id(c, id, sizeof id, make_fails, NULL), 1);
+    assert_non_null(strstr(c->error, "rank 0 could not make one: ncclGetUniqueId: unhandled"));
+    /* a GPU each: go on; both on device 0 of this host, or one without a device: every rank
+     * stops with 2 */
+    assert_int_equal(comm_check_devices(c, c->rank), 0);
+    assert_int_equal(comm_check_devices(c, 0), 2);
+    assert_int_equal(comm_check_devices(c, c->rank == 1 ? -1 : c->rank), 2);
+    comm *kept = c;
+    assert_int_equal(comm_attach_nccl(&c, NULL), 2);
+    assert_ptr_equal(c, kept);
+    assert_int_equal(c->ops->barrier(c), 0); /* the host communicator still works */
+    comm_close(c);
+}
+
 int main(void)
 {
+    if (getenv("OMPI_COMM_WORLD_SIZE")) {
+        const struct CMUnitTest under_mpi[] = {cmocka_unit_test(mpi_id_and_device_checks)};
+        return cmocka_run_group_tests(under_mpi, NULL, NULL);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(choosing_the_communicator),
         cmocka_unit_test(device_index_by_local_rank),

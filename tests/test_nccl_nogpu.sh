@@ -1,12 +1,30 @@
 #!/usr/bin/env bash
 # tests/test_nccl_nogpu.sh: --comm nccl without a GPU (CI): run and comm-check, one rank and two
-# under mpirun, exit 2 with the driver's reason and nothing recorded; a build without NCCL says so.
+# under mpirun, exit 2 with the driver's reason and nothing recorded; a build without NCCL says so;
+# and (GPU or not) the id exchange and device checks of tests/test_comm_device.c over 2 MPI ranks.
 # usage: test_nccl_nogpu.sh HARNESS_EXE SOURCE_DIR
 
-# Exit 77 (skipped) when a CUDA device is present: tools/gpu-check.sh runs NCCL on it then.
+# Exit 77 (skipped) after the MPI exchanges when a CUDA device is present: tools/gpu-check.sh runs
+# NCCL on it then.
 set -u
 H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"
+
+# the host-side exchanges before NCCL starts, over MPI with two ranks (GPU or not): rank 0's id
+# (or its failure) reaches rank 1, a rank without a device or two ranks on one stop both
+UNIT="$(dirname "$H")/test_comm_device"
+if command -v mpirun >/dev/null && [ -x "$UNIT" ] &&
+   "$H" comm-check --help | grep -q "^Communicators in this build: single, mpi"; then
+  expect 0 "mpirun -np 2 test_comm_device" -- env OMPI_ALLOW_RUN_AS_ROOT=1 \
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 HARNESS_SOURCE="$SRC" \
+    timeout 120 mpirun -np 2 -x ASAN_OPTIONS=detect_leaks=0 --output-filename "$T/unit" "$UNIT"
+  for r in 0 1; do # cmocka's verdict, on each rank's own stderr
+    if grep -q "PASSED.*1 test" "$T/unit/1/rank.$r/stderr" 2>/dev/null; then pass
+    else fail "mpirun -np 2 test_comm_device: rank $r did not pass"; fi
+  done
+else
+  echo "no mpirun, no MPI build or no $UNIT: the two-rank exchanges are skipped"
+fi
 
 "$H" devices >"$T/dev" 2>&1
 if grep -q "^cuda:[0-9]" "$T/dev"; then

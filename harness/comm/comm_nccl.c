@@ -25,8 +25,10 @@ typedef struct {
 static void abort_nccl(nccl_impl *m)
 {
     if (m && m->nc) {
-        ncclCommAbort(m->nc); /* its own failure changes nothing: the comm is gone either way */
-        m->nc = NULL;
+        ncclResult_t r = ncclCommAbort(m->nc);
+        m->nc = NULL; /* gone either way: nothing is called on it again */
+        if (r != ncclSuccess)
+            log_warn("nccl: ncclCommAbort: %s (%d)", ncclGetErrorString(r), (int)r);
     }
 }
 
@@ -210,10 +212,12 @@ static void free_impl(nccl_impl *m)
 {
     if (!m)
         return;
-    if (m->done)
-        cudaEventDestroy(m->done);
-    if (m->scratch)
-        cudaFree(m->scratch);
+    cudaError_t e = cudaSuccess;
+    if (m->done && (e = cudaEventDestroy(m->done)) != cudaSuccess)
+        log_warn("nccl: closing: cudaEventDestroy: %s: %s", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+    if (m->scratch && (e = cudaFree(m->scratch)) != cudaSuccess)
+        log_warn("nccl: closing: cudaFree: %s: %s", cudaGetErrorName(e), cudaGetErrorString(e));
     free(m);
 }
 

@@ -160,7 +160,11 @@ static int record_into_db(trainer *tr, const scenario *s, device *d, const run_a
     int rc = store_open(a->db, &st);
     if (rc)
         return rc;
-    if (!a->quiet)
+    if (!a->quiet && a->comm->size > 1)
+        printf("scenario %s on %d ranks of %s (%s, %s), gradients over %s, recording into %s\n",
+               term_safe(s->name), a->comm->size, d->backend, term_safe(d->name), d->dtype,
+               a->comm->ops->name, term_safe(a->db));
+    else if (!a->quiet)
         printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
                d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
     int64_t run_id = 0;

@@ -50,27 +50,31 @@ static void device_index_by_local_rank(void **state)
 {
     (void)state;
     int shared = -1;
-    assert_int_equal(comm_rank_device_index(0, 2, 0, &shared), 0);
+    assert_int_equal(comm_rank_device_index(0, 2, &shared), 0);
     assert_int_equal(shared, 0);
-    assert_int_equal(comm_rank_device_index(1, 2, 0, &shared), 1);
-    /* more ranks than devices: nccl refuses, the host communicators share */
-    assert_int_equal(comm_rank_device_index(2, 2, 0, &shared), -1);
-    assert_int_equal(comm_rank_device_index(3, 2, 1, &shared), 1);
+    assert_int_equal(comm_rank_device_index(1, 2, &shared), 1);
+    assert_int_equal(shared, 0);
+    /* more local ranks than devices seen: modulo, said shared (nccl then checks the GPUs' ids:
+     * with CUDA_VISIBLE_DEVICES per rank, local rank 1 on its one visible GPU is not shared) */
+    assert_int_equal(comm_rank_device_index(3, 2, &shared), 1);
     assert_int_equal(shared, 1);
-    assert_int_equal(comm_rank_device_index(0, 0, 1, &shared), -1);
-    assert_int_equal(comm_rank_device_index(-1, 4, 1, &shared), -1);
+    assert_int_equal(comm_rank_device_index(1, 1, &shared), 0);
+    assert_int_equal(shared, 1);
+    assert_int_equal(comm_rank_device_index(0, 0, &shared), -1);
+    assert_int_equal(comm_rank_device_index(-1, 4, &shared), -1);
 }
 
 static void shared_devices_found(void **state)
 {
     (void)state;
-    comm_device_slot s[4] = {{"a", 0}, {"a", 1}, {"b", 0}, {"b", 1}};
+    comm_device_slot s[4] = {{"a", "0000:3b:00.0"}, {"a", "0000:5e:00.0"},
+                             {"b", "0000:3b:00.0"}, {"b", "0000:5e:00.0"}};
     int x = -1, y = -1;
     assert_int_equal(comm_find_shared_device(s, 4, &x, &y), 0);
-    s[3].ordinal = 0; /* ranks 2 and 3 both on b's device 0 */
+    snprintf(s[3].id, sizeof s[3].id, "0000:3b:00.0"); /* ranks 2 and 3 on one GPU of b */
     assert_int_equal(comm_find_shared_device(s, 4, &x, &y), 1);
     assert_true(x == 2 && y == 3);
-    comm_device_slot missing[2] = {{"a", -1}, {"a", -1}}; /* not opened: not shared */
+    comm_device_slot missing[2] = {{"a", ""}, {"a", ""}}; /* not opened: not shared */
     assert_int_equal(comm_find_shared_device(missing, 2, &x, &y), 0);
 }
 
@@ -102,8 +106,8 @@ static void id_shared_and_failures_told(void **state)
     assert_non_null(strstr(c->error, "rank 0 could not make one: ncclGetUniqueId: unhandled"));
     assert_int_equal(id[0], 0);
     /* the device checks before NCCL starts: a rank without a device stops every rank */
-    assert_int_equal(comm_check_devices(c, 0), 0);
-    assert_int_equal(comm_check_devices(c, -1), 2);
+    assert_int_equal(comm_check_devices(c, "0000:3b:00.0"), 0);
+    assert_int_equal(comm_check_devices(c, NULL), 2);
     /* no device: refused before NCCL is called, the host communicator kept */
     comm *kept = c;
     assert_int_equal(comm_attach_nccl(&c, NULL), 2);
@@ -289,9 +293,10 @@ static void mpi_id_and_device_checks(void **state)
     assert_non_null(strstr(c->error, "rank 0 could not make one: ncclGetUniqueId: unhandled"));
     /* a GPU each: go on; both on device 0 of this host, or one without a device: every rank
      * stops with 2 */
-    assert_int_equal(comm_check_devices(c, c->rank), 0);
-    assert_int_equal(comm_check_devices(c, 0), 2);
-    assert_int_equal(comm_check_devices(c, c->rank == 1 ? -1 : c->rank), 2);
+    const char *own = c->rank ? "0000:5e:00.0" : "0000:3b:00.0";
+    assert_int_equal(comm_check_devices(c, own), 0);
+    assert_int_equal(comm_check_devices(c, "0000:3b:00.0"), 2);
+    assert_int_equal(comm_check_devices(c, c->rank == 1 ? NULL : own), 2);
     comm *kept = c;
     assert_int_equal(comm_attach_nccl(&c, NULL), 2);
     assert_ptr_equal(c, kept);

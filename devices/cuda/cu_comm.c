@@ -1,5 +1,6 @@
 /* devices/cuda/cu_comm.c: what a communicator on a cuda device (NCCL) needs from the backend:
  * the device's ordinal and the stream its ops run on, and the device address of a view. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cu_internal.h"
@@ -17,6 +18,23 @@ int cuda_comm_target(device *d, int *ordinal, void **stream)
     cu_ctx *c = CU(d);
     *ordinal = c->ordinal;
     *stream = (void *)c->stream;
+    return 0;
+}
+
+int cuda_device_id(device *d, char *out, size_t len)
+{
+    if (!is_cuda(d) || len < 2) {
+        snprintf(out, len, "not a %s device", HARNESS_CUDA_BACKEND);
+        return 1;
+    }
+    char bus[64] = "";
+    cudaError_t e = cudaDeviceGetPCIBusId(bus, (int)sizeof bus, CU(d)->ordinal);
+    if (e != cudaSuccess) {
+        snprintf(out, len, "cudaDeviceGetPCIBusId: %s: %s", cudaGetErrorName(e),
+                 cudaGetErrorString(e));
+        return 1;
+    }
+    snprintf(out, len, "%s", bus);
     return 0;
 }
 

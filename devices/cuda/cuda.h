@@ -14,6 +14,9 @@ double cuda_timer_stop_ns(device *d);
 /* the CUDA ordinal of d and the stream every op of d runs on (a cudaStream_t); 0, or 1 when d
  * is not a cuda device */
 int cuda_comm_target(device *d, int *ordinal, void **stream);
+/* d's PCI bus id ("0000:3b:00.0") into out: a GPU's identity on its host, whichever devices
+ * the process is shown; 0, or 1 with the failing call and its error in out */
+int cuda_device_id(device *d, char *out, size_t len);
 /* the device address of view t's first element; NULL when d is not a cuda device */
 void *cuda_dten_address(device *d, dten t);
 

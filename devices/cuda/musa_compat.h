@@ -19,6 +19,7 @@
 #define cudaSetDevice musaSetDevice
 #define cudaDeviceProp musaDeviceProp
 #define cudaGetDeviceProperties musaGetDeviceProperties
+#define cudaDeviceGetPCIBusId musaDeviceGetPCIBusId
 #define cudaDriverGetVersion musaDriverGetVersion
 #define cudaRuntimeGetVersion musaRuntimeGetVersion
 #define cudaDeviceSynchronize musaDeviceSynchronize

@@ -107,28 +107,29 @@ const char *comm_nccl_backend(void);
  * a device that is not the nccl backend's). Every rank gets the same answer. */
 int comm_choose(comm_kind asked, const char *spec, int world, int have_nccl, char *why,
                 size_t len);
-/* The device index of a rank with local rank `local` among n > 0 devices of its node: local
- * itself, or with shared allowed local % n (*shared set when another rank has it too); -1 when
- * not shared and local >= n (NCCL takes one GPU per rank). */
-int comm_rank_device_index(int local, int n, int allow_shared, int *shared);
+/* The device index of a rank with local rank `local` among n > 0 devices its process sees:
+ * local % n, *shared set when local >= n (another rank of the node may have it too: with
+ * CUDA_VISIBLE_DEVICES set per rank each sees one GPU, its own); -1 when n <= 0 or local < 0 */
+int comm_rank_device_index(int local, int n, int *shared);
 /* the device of this rank: spec as given when it has an index ("cuda:1") or the world is 1,
- * else "BACKEND:INDEX" by local rank (comm_rank_device_index; one per rank when
- * one_per_rank); NULL with the reason in err */
+ * else "BACKEND:INDEX" by local rank (comm_rank_device_index), a possibly shared one warned
+ * about unless for nccl (one_per_rank: comm_check_devices decides); NULL with the reason in err */
 device *comm_rank_device(const comm *c, const char *spec, int one_per_rank, char *err,
                          size_t len);
 
-/* where a rank's device is: its host name and the device's ordinal there */
+/* where a rank's device is: its host name and the device's identity there (its PCI bus id,
+ * the same whatever CUDA_VISIBLE_DEVICES a rank has); id "" when it did not open */
 typedef struct {
     char host[64];
-    int32_t ordinal; /* -1: the device did not open on this rank */
+    char id[64];
 } comm_device_slot;
 /* over slots[n] (rank order): 0 when each names a different device of its host, else 1 with
  * *a < *b the first two ranks that share one */
 int comm_find_shared_device(const comm_device_slot *slots, int n, int *a, int *b);
-/* A collective over host: every rank's device ordinal (-1: it did not open) and host name
+/* A collective over host: every rank's device identity (NULL: it did not open) and host name
  * gathered; 0 when every rank has a device of its own, 2 when one has none or two share one
  * (rank 0 names them), 1 when the host communicator failed (message printed) */
-int comm_check_devices(comm *host, int ordinal);
+int comm_check_devices(comm *host, const char *device_id);
 
 /* A unique id (bytes long) made on rank 0 by make() and given to every rank over host, with
  * make's failure (its message) given to every rank too. 0; 1 with c->error set (the host

@@ -273,19 +273,25 @@ static void fix_algorithm(void)
     setenv(CCL_ENV_PREFIX "PROTO", "Simple", 0);
 }
 
-/* the communicator struct, its event and scratch float on d's device; the ordinal, or -1 after
- * a message (d missing or not cuda, a CUDA call failed) */
-static int prepare(comm *host, device *d, comm **out)
+/* the communicator struct, its event and scratch float on d's device, and the device's
+ * identity (PCI bus id) into id; 0, or 1 after a message (d missing or not cuda, a CUDA call
+ * failed) */
+static int prepare(comm *host, device *d, comm **out, char *id, size_t len)
 {
     int ordinal = -1;
     void *stream = NULL;
     *out = NULL;
     if (!d)
-        return -1; /* the rank said why when its device did not open */
+        return 1; /* the rank said why when its device did not open */
     if (cuda_comm_target(d, &ordinal, &stream)) {
         log_error("rank %d: the nccl communicator needs a %s device, not %s", host->rank,
                   comm_nccl_backend(), d->backend);
-        return -1;
+        return 1;
+    }
+    if (cuda_device_id(d, id, len)) {
+        log_error("rank %d: opening the nccl communicator on %s:%d: %s", host->rank,
+                  comm_nccl_backend(), ordinal, id);
+        return 1;
     }
     comm *c = calloc(1, sizeof *c);
     nccl_impl *m = calloc(1, sizeof *m);
@@ -305,14 +311,14 @@ static int prepare(comm *host, device *d, comm **out)
         m->stream = (cudaStream_t)stream;
         m->ordinal = ordinal;
         *out = c;
-        return ordinal;
+        return 0;
     }
     log_error("rank %d: opening the nccl communicator on %s:%d: %s%s%s", host->rank,
               comm_nccl_backend(), ordinal, fn, e != cudaSuccess ? ": " : " failed",
               e != cudaSuccess ? cudaGetErrorString(e) : "");
     free_impl(m);
     free(c);
-    return -1;
+    return 1;
 }
 
 /* after a failed open: the NCCL communicator aborted, c freed, the host communicator kept */
@@ -355,8 +361,9 @@ static int init_rank(comm *c, const ncclUniqueId *uid)
 int comm_attach_nccl(comm **cp, device *d)
 {
     comm *host = *cp, *c = NULL;
+    char id[64] = "";
     fix_algorithm();
-    int rc = comm_check_devices(host, prepare(host, d, &c));
+    int rc = comm_check_devices(host, prepare(host, d, &c, id, sizeof id) ? NULL : id);
     if (rc) {
         if (c)
             drop(c);

@@ -62,16 +62,12 @@ int comm_choose(comm_kind asked, const char *spec, int world, int have_nccl, cha
     return COMM_NCCL;
 }
 
-int comm_rank_device_index(int local, int n, int allow_shared, int *shared)
+int comm_rank_device_index(int local, int n, int *shared)
 {
     *shared = 0;
     if (n <= 0 || local < 0)
         return -1;
-    if (local < n)
-        return local;
-    if (!allow_shared)
-        return -1;
-    *shared = 1;
+    *shared = local >= n;
     return local % n;
 }
 
@@ -93,15 +89,9 @@ device *comm_rank_device(const comm *c, const char *spec, int one_per_rank, char
     snprintf(chosen, sizeof chosen, "%s", spec);
     int n = c->size > 1 && !strchr(spec, ':') ? backend_devices(spec) : 0;
     if (n > 0) { /* none: device_open says why (no driver, no GPU) */
-        int shared = 0, k = comm_rank_device_index(c->local_rank, n, !one_per_rank, &shared);
-        if (k < 0) {
-            snprintf(err, len, "local rank %d, but this node has %d %s device%s and NCCL takes "
-                     "one per rank: start at most %d rank%s per node", c->local_rank, n, spec,
-                     n == 1 ? "" : "s", n, n == 1 ? "" : "s");
-            return NULL;
-        }
+        int shared = 0, k = comm_rank_device_index(c->local_rank, n, &shared);
         snprintf(chosen, sizeof chosen, "%s:%d", spec, k);
-        if (shared)
+        if (shared && !one_per_rank)
             log_warn("rank %d: local rank %d shares %s with another rank (%d device%s)", c->rank,
                      c->local_rank, chosen, n, n == 1 ? "" : "s");
     }
@@ -117,8 +107,8 @@ device *comm_rank_device(const comm *c, const char *spec, int one_per_rank, char
 int comm_find_shared_device(const comm_device_slot *slots, int n, int *a, int *b)
 {
     for (int i = 0; i < n; i++)
-        for (int j = i + 1; slots[i].ordinal >= 0 && j < n; j++)
-            if (slots[j].ordinal == slots[i].ordinal &&
+        for (int j = i + 1; slots[i].id[0] && j < n; j++)
+            if (strncmp(slots[i].id, slots[j].id, sizeof slots[i].id) == 0 &&
                 strncmp(slots[i].host, slots[j].host, sizeof slots[i].host) == 0) {
                 *a = i;
                 *b = j;
@@ -155,12 +145,12 @@ int comm_share_id(comm *host, void *id, size_t bytes, comm_id_maker make, void *
 }
 
 /* every rank's slot to every rank: 0, 1 after a message (the host communicator failed) */
-static int gather_slots(comm *host, int ordinal, comm_device_slot *all)
+static int gather_slots(comm *host, const char *device_id, comm_device_slot *all)
 {
     comm_device_slot mine;
     memset(&mine, 0, sizeof mine);
     host_name(mine.host, sizeof mine.host);
-    mine.ordinal = ordinal;
+    snprintf(mine.id, sizeof mine.id, "%s", device_id ? device_id : "");
     if (host->ops->allgather(host, &mine, all, sizeof mine)) {
         log_error("checking the ranks' devices: %s", host->error);
         return EXIT_FAIL;
@@ -168,25 +158,26 @@ static int gather_slots(comm *host, int ordinal, comm_device_slot *all)
     return 0;
 }
 
-int comm_check_devices(comm *host, int ordinal)
+int comm_check_devices(comm *host, const char *device_id)
 {
     comm_device_slot *all = calloc((size_t)host->size, sizeof *all);
     if (!all) {
         log_error("checking the ranks' devices: out of host memory");
         return EXIT_FAIL;
     }
-    int rc = gather_slots(host, ordinal, all), a = 0, b = 0;
+    int rc = gather_slots(host, device_id, all), a = 0, b = 0;
     for (int k = 0; !rc && k < host->size; k++)
-        if (all[k].ordinal < 0) {
+        if (!all[k].id[0]) {
             if (host->rank == 0 && k != 0) /* rank k said why itself */
                 log_error("rank %d: its device did not open (its message above)", k);
             rc = EXIT_USAGE;
         }
     if (!rc && comm_find_shared_device(all, host->size, &a, &b)) {
         if (host->rank == 0)
-            log_error("ranks %d and %d both use device %d of host %.63s, but NCCL takes one "
-                      "per rank (--device %s without an index gives each rank its local "
-                      "rank's)", a, b, all[a].ordinal, all[a].host, comm_nccl_backend());
+            log_error("ranks %d and %d both use the device %.63s of host %.63s, but NCCL takes "
+                      "one per rank (more ranks than GPUs on a node? --device %s without an "
+                      "index gives each rank its local rank's)", a, b, all[a].id, all[a].host,
+                      comm_nccl_backend());
         rc = EXIT_USAGE;
     }
     free(all);

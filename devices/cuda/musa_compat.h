@@ -1,5 +1,5 @@
 /* devices/cuda/musa_compat.h: builds the cuda backend's sources with Moore Threads' MUSA toolchain
- * (-DHARNESS_MUSA=ON): maps every CUDA runtime, cuBLAS and NCCL name they use to MUSA/muBLAS/MCCL. */
+ * (-DHARNESS_MUSA=ON): maps every CUDA runtime, cuBLAS and NCCL name they use to MUSA's. */
 #ifndef MUSA_COMPAT_H
 #define MUSA_COMPAT_H
 

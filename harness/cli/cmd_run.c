@@ -13,8 +13,8 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
-            "                            [--dump-batches FILE] [--comm mpi|nccl] [--comm-timeout S]\n"
-            "                            [--quiet]\n"
+            "                            [--dump-batches FILE] [--comm mpi|nccl]\n"
+            "                            [--comm-timeout S] [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
             "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
             "Trains the scenario on one device and records every step in the store. The\n"

@@ -7,7 +7,8 @@
 # Writes one report (default gpu-check-report.txt) with: the GPU and driver; `harness ops
 # --device cuda` in test, grad and perf modes; `harness run scenarios/*tiny*.json --compare` on
 # cuda against the committed cpu baselines; gpt2-tiny twice on cuda with identical losses;
-# comm-check and a 2-rank run (skipped until the harness has them, issue 12); and tokens/s of
+# with two GPUs `mpirun -np 2 harness comm-check --comm nccl` and gpt2-tiny on 2 ranks over NCCL
+# (twice: identical; and within tolerance of one rank), else why skipped; and tokens/s of
 # GPT-2 124M (n_layer 12, n_embd 768, vocab 50257) trained by bench_train on cuda beside PyTorch
 # eager (workloads/bench_gpt2_torch.py) on the same GPU in the same run. Without --harness it
 # configures and builds build-gpu/ with -DHARNESS_CUDA=ON; --harness/--bench take prebuilt ones
@@ -88,12 +89,50 @@ PYEOF
 }
 step "determinism" det
 
-section "multi-rank"
-if "$H" 2>&1 | grep -q "comm-check"; then
-  step "comm-check" "$H" comm-check --device "$DEV"
+section "multi-rank: NCCL (2 ranks, one GPU each)"
+# two_rank_run: gpt2-tiny as world_size 2 under mpirun on cuda:0 and cuda:1, gradients reduced by
+# NCCL in device memory; then the same twice more: its losses equal run to run (NCCL_ALGO and
+# NCCL_PROTO fixed) and within the scenario's tolerance of one rank with twice the batch
+two_rank_run() {
+  local scn="$DB/dp2.json"
+  sed -e 's|"world_size": 1|"world_size": 2|' -e 's|"batch_size": 8|"batch_size": 4|' \
+      -e "s|\"data/corpus.txt\"|\"$PWD/scenarios/data/corpus.txt\"|" \
+      scenarios/gpt2-tiny.json >"$scn" || return 1
+  "$H" run scenarios/gpt2-tiny.json --device "$DEV" --db "$DB/dp.db" --quiet || return 1
+  for i in 1 2; do
+    $MPIRUN -np 2 "$H" run "$scn" --device cuda --comm nccl --db "$DB/dp.db" --quiet || return 1
+  done
+  "$PY" - "$DB/dp.db" <<'PYEOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+steps = lambda r: [tuple(s) for s in db.execute(
+    "SELECT step, loss, grad_norm FROM steps WHERE run_id = ? ORDER BY step", (r,))]
+one, a, b = steps(1), steps(2), steps(3)
+same = a == b and len(a) > 0
+close = len(one) == len(a) and all(abs(x[1] - y[1]) <= 1e-4 * abs(x[1]) + 1e-6 and
+                                   abs(x[2] - y[2]) <= 1e-3 * abs(x[2]) + 1e-6
+                                   for x, y in zip(one, a))
+print(f"{len(a)} steps; NCCL runs identical to each other: {'yes' if same else 'NO'}; "
+      f"within 1e-4 (loss) / 1e-3 (grad norm) of one rank x batch 8: {'yes' if close else 'NO'}")
+sys.exit(0 if same and close else 1)
+PYEOF
+}
+ngpu="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')"
+MPIRUN="mpirun"
+[ "$(id -u)" = 0 ] && MPIRUN="mpirun --allow-run-as-root"
+if ! "$H" comm-check --help 2>/dev/null | grep -q "^Communicators in this build: .*nccl"; then
+  echo "skipped: this harness has no NCCL communicator (build with NCCL and MPI found:" \
+       "-DHARNESS_NCCL=ON; docs/ranks.md)" | tee -a "$OUT"
+elif ! command -v mpirun >/dev/null; then
+  echo "skipped: no mpirun (Open MPI) to start 2 ranks" | tee -a "$OUT"
+elif [ "${ngpu:-0}" -lt 2 ]; then
+  echo "skipped: nvidia-smi -L lists ${ngpu:-0} GPU(s); the 2-rank NCCL run needs 2" | tee -a "$OUT"
+  step "comm-check --comm nccl, one rank" "$H" comm-check --comm nccl --sizes 8B:64M \
+    --db "$DB/comm.db"
 else
-  echo "skipped: this harness has no comm-check command nor a rank interface yet (issue 12);" \
-       "the NCCL communicator and the 2-rank run arrive with it" | tee -a "$OUT"
+  step "mpirun -np 2 comm-check --comm nccl" $MPIRUN -np 2 "$H" comm-check --comm nccl \
+    --sizes 8B:256M --db "$DB/comm.db"
+  step "2-rank NCCL training (gpt2-tiny)" two_rank_run
 fi
 
 section "benchmark: GPT-2 124M (n_layer 12, n_embd 768, n_head 12, vocab 50257, seq $SEQ, batch $BATCH), fp32"

@@ -14,7 +14,8 @@
 #define CC_MAX_ROWS 256
 
 typedef struct {
-    const char *sizes, *db, *device;
+    const char *sizes, *db, *device; /* device NULL: not given (cpu, or cuda for --comm nccl) */
+    comm_kind comm;
     int ops[CC_N_OPS], n_ops;
     double timeout;
     cc_options o;
@@ -24,8 +25,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: harness comm-check [--sizes MIN:MAX] [--op OP|all] [--iters N] [--warmup N]\n"
-            "                          [--values int|float] [--comm-timeout S] [--device SPEC]\n"
-            "                          [--db FILE]\n\n"
+            "                          [--values int|float] [--comm mpi|nccl] [--comm-timeout S]\n"
+            "                          [--device SPEC] [--db FILE]\n\n"
             "Checks the collectives of the communicator the launcher gives (mpirun, srun, or\n"
             "one rank: docs/ranks.md), as nccl-tests does: for each size from MIN to MAX\n"
             "(doubling) every rank fills known values, runs the collective, checks the result\n"
@@ -38,15 +39,18 @@ static void usage(FILE *f)
             "  --op OP          allreduce, allgather, reducescatter, broadcast or all (default)\n"
             "  --iters N        timed iterations per size (default 5), --warmup N untimed (1)\n"
             "  --values V       int (exact check, default) or float (fp32 bound)\n"
+            "  --comm C         mpi (host memory; the default) or nccl (the cuda device's\n"
+            "                   memory, one GPU per rank: cuda means cuda:LOCAL_RANK)\n"
             "  --comm-timeout S the longest wait of any collective (default 300 s)\n"
-            "  --device SPEC    the device recorded with the results (default cpu); the mpi\n"
-            "                   communicator moves host memory\n"
+            "  --device SPEC    the device recorded with the results (default cpu; cuda with\n"
+            "                   --comm nccl, whose buffers it holds); mpi moves host memory\n"
             "  --db FILE        SQLite store (default %s)\n\n"
             "Fault injection (tests): HARNESS_COMM_FAULT=R makes rank R spoil element 0 of its\n"
             "result after every collective; the check must catch it and name rank R.\n"
+            "Communicators in this build: single, %s%s.\n"
             "Exit codes: 0 every result right, 1 a wrong result or a communicator failure,\n"
-            "2 usage error.\n",
-            DEFAULT_DB);
+            "2 usage error (and --comm nccl without a GPU or without NCCL in the build).\n",
+            DEFAULT_DB, comm_have_mpi() ? "mpi" : "(no mpi)", comm_have_nccl() ? ", nccl" : "");
 }
 
 static int parse_int_opt(const char *opt, const char *v, int min, int max, int *out)
@@ -113,6 +117,8 @@ static int parse_one(cc_args *a, int argc, char **argv, int *i)
                                    "(0, 86400]", v);
     } else if (strcmp(arg, "--device") == 0 && v[0])
         a->device = v;
+    else if (strcmp(arg, "--comm") == 0 && comm_kind_parse(v) >= 0)
+        a->comm = (comm_kind)comm_kind_parse(v);
     else if (strcmp(arg, "--db") == 0 && v[0])
         a->db = v;
     else
@@ -123,8 +129,8 @@ static int parse_one(cc_args *a, int argc, char **argv, int *i)
 static int parse_args(int argc, char **argv, cc_args *a)
 {
     memset(a, 0, sizeof *a);
-    *a = (cc_args){"8B:64M", DEFAULT_DB, "cpu", {0, 1, 2, 3}, CC_N_OPS, COMM_DEFAULT_TIMEOUT_S,
-                   {0, 0, 5, 1, 0, -1}};
+    *a = (cc_args){"8B:64M", DEFAULT_DB, NULL, COMM_AUTO, {0, 1, 2, 3}, CC_N_OPS,
+                   COMM_DEFAULT_TIMEOUT_S, {0, 0, 5, 1, 0, -1}};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -134,6 +140,8 @@ static int parse_args(int argc, char **argv, cc_args *a)
         if (rc)
             return rc;
     }
+    if (!a->device)
+        a->device = a->comm == COMM_NCCL ? comm_nccl_backend() : "cpu";
     int rc = cc_parse_sizes(a->sizes, &a->o.min_bytes, &a->o.max_bytes);
     return rc ? rc : parse_fault(a);
 }
@@ -172,11 +180,11 @@ static int run_all(comm *c, const cc_args *a, cc_result *rows, int *n)
     return 0;
 }
 
-static int store_rows(const cc_args *a, comm *c, const cc_result *rows, int n)
+static int store_rows(const cc_args *a, comm *c, device *own, const cc_result *rows, int n)
 {
     char host[256], err[512];
     host_name(host, sizeof host);
-    device *d = device_open(a->device, err, sizeof err);
+    device *d = own ? own : device_open(a->device, err, sizeof err);
     comm_check_meta m = {host, c->launcher, c->ops->name, a->device, d ? d->name : "", c->size};
     store *st;
     int64_t id = 0;
@@ -192,11 +200,43 @@ static int store_rows(const cc_args *a, comm *c, const cc_result *rows, int n)
         }
         store_close(st);
     }
-    if (d)
+    if (d && d != own)
         device_close(d);
     if (rc == 0)
         printf("comm check %lld recorded in %s\n", (long long)id, term_safe(a->db));
     return rc ? EXIT_FAIL : 0;
+}
+
+/* the host communicator of the launcher's environment, then for nccl the rank's device and the
+ * nccl communicator over it (*d: that device). 0, or 1/2 after a message */
+static int open_comm(const cc_args *a, comm **c, device **d)
+{
+    comm_env env;
+    char why[512];
+    *c = NULL;
+    *d = NULL;
+    int rc = comm_env_read(&env);
+    if (rc)
+        return rc;
+    int kind = comm_choose(a->comm, a->device, env.world, comm_have_nccl(), why, sizeof why);
+    if (kind < 0) {
+        if (env.rank == 0)
+            log_error("comm-check: %s", why);
+        return EXIT_USAGE;
+    }
+    if ((rc = comm_open(&env, a->timeout, NULL, c)) || kind != COMM_NCCL)
+        return rc;
+    *d = comm_rank_device(*c, a->device, 1, why, sizeof why);
+    if (!*d)
+        log_error("comm-check: rank %d: --device %s: %s", (*c)->rank, a->device, why);
+    if ((rc = comm_attach_nccl(c, *d))) {
+        comm_close(*c);
+        if (*d)
+            device_close(*d);
+        *c = NULL;
+        *d = NULL;
+    }
+    return rc;
 }
 
 int cmd_comm_check(int argc, char **argv)
@@ -205,9 +245,9 @@ int cmd_comm_check(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
-    comm_env env;
     comm *c = NULL;
-    if ((rc = comm_env_read(&env)) || (rc = comm_open(&env, a.timeout, NULL, &c)))
+    device *d = NULL;
+    if ((rc = open_comm(&a, &c, &d)))
         return rc;
     static cc_result rows[CC_MAX_ROWS];
     int n = 0;
@@ -218,10 +258,12 @@ int cmd_comm_check(int argc, char **argv)
     int64_t wrong = 0;
     for (int i = 0; i < n; i++)
         wrong += rows[i].wrong;
-    rc = c->rank == 0 ? store_rows(&a, c, rows, n) : 0;
+    rc = c->rank == 0 ? store_rows(&a, c, d, rows, n) : 0;
     if (c->rank == 0 && wrong)
         log_error("comm-check: %lld wrong element%s (see WRONG above)", (long long)wrong,
                   wrong == 1 ? "" : "s");
-    comm_close(c);
+    comm_close(c); /* the nccl communicator before the device whose stream it uses */
+    if (d)
+        device_close(d);
     return rc ? rc : wrong ? EXIT_FAIL : EXIT_PASS;
 }

@@ -13,7 +13,8 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
-            "                            [--dump-batches FILE] [--comm-timeout S] [--quiet]\n"
+            "                            [--dump-batches FILE] [--comm mpi|nccl]\n"
+            "                            [--comm-timeout S] [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
             "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
             "Trains the scenario on one device and records every step in the store. The\n"
@@ -35,6 +36,10 @@ static void run_usage(FILE *f)
             "                 its nearest existing parent) must be a writable directory\n"
             "  --dump-batches FILE  write every step's batch (input ids, token types,\n"
             "                 attention mask, labels) to FILE as one JSON line per step\n"
+            "  --comm C       what moves the gradients between the ranks: mpi (host memory) or\n"
+            "                 nccl (cuda device memory: a build with NCCL, --device cuda, one\n"
+            "                 GPU per rank); default nccl for cuda with several ranks when this\n"
+            "                 build has it, else mpi\n"
             "  --comm-timeout S  with several ranks (mpirun, srun: docs/ranks.md): the longest\n"
             "                 wait of any collective, in seconds (default 300); a rank dead or\n"
             "                 hung that long ends the run as failed, naming it\n"
@@ -98,6 +103,11 @@ static int parse_run_args(int argc, char **argv, run_args *a)
                 log_error("run: --steps: '%s' is not a number of steps >= 1", argv[i]);
                 return EXIT_USAGE;
             }
+        } else if (strcmp(arg, "--comm") == 0 && has_value) {
+            int k = comm_kind_parse(argv[++i]);
+            if (k < 0)
+                return cmd_usage_error("run", "--comm: '%s' is not mpi, nccl or auto", argv[i]);
+            a->comm_kind = (comm_kind)k;
         } else if (strcmp(arg, "--comm-timeout") == 0 && has_value) {
             if (parse_double(argv[++i], &a->comm_timeout) || !(a->comm_timeout > 0) ||
                 a->comm_timeout > 86400) {
@@ -127,6 +137,10 @@ static int parse_run_args(int argc, char **argv, run_args *a)
     }
     if (a->compare && (a->save || a->dump_batches)) {
         log_error("run: --save and --dump-batches go with one run, not with --compare");
+        return EXIT_USAGE;
+    }
+    if (a->compare && a->comm_kind != COMM_AUTO) {
+        log_error("run: --comm goes with one run, not with --compare");
         return EXIT_USAGE;
     }
     if (!a->compare && (a->baseline || a->baselines)) {

@@ -141,3 +141,13 @@ int comm_allreduce_scaled(comm *c, float *buf, size_t n, float scale)
             buf[i] *= scale;
     return 0;
 }
+
+comm *comm_host(comm *c)
+{
+    return c->host ? c->host : c;
+}
+
+void *comm_address(comm *c, dten t)
+{
+    return c->address ? c->address(c->dev, t) : NULL;
+}

@@ -1,11 +1,13 @@
 /* harness/comm/comm.h: the public face of comm/: the communicator between the ranks of a
- * data-parallel run (single, mpi; nccl later), the launcher's environment, and comm-check. */
+ * data-parallel run (single, mpi, nccl), the launcher's environment, and comm-check. */
 #ifndef COMM_H
 #define COMM_H
 
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "device.h"
 
 #define COMM_ERR 512
 #define COMM_DEFAULT_TIMEOUT_S 300.0
@@ -33,7 +35,7 @@ typedef struct comm comm;
  * naming the call and the rank ("allreduce: rank 1 sent nothing within 300 s"); after a
  * failure the communicator is unusable and the caller ends the run (comm_abort). */
 typedef struct {
-    const char *name; /* "single", "mpi" */
+    const char *name; /* "single", "mpi", "nccl" */
     int device_buffers;
     /* buf[n] summed over the ranks, the result on every rank; the sum in a fixed order (rank 0,
      * 1, ...) in double, rounded once to float, so every rank holds the same bits */
@@ -58,6 +60,12 @@ struct comm {
     volatile sig_atomic_t *stop;      /* when set (a signal), a wait ends as failed */
     char error[COMM_ERR];
     void *impl;
+    /* device_buffers communicators only (NULL otherwise): the host communicator beneath, which
+     * every collective on host memory goes through (comm_host), the device whose memory the
+     * buffers are, and the address of a view of it as the ops take it (comm_address) */
+    comm *host;
+    device *dev;
+    void *(*address)(device *d, dten t);
 };
 
 /* The communicator for env: single for a world of 1, mpi for more (2 when this build has no
@@ -76,6 +84,66 @@ int comm_fail(comm *c, const char *call, const char *fmt, ...)
 
 /* allreduce_sum_f32 then every element times scale (the mean as DDP takes it: 1/size) */
 int comm_allreduce_scaled(comm *c, float *buf, size_t n, float scale);
+
+/* the communicator for host buffers: c itself, or the one beneath a device_buffers one */
+comm *comm_host(comm *c);
+/* the address of view t of c->dev's memory, as c's ops take it (device_buffers only) */
+void *comm_address(comm *c, dten t);
+
+/* ---- choosing the communicator that moves the gradients (comm_select.c) ---- */
+
+/* --comm: auto (nccl for a cuda device in a run of several ranks when this build has it,
+ * else the host communicator), mpi (the host communicator: single or mpi), nccl */
+typedef enum { COMM_AUTO, COMM_MPI, COMM_NCCL } comm_kind;
+/* "auto", "mpi", "nccl", or -1 */
+int comm_kind_parse(const char *name);
+const char *comm_kind_name(comm_kind k);
+/* 1 when this build has the nccl communicator (cuda backend, NCCL and MPI found) */
+int comm_have_nccl(void);
+/* the backend that nccl runs on in this build: "cuda" ("musa" in a MUSA build, MCCL) */
+const char *comm_nccl_backend(void);
+/* What moves the gradients of a run of `world` ranks on device spec `spec` when `asked`:
+ * COMM_MPI or COMM_NCCL; -1 with the reason in why (nccl asked of a build without it, or for
+ * a device that is not the nccl backend's). Every rank gets the same answer. */
+int comm_choose(comm_kind asked, const char *spec, int world, int have_nccl, char *why,
+                size_t len);
+/* The device index of a rank with local rank `local` among n > 0 devices its process sees:
+ * local % n, *shared set when local >= n (another rank of the node may have it too: with
+ * CUDA_VISIBLE_DEVICES set per rank each sees one GPU, its own); -1 when n <= 0 or local < 0 */
+int comm_rank_device_index(int local, int n, int *shared);
+/* the device of this rank: spec as given when it has an index ("cuda:1") or the world is 1,
+ * else "BACKEND:INDEX" by local rank (comm_rank_device_index), a possibly shared one warned
+ * about unless for nccl (one_per_rank: comm_check_devices decides); NULL with the reason in err */
+device *comm_rank_device(const comm *c, const char *spec, int one_per_rank, char *err,
+                         size_t len);
+
+/* where a rank's device is: its host name and the device's identity there (its PCI bus id,
+ * the same whatever CUDA_VISIBLE_DEVICES a rank has); id "" when it did not open */
+typedef struct {
+    char host[64];
+    char id[64];
+} comm_device_slot;
+/* over slots[n] (rank order): 0 when each names a different device of its host, else 1 with
+ * *a < *b the first two ranks that share one */
+int comm_find_shared_device(const comm_device_slot *slots, int n, int *a, int *b);
+/* A collective over host: every rank's device identity (NULL: it did not open) and host name
+ * gathered; 0 when every rank has a device of its own, 2 when one has none or two share one
+ * (rank 0 names them), 1 when the host communicator failed (message printed) */
+int comm_check_devices(comm *host, const char *device_id);
+
+/* A unique id (bytes long) made on rank 0 by make() and given to every rank over host, with
+ * make's failure (its message) given to every rank too. 0; 1 with c->error set (the host
+ * communicator failed, or make failed on rank 0: "ncclGetUniqueId: ...") */
+typedef int (*comm_id_maker)(void *id, char *err, size_t len, void *arg);
+int comm_share_id(comm *host, void *id, size_t bytes, comm_id_maker make, void *arg);
+
+/* Puts the nccl communicator over host (a collective of every rank): every rank's device (d,
+ * NULL where it did not open) and host checked first, so that no rank waits in NCCL for one
+ * that will never come, then the id shared and ncclCommInitRank run, bounded by the timeout.
+ * On success *c is the nccl communicator, which owns host (closing it closes both); on failure
+ * *c is still host. 0, 1 (NCCL or the communicator failed) or 2 (a device missing or shared),
+ * the reason printed by rank 0 or by the rank that saw it. */
+int comm_attach_nccl(comm **c, device *d);
 
 /* ---- comm-check (comm_check.c): nccl-tests' checks over this build's communicators ---- */
 

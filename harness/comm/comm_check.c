@@ -1,5 +1,5 @@
 /* harness/comm/comm_check.c: comm-check as nccl-tests does it: every rank fills known values,
- * runs one collective per size, checks the result exactly or within fp32 bounds, and times it. */
+ * runs one collective per size (on host or device memory), checks the result, and times it. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -81,8 +81,28 @@ static float fill_value(const cc_options *o, int r, size_t i)
 
 typedef struct {
     size_t n_in, n_out; /* floats this rank sends and receives */
-    float *in, *out;
+    float *in, *out;    /* host; the check reads them */
+    dten din, dout;     /* a device_buffers communicator's: what the collective works on */
 } cc_bufs;
+
+/* c's device, when its collectives take device memory, else NULL */
+static device *buffers_device(comm *c)
+{
+    return c->ops->device_buffers ? c->dev : NULL;
+}
+
+static int alloc_device_bufs(comm *c, cc_bufs *b)
+{
+    device *d = c->dev;
+    if (!d || d->real_size != sizeof(float))
+        return comm_fail(c, "comm-check", "the communicator's device holds no fp32 buffers");
+    b->din = device_alloc(d, b->n_in, DT_REAL);
+    b->dout = device_alloc(d, b->n_out, DT_REAL);
+    if (b->din.buf && b->dout.buf)
+        return 0;
+    return comm_fail(c, "comm-check", "allocating %zu + %zu floats on %s: %s", b->n_in,
+                     b->n_out, d->backend, device_error(d) ? device_error(d) : "failed");
+}
 
 static int alloc_bufs(comm *c, cc_op op, size_t count, cc_bufs *b)
 {
@@ -91,26 +111,54 @@ static int alloc_bufs(comm *c, cc_op op, size_t count, cc_bufs *b)
     b->n_out = op == CC_ALLGATHER ? count * W : count;
     b->in = malloc(b->n_in * sizeof *b->in);
     b->out = malloc(b->n_out * sizeof *b->out);
-    return b->in && b->out ? 0 : comm_fail(c, "comm-check", "out of host memory");
+    if (!b->in || !b->out)
+        return comm_fail(c, "comm-check", "out of host memory");
+    return buffers_device(c) ? alloc_device_bufs(c, b) : 0;
 }
 
-static void fill(comm *c, cc_op op, const cc_options *o, cc_bufs *b)
+static void free_bufs(comm *c, cc_bufs *b)
+{
+    if (b->din.buf)
+        device_free(c->dev, b->din);
+    if (b->dout.buf)
+        device_free(c->dev, b->dout);
+    free(b->in);
+    free(b->out);
+}
+
+/* a device error as the communicator's: 0, or 1 with c->error naming it */
+static int device_ok(comm *c, const char *what)
+{
+    device *d = buffers_device(c);
+    const char *e = d ? device_error(d) : NULL;
+    return e ? comm_fail(c, "comm-check", "%s: %s", what, e) : 0;
+}
+
+/* the known values into the send buffer (uploaded to the device's) */
+static int fill(comm *c, cc_op op, const cc_options *o, cc_bufs *b)
 {
     for (size_t i = 0; i < b->n_in; i++)
         b->in[i] = op == CC_BROADCAST && c->rank != 0 ? -1.0f : fill_value(o, c->rank, i);
+    device *d = buffers_device(c);
+    if (d)
+        d->ops->upload(d, b->din, b->in);
+    return device_ok(c, "uploading the values");
 }
 
 static int run_op(comm *c, cc_op op, cc_bufs *b, size_t count)
 {
+    int dev = buffers_device(c) != NULL;
+    float *in = dev ? comm_address(c, b->din) : b->in;
+    float *out = dev ? comm_address(c, b->dout) : b->out;
     switch (op) {
     case CC_ALLREDUCE:
-        return c->ops->allreduce_sum_f32(c, b->in, count);
+        return c->ops->allreduce_sum_f32(c, in, count);
     case CC_ALLGATHER:
-        return c->ops->allgather(c, b->in, b->out, count * sizeof *b->in);
+        return c->ops->allgather(c, in, out, count * sizeof *in);
     case CC_REDUCESCATTER:
-        return c->ops->reducescatter_sum_f32(c, b->in, b->out, count);
+        return c->ops->reducescatter_sum_f32(c, in, out, count);
     default:
-        return c->ops->broadcast(c, b->in, count * sizeof *b->in, 0);
+        return c->ops->broadcast(c, in, count * sizeof *in, 0);
     }
 }
 
@@ -169,9 +217,12 @@ static void check(comm *c, cc_op op, const cc_options *o, const cc_bufs *b, size
 static int combine(comm *c, const cc_rank_result *mine, cc_result *r)
 {
     cc_rank_result *all = calloc((size_t)c->size, sizeof *all);
+    comm *host = comm_host(c);
     if (!all)
         return comm_fail(c, "comm-check", "out of host memory");
-    if (c->ops->allgather(c, mine, all, sizeof *mine)) {
+    if (host->ops->allgather(host, mine, all, sizeof *mine)) {
+        if (host != c)
+            snprintf(c->error, sizeof c->error, "%s", host->error);
         free(all);
         return 1;
     }
@@ -189,23 +240,38 @@ static int combine(comm *c, const cc_rank_result *mine, cc_result *r)
     return 0;
 }
 
-/* the iterations, timed; the fault injection spoils the result after each */
+/* the result of the last collective, downloaded from the device into the host buffers */
+static int fetch_result(comm *c, cc_op op, cc_bufs *b)
+{
+    device *d = buffers_device(c);
+    int in_place = op == CC_ALLREDUCE || op == CC_BROADCAST;
+    if (d)
+        d->ops->download(d, in_place ? b->in : b->out, in_place ? b->din : b->dout);
+    return device_ok(c, "downloading the result");
+}
+
+/* the iterations, timed; the fault injection spoils the result after each (on the host copy of
+ * the last one when the buffers are device memory) */
 static int time_iters(comm *c, cc_op op, const cc_options *o, cc_bufs *b, size_t count,
                       double *us)
 {
     double total = 0;
+    int dev = buffers_device(c) != NULL;
     for (int it = -o->warmup; it < o->iters; it++) {
-        fill(c, op, o, b);
-        if (c->ops->barrier(c))
+        if (fill(c, op, o, b) || c->ops->barrier(c))
             return 1;
         double t0 = now_ms();
         if (run_op(c, op, b, count))
             return 1;
         if (it >= 0)
             total += now_ms() - t0;
-        if (c->rank == o->fault_rank) /* a transfer to this rank gone wrong */
+        if (!dev && c->rank == o->fault_rank) /* a transfer to this rank gone wrong */
             ((float *)result(op, b))[0] += 1000.0f;
     }
+    if (fetch_result(c, op, b))
+        return 1;
+    if (dev && c->rank == o->fault_rank)
+        ((float *)result(op, b))[0] += 1000.0f;
     *us = total * 1e3 / o->iters;
     return 0;
 }
@@ -229,8 +295,7 @@ int cc_run_one(comm *c, cc_op op, size_t bytes, const cc_options *o, cc_result *
         check(c, op, o, &b, count, &mine);
         rc = combine(c, &mine, r);
     }
-    free(b.in);
-    free(b.out);
+    free_bufs(c, &b);
     if (rc)
         return 1;
     double s = r->time_us / 1e6;

@@ -162,7 +162,8 @@ int comm_mpi_open(const comm_env *env, double timeout_s, volatile sig_atomic_t *
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    *c = (comm){&mpi_ops, rank, size, env->local_rank, "", timeout_s, stop, "", m};
+    *c = (comm){&mpi_ops, rank, size, env->local_rank, "", timeout_s, stop, "", m,
+                NULL,     NULL, NULL};
     snprintf(c->launcher, sizeof c->launcher, "%s", env->launcher);
     if ((rc = check_mpi_world(env, rank, size))) {
         mpi_close(c);

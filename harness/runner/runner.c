@@ -163,7 +163,11 @@ static int record_into_db(trainer *tr, const scenario *s, device *d, const run_a
     int rc = store_open(a->db, &st);
     if (rc)
         return rc;
-    if (!a->quiet)
+    if (!a->quiet && a->comm->size > 1)
+        printf("scenario %s on %d ranks of %s (%s, %s), gradients over %s, recording into %s\n",
+               term_safe(s->name), a->comm->size, d->backend, term_safe(d->name), d->dtype,
+               a->comm->ops->name, term_safe(a->db));
+    else if (!a->quiet)
         printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
                d->backend, term_safe(d->name), train_run_dtype(d), term_safe(a->db));
     int64_t run_id = 0;
@@ -181,7 +185,7 @@ int runner_run_one(const run_args *a)
         return rc;
     }
     run_args ra = *a;
-    if ((rc = ranks_open(a, &s, &ra.comm)) != 0) {
+    if ((rc = ranks_open(&ra, &s)) != 0) {
         scenario_free(&s);
         return rc;
     }
@@ -190,7 +194,9 @@ int runner_run_one(const run_args *a)
     device *d = ranks_device(&ra);
     trainer *tr = NULL;
     train_status status = TRAIN_OK; /* until training: failures so far are agreed on */
-    rc = d ? runner_prepare(&s, d, &ra, &tr) : EXIT_USAGE;
+    rc = ranks_attach(&ra, d);
+    if (rc == 0)
+        rc = runner_prepare(&s, d, &ra, &tr);
     if ((rc = ranks_agree(ra.comm, "setting up", rc, &status)) == 0)
         rc = ranks_agree(ra.comm, "checking the initial weights", train_check_replicas(tr),
                          &status);
@@ -198,10 +204,10 @@ int runner_run_one(const run_args *a)
         rc = ra.comm->rank == 0 ? record_into_db(tr, &s, d, &ra, &status)
                                 : ranks_follow(tr, &ra, &status);
     train_free(tr);
+    scenario_free(&s);
+    ranks_close(ra.comm, rc, status); /* an nccl communicator before the device it runs on */
     if (d)
         device_close(d);
-    scenario_free(&s);
-    ranks_close(ra.comm, rc, status);
     return rc;
 }
 

@@ -24,6 +24,7 @@ typedef struct {
     const char *baseline, *baselines;
     double comm_timeout; /* --comm-timeout S: the longest wait of any collective (0: default) */
     comm *comm;          /* the ranks of this run: set by runner_run_one, NULL for one rank */
+    comm_kind comm_kind; /* --comm: what moves the gradients (COMM_AUTO by default) */
 } run_args;
 
 /* Everything the run of s on d needs, read and checked (train_prepare with --steps and --save):

@@ -1,5 +1,5 @@
 /* harness/runner/runner_ranks.c: the ranks of a data-parallel run: the communicator from the
- * launcher's environment, each rank's device by its local rank, errors agreed on by all ranks. */
+ * launcher's environment (nccl on cuda), each rank's device by its local rank, agreed errors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,10 +7,26 @@
 #include "runner_ranks_internal.h"
 #include "util/util.h"
 
-int ranks_open(const run_args *a, const scenario *s, comm **c)
+/* the communicator --comm asks for on this device and world, decided alike on every rank before
+ * MPI starts: 0 with a->comm_kind COMM_MPI or COMM_NCCL, or 2 after rank 0's message */
+static int choose_comm(run_args *a, const comm_env *env)
+{
+    char why[256];
+    int kind = comm_choose(a->comm_kind, a->device, env->world, comm_have_nccl(), why,
+                           sizeof why);
+    if (kind < 0) {
+        if (env->rank == 0)
+            log_error("run: %s", why);
+        return EXIT_USAGE;
+    }
+    a->comm_kind = (comm_kind)kind;
+    return 0;
+}
+
+int ranks_open(run_args *a, const scenario *s)
 {
     comm_env env;
-    *c = NULL;
+    a->comm = NULL;
     int rc = comm_env_read(&env);
     if (rc)
         return rc;
@@ -22,43 +38,34 @@ int ranks_open(const run_args *a, const scenario *s, comm **c)
                       env.world == 1 ? "" : "s");
         return EXIT_USAGE;
     }
+    if ((rc = choose_comm(a, &env)))
+        return rc;
     double timeout = a->comm_timeout > 0 ? a->comm_timeout : COMM_DEFAULT_TIMEOUT_S;
-    return comm_open(&env, timeout, runner_stop_flag(), c);
-}
-
-/* how many devices `harness devices` lists for the backend named spec ("opencl:0", ...) */
-static int backend_devices(const char *backend)
-{
-    device_info info[64];
-    int n = device_list(info, 64), count = 0;
-    size_t len = strlen(backend);
-    for (int i = 0; i < n; i++)
-        count += strncmp(info[i].spec, backend, len) == 0 && info[i].spec[len] == ':';
-    return count;
+    return comm_open(&env, timeout, runner_stop_flag(), &a->comm);
 }
 
 device *ranks_device(const run_args *a)
 {
-    char spec[128], err[512];
-    snprintf(spec, sizeof spec, "%s", a->device);
+    char err[512];
     comm *c = a->comm;
-    int n = c->size > 1 && !strchr(a->device, ':') ? backend_devices(a->device) : 0;
-    if (n > 0) {
-        snprintf(spec, sizeof spec, "%s:%d", a->device, c->local_rank % n);
-        if (c->local_rank >= n)
-            log_warn("rank %d: local rank %d shares %s with another rank (%d device%s)", c->rank,
-                     c->local_rank, spec, n, n == 1 ? "" : "s");
-    }
-    device *d = device_open(spec, err, sizeof err);
+    device *d = comm_rank_device(c, a->device, a->comm_kind == COMM_NCCL, err, sizeof err);
     if (!d)
-        log_error("run: rank %d: --device %s: %s", c->rank, spec, err);
+        log_error("run: rank %d: --device %s: %s", c->rank, a->device, err);
     return d;
+}
+
+int ranks_attach(run_args *a, device *d)
+{
+    if (a->comm_kind != COMM_NCCL)
+        return d ? 0 : EXIT_USAGE;
+    return comm_attach_nccl(&a->comm, d);
 }
 
 int ranks_agree(comm *c, const char *what, int rc, train_status *status)
 {
     if (c->size == 1)
         return rc;
+    c = comm_host(c);
     int *all = malloc((size_t)c->size * sizeof *all);
     if (!all || c->ops->allgather(c, &rc, all, sizeof rc)) {
         log_error("%s: %s", what, all ? c->error : "out of host memory");

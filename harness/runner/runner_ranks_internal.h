@@ -9,12 +9,17 @@
 
 /* the flag SIGINT/SIGTERM set (runner.c): a collective's wait ends on it */
 volatile sig_atomic_t *runner_stop_flag(void);
-/* the communicator of the launcher's environment (a single one without a launcher); its size
- * must be s->world_size. 0, or 1/2 after a message, before anything is opened or recorded */
-int ranks_open(const run_args *a, const scenario *s, comm **c);
+/* a->comm: the host communicator of the launcher's environment (a single one without a
+ * launcher); its size must be s->world_size. a->comm_kind: what --comm resolves to on a->device
+ * (COMM_MPI or COMM_NCCL). 0, or 1/2 after a message, before anything is opened or recorded */
+int ranks_open(run_args *a, const scenario *s);
 /* a->device for this rank: a spec without an index ("opencl") becomes the device of the rank's
- * local rank ("opencl:N", modulo the devices there are). NULL after a message */
+ * local rank ("opencl:N", modulo the devices there are; for nccl one per rank, more ranks
+ * than devices refused). NULL after a message */
 device *ranks_device(const run_args *a);
+/* with nccl (a collective): a->comm becomes the nccl communicator over d, after every rank's
+ * device is checked; else 0 when d opened. 0, or 1/2 (every rank alike for nccl) */
+int ranks_attach(run_args *a, device *d);
 /* a collective: rc of every rank; the worst (2 over 1 over 0) returned on every rank, the
  * failing ranks named by rank 0 (what: "setting up"). A communicator failure is 1 with
  * *status TRAIN_FAILED */

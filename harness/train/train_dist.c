@@ -1,5 +1,6 @@
 /* harness/train/train_dist.c: the data-parallel part of a training step: gradients summed over
- * micro-batches and ranks on the host, per-rank figures gathered, identical initial weights. */
+ * micro-batches and ranks (on the host, or on the device for nccl), per-rank figures gathered. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,29 @@ int dist_active(const dist_state *ds)
     return ds->accum > 1 || (ds->c && ds->c->size > 1);
 }
 
+/* the device sum of the micro-batches (accum > 1; else the gradients are reduced in place) */
+static int init_on_device(dist_state *ds)
+{
+    if (!ds->ranks) {
+        log_error("out of host memory for the ranks' figures");
+        return EXIT_FAIL;
+    }
+    if (ds->c->dev != ds->dev) {
+        log_error("the %s communicator moves the memory of another device than the model's",
+                  ds->c->ops->name);
+        return EXIT_FAIL;
+    }
+    if (!dist_active(ds) || ds->accum == 1)
+        return 0;
+    ds->dsum = device_alloc(ds->dev, ds->n, DT_REAL);
+    if (!ds->dsum.buf) {
+        log_error("allocating the gradient sum (%zu elements) on the device: %s", ds->n,
+                  device_error(ds->dev) ? device_error(ds->dev) : "failed");
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
 int dist_init(dist_state *ds, comm *c, int accum, model *m)
 {
     memset(ds, 0, sizeof *ds);
@@ -20,7 +44,11 @@ int dist_init(dist_state *ds, comm *c, int accum, model *m)
     ds->accum = accum;
     ds->n = model_param_count(m);
     int size = c ? c->size : 1;
+    ds->on_device = c && c->ops->device_buffers;
+    ds->dev = model_device(m);
     ds->ranks = calloc((size_t)size, sizeof *ds->ranks);
+    if (ds->on_device)
+        return init_on_device(ds);
     if (dist_active(ds)) {
         ds->grads = malloc(ds->n * sizeof *ds->grads);
         ds->sum = malloc(ds->n * sizeof *ds->sum);
@@ -34,21 +62,81 @@ int dist_init(dist_state *ds, comm *c, int accum, model *m)
 
 void dist_free(dist_state *ds)
 {
+    if (ds->dsum.buf)
+        device_free(ds->dev, ds->dsum);
     free(ds->grads);
     free(ds->sum);
     free(ds->ranks);
     memset(ds, 0, sizeof *ds);
 }
 
+/* the device ops take int counts: whole views of at most INT_MAX elements */
+#define DEVICE_CHUNK ((size_t)INT_MAX)
+
+/* dst += src on the device, in float as the host sum does */
+static void device_accumulate(device *d, dten dst, dten src)
+{
+    for (size_t off = 0; off < dst.n; off += DEVICE_CHUNK) {
+        size_t k = dst.n - off < DEVICE_CHUNK ? dst.n - off : DEVICE_CHUNK;
+        d->ops->accumulate(d, dten_view(dst, off, k), dten_view(src, off, k), (int)k);
+    }
+}
+
+/* x *= s on the device: each element times the float s, as the host does */
+static void device_scale(device *d, dten x, float s)
+{
+    for (size_t off = 0; off < x.n; off += DEVICE_CHUNK) {
+        size_t k = x.n - off < DEVICE_CHUNK ? x.n - off : DEVICE_CHUNK;
+        d->ops->scale(d, dten_view(x, off, k), (double)s, (int)k);
+    }
+}
+
+/* the micro-batch's gradients into the device sum (accum > 1) */
+static int accumulate_on_device(dist_state *ds, model *m, int a)
+{
+    if (ds->accum == 1)
+        return 0;
+    device *d = ds->dev;
+    dten g = model_all_grads(m);
+    if (a == 0)
+        d->ops->copy(d, ds->dsum, g);
+    else
+        device_accumulate(d, ds->dsum, g);
+    return device_error(d) ? 1 : 0;
+}
+
 int dist_accumulate(dist_state *ds, model *m, int a)
 {
     if (!dist_active(ds))
         return 0;
+    if (ds->on_device)
+        return accumulate_on_device(ds, m, a);
     if (model_get_weights(m, a == 0 ? ds->sum : ds->grads, 1))
         return 1;
     if (a > 0)
         for (size_t i = 0; i < ds->n; i++)
             ds->sum[i] += ds->grads[i];
+    return 0;
+}
+
+/* the sum over the ranks of the device sum (or of the gradients in place), times scale, as the
+ * model's gradients: every step in device memory, in the device's stream order */
+static int reduce_on_device(dist_state *ds, model *m, float scale, char *err, size_t len)
+{
+    device *d = ds->dev;
+    comm *c = ds->c;
+    dten g = model_all_grads(m), sum = ds->accum > 1 ? ds->dsum : g;
+    if (c->ops->allreduce_sum_f32(c, comm_address(c, sum), ds->n)) {
+        snprintf(err, len, "%s", c->error);
+        return 1;
+    }
+    device_scale(d, sum, scale);
+    if (ds->accum > 1)
+        d->ops->copy(d, g, sum);
+    if (device_error(d)) {
+        snprintf(err, len, "averaging the gradients on the device: %s", device_error(d));
+        return 1;
+    }
     return 0;
 }
 
@@ -58,6 +146,8 @@ int dist_reduce(dist_state *ds, model *m, char *err, size_t len)
         return 0;
     int size = ds->c ? ds->c->size : 1;
     float scale = (float)(1.0 / ((double)ds->accum * size));
+    if (ds->on_device)
+        return reduce_on_device(ds, m, scale, err, len);
     if (ds->c && comm_allreduce_scaled(ds->c, ds->sum, ds->n, scale)) {
         snprintf(err, len, "%s", ds->c->error);
         return 1;
@@ -102,8 +192,9 @@ int dist_gather_step(dist_state *ds, const dist_rank_step *mine, step_record *r,
                      char *err, size_t len)
 {
     int size = ds->c ? ds->c->size : 1;
-    if (ds->c && ds->c->ops->allgather(ds->c, mine, ds->ranks, sizeof *mine)) {
-        snprintf(err, len, "%s", ds->c->error);
+    comm *host = ds->c ? comm_host(ds->c) : NULL;
+    if (host && host->ops->allgather(host, mine, ds->ranks, sizeof *mine)) {
+        snprintf(err, len, "%s", host->error);
         return 1;
     }
     if (!ds->c)
@@ -128,10 +219,11 @@ static int weights_digest(model *m, char hex[65])
     return rc ? EXIT_FAIL : 0;
 }
 
-int dist_check_replicas(comm *c, model *m)
+int dist_check_replicas(comm *gc, model *m)
 {
-    if (!c || c->size == 1)
+    if (!gc || gc->size == 1)
         return 0;
+    comm *c = comm_host(gc);
     char mine[65], *all = malloc((size_t)c->size * 65);
     if (!all || weights_digest(m, mine)) {
         free(all);

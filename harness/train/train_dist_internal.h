@@ -1,5 +1,6 @@
 /* harness/train/train_dist_internal.h: private to train/: what a data-parallel step adds to the
  * training loop (train_dist.c): gradients summed over micro-batches and ranks, per-rank figures. */
+/* With a device_buffers communicator (nccl) the sums stay in device memory: no host copy. */
 #ifndef TRAIN_DIST_INTERNAL_H
 #define TRAIN_DIST_INTERNAL_H
 
@@ -20,14 +21,17 @@ typedef struct {
     size_t n;        /* parameters */
     float *grads;    /* [n] the micro-batch's gradients, downloaded */
     float *sum;      /* [n] their sum over the micro-batches, then over the ranks */
+    int on_device;   /* c->ops->device_buffers: the sums below, in device memory, instead */
+    device *dev;     /* the model's device */
+    dten dsum;       /* [n] the micro-batches' sum when accum > 1 (else the gradients' own) */
     dist_rank_step *ranks; /* [size] the last step's figures of every rank */
 } dist_state;
 
-/* host buffers for m's gradients when the step sums anything (accum > 1 or a world > 1).
- * 0, or 1 after a message */
+/* host buffers for m's gradients when the step sums anything (accum > 1 or a world > 1); with a
+ * device_buffers communicator a device buffer instead (accum > 1 only). 0, or 1 after a message */
 int dist_init(dist_state *ds, comm *c, int accum, model *m);
 void dist_free(dist_state *ds);
-/* 1 when gradients are summed on the host (accum > 1 or several ranks) */
+/* 1 when gradients are summed (accum > 1 or several ranks): on the host, or on the device */
 int dist_active(const dist_state *ds);
 /* after micro-batch a's backward: its gradients added to the sum (the first one copied). 0/1 */
 int dist_accumulate(dist_state *ds, model *m, int a);

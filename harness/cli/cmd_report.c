@@ -38,7 +38,7 @@ static void report_usage(void)
 }
 
 typedef struct {
-    const char *out, *db, *baseline, *baselines;
+    const char *out, *db, *baseline, *baselines, *golden, *verdict, *since;
     int force, no_plots;
     const char *pos[4096];
     int n_pos;
@@ -52,7 +52,8 @@ static int parse_report_args(int argc, char **argv, report_args *a)
         {"--out", &a->out, NULL},           {"--db", &a->db, NULL},
         {"--baseline", &a->baseline, NULL}, {"--baselines", &a->baselines, NULL},
         {"--force", NULL, &a->force},       {"--no-plots", NULL, &a->no_plots},
-        {NULL, NULL, NULL},
+        {"--golden", &a->golden, NULL},     {"--verdict", &a->verdict, NULL},
+        {"--since", &a->since, NULL},       {NULL, NULL, NULL},
     };
     int rc = cmd_parse(argc, argv, opts, a->pos, 4096, &a->n_pos);
     if (rc == 1)
@@ -61,6 +62,15 @@ static int parse_report_args(int argc, char **argv, report_args *a)
         return rc == 1 ? -1 : rc;
     if (a->out && !a->out[0])
         return cmd_usage_error("report", "--out needs a directory, not an empty string");
+    verdict_gate g;
+    if (a->verdict && gate_parse(a->verdict, &g))
+        return cmd_usage_error("report", "--verdict: '%s' is not band, error_ratio or ensemble",
+                               a->verdict);
+    if (a->golden && cmd_nonempty("report", "--golden", a->golden))
+        return EXIT_USAGE;
+    if (a->since && a->n_pos)
+        return cmd_usage_error("report", "--since reports the transitions of every scenario "
+                                         "and device: give no RUN");
     return 0;
 }
 
@@ -128,7 +138,8 @@ static int select_runs(store *st, const report_args *a, run_set *s)
 static int build_row(store *st, const report_args *a, int64_t id, report_row *row, plotter *p,
                      int index, baseline_cache *cache)
 {
-    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, cache};
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, cache, a->golden,
+                         a->verdict};
     judgement j;
     memset(row, 0, sizeof *row);
     int rc = judge_run(st, id, &q, &j);

@@ -165,8 +165,20 @@ static int record_into_db(trainer *tr, const scenario *s, device *d, const run_a
                d->backend, term_safe(d->name), d->dtype, term_safe(a->db));
     int64_t run_id = 0;
     rc = record_run(tr, s, d, st, a, &run_id, status);
+    if (rc == 0 && a->golden && (rc = store_set_baseline(st, s->name, "golden", run_id)) == 0)
+        printf("golden run of %s: run %lld (label 'golden')\n", term_safe(s->name),
+               (long long)run_id);
     store_close(st);
     return rc;
+}
+
+/* A golden run computes in the device's own precision (cpu64: fp64) whatever the scenario's
+ * dtype says: no low-precision rounding, so a bf16 scenario's golden has none. This is the one
+ * place that forces it; the scenario's JSON and hash stay as they are, so the golden is a run of
+ * the same scenario. */
+static void golden_precision(scenario *s)
+{
+    snprintf(s->dtype, sizeof s->dtype, "fp64");
 }
 
 int runner_run_one(const run_args *a)
@@ -178,6 +190,8 @@ int runner_run_one(const run_args *a)
         return rc;
     }
     run_args ra = *a;
+    if (a->golden)
+        golden_precision(&s);
     if ((rc = ranks_open(a, &s, &ra.comm)) != 0) {
         scenario_free(&s);
         return rc;

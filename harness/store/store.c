@@ -109,6 +109,14 @@ static const char *const migrations[] = {
     " busbw_gbs REAL, wrong INTEGER NOT NULL, first_bad_rank INTEGER,"
     " status TEXT NOT NULL CHECK (status IN ('ok', 'wrong')));"
     "CREATE INDEX comm_checks_check ON comm_checks(check_id);",
+    /* 8 (issue 13, ensemble baselines): the spread of the loss over the runs of an ensemble
+     * baseline, per step of the stored run that holds their mean (store_ensemble.c) */
+    "CREATE TABLE ensemble_steps("
+    " run_id INTEGER NOT NULL, step INTEGER NOT NULL,"
+    " runs INTEGER NOT NULL CHECK (runs >= 2), loss_std REAL NOT NULL CHECK (loss_std >= 0),"
+    " PRIMARY KEY (run_id, step),"
+    " FOREIGN KEY (run_id, step) REFERENCES steps(run_id, step) ON DELETE CASCADE)"
+    " WITHOUT ROWID;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

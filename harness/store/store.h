@@ -156,5 +156,7 @@ int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int
 #include "store_logs.h"
 /* comm-check results (issue 12) */
 #include "store_comm.h"
+/* the spread of ensemble baselines (issue 13) */
+#include "store_ensemble.h"
 
 #endif

@@ -184,7 +184,7 @@ static void test_malformed(void **state)
 {
     expect_bad("", "bad.baseline:1: format: missing");
     expect_bad("hello world\n", "bad.baseline:1: expected 'key: value'");
-    expect_bad("format: harness-baseline 3\n", "bad.baseline:1: format: 'harness-baseline 3' is a version");
+    expect_bad("format: harness-baseline 4\n", "bad.baseline:1: format: 'harness-baseline 4' is a version");
     expect_bad("format: csv\n", "bad.baseline:1: format: 'csv' is not a harness baseline");
     expect_bad("scenario: t\n", "bad.baseline:1: scenario: the first key must be 'format");
     expect_bad(HEAD "steps: 1\n", "bad.baseline:8: step table: missing");
@@ -406,6 +406,62 @@ static void test_store_history(void **state)
     unlink(db);
 }
 
+#define HEAD3 "format: harness-baseline 3\nscenario: t\nscenario_hash: " HASH "\n" \
+              "device: cpu\ndtype: fp32\nworld_size: 1\n"
+
+/* an ensemble (format 3): loss_std and ensemble_runs read and written back the same; the
+ * arrays must match (a std per step, none without format 3) */
+static void test_ensemble_format(void **state)
+{
+    baseline b;
+    const char *good = HEAD3 "steps: 2\nensemble_runs: 3\nstep loss loss_std\n1 2.5 0.25\n"
+                             "2 2.0 0\n";
+    assert_int_equal(baseline_parse(good, strlen(good), "e.baseline", &b), 0);
+    assert_int_equal(b.ensemble_runs, 3);
+    assert_non_null(b.loss_std);
+    assert_float_equal(b.loss_std[0], 0.25, 0);
+    assert_float_equal(b.loss_std[1], 0, 0);
+    assert_float_equal(b.steps[0].loss, 2.5, 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(baseline_write(f, &b), 0);
+    fclose(f);
+    assert_non_null(strstr(text, "format: harness-baseline 3\n"));
+    assert_non_null(strstr(text, "ensemble_runs: 3\n"));
+    baseline c;
+    assert_int_equal(baseline_parse(text, len, "again.baseline", &c), 0);
+    assert_true(baseline_same(&b, &c));
+    baseline d;
+    assert_int_equal(baseline_copy(&d, &b), 0);
+    assert_true(baseline_same(&b, &d));
+    free(text);
+    baseline_free(&b);
+    baseline_free(&c);
+    baseline_free(&d);
+}
+
+static void test_ensemble_malformed(void **state)
+{
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss\n1 2.0\n",
+               "bad.baseline:9: step table: format 'harness-baseline 3' (an ensemble) needs the column loss_std");
+    expect_bad(HEAD "steps: 1\nstep loss loss_std\n1 2.0 0.1\n",
+               "bad.baseline:8: step table: column loss_std belongs to format 'harness-baseline 3'");
+    expect_bad(HEAD "ensemble_runs: 3\n", "bad.baseline:7: ensemble_runs: a key of format 'harness-baseline 3'");
+    expect_bad(HEAD3 "steps: 1\nstep loss loss_std\n1 2.0 0.1\n",
+               "ensemble_runs: missing (a required key of format 'harness-baseline 3')");
+    expect_bad(HEAD3 "ensemble_runs: 1\n", "bad.baseline:7: ensemble_runs: '1' is not a whole number in [2, 8]");
+    expect_bad(HEAD3 "ensemble_runs: 9\n", "ensemble_runs: '9' is not a whole number in [2, 8]");
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss loss_std\n1 2.0 -0.1\n",
+               "bad.baseline:10: loss_std: '-0.1' is not a finite number >= 0");
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss loss_std\n1 2.0 nan\n",
+               "loss_std: 'nan' is not a finite number >= 0");
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss loss_std\n1 2.0 -\n",
+               "loss_std: '-' is not a finite number >= 0");
+    expect_bad(HEAD3 "steps: 2\nensemble_runs: 3\nstep loss loss_std\n1 2.0 0.1\n2 2.0\n",
+               "bad.baseline:11: step table: 2 values, the header names 3 columns");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +469,8 @@ int main(void)
         cmocka_unit_test(test_save_and_read),
         cmocka_unit_test(test_tolerant_reading),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_ensemble_format),
+        cmocka_unit_test(test_ensemble_malformed),
         cmocka_unit_test(test_fuzz),
         cmocka_unit_test(test_scenario_diff),
         cmocka_unit_test(test_store_round_trip),

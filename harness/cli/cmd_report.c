@@ -14,7 +14,9 @@
 static void report_usage(void)
 {
     printf("usage: harness report [RUN...] [--out DIR] [--baseline LABEL|RUN|FILE] [--force]\n"
-           "                      [--baselines DIR] [--no-plots] [--db FILE]\n\n"
+           "                      [--golden LABEL|RUN|FILE] [--verdict KIND]\n"
+           "                      [--baselines DIR] [--no-plots] [--db FILE]\n"
+           "       harness report --since RUN|DATE [--out DIR] [--db FILE]\n\n"
            "Writes the porting table of the runs (default: the newest run of every scenario on\n"
            "every device in the store, imported baselines left out: they are runs of other\n"
            "machines), each compared with its baseline as 'harness compare' does, into DIR:\n"
@@ -31,6 +33,15 @@ static void report_usage(void)
            "  --force        compare even when run and baseline ran different scenarios\n"
            "  --baselines D  look for committed baseline files in D first\n"
            "  --no-plots     skip gnuplot (the HTML then has no plots)\n"
+           "  --golden G     the golden run of the error ratio (as 'harness compare --golden')\n"
+           "  --verdict K    band, error_ratio or ensemble decides (as 'harness compare')\n"
+           "  --since X      the transitions table instead: per scenario and device, the\n"
+           "                 verdict of the newest run since X (a run id: the runs after it;\n"
+           "                 a UTC date YYYY-MM-DD[THH:MM[:SSZ]]: runs started then or later)\n"
+           "                 against the newest before: new failure, fixed, still failing,\n"
+           "                 still passing, new, gone. Printed as Markdown; with --out also\n"
+           "                 DIR/transitions.md and transitions.html. Exit 1 when a newest run\n"
+           "                 does not pass\n"
            "  --db FILE      the store (default %s)\n\n"
            "Exit codes: 0 written and every compared run passed, 1 written and some run did not\n"
            "pass, 2 usage or input error, or the report could not be written.\n",
@@ -273,6 +284,24 @@ static void print_summary(const report *r)
            r->n, pass, r->n - pass - none, none, term_safe(r->out_dir), r->plots ? ", plots/" : "");
 }
 
+/* --since: the transitions table to stdout, and into DIR when --out is given */
+static int report_since(store *st, const report_args *a)
+{
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, NULL, a->golden,
+                        a->verdict};
+    transitions t;
+    int rc = transitions_build(st, a->since, &q, &t);
+    if (!rc) {
+        transitions_markdown(stdout, &t);
+        if (a->out && !(rc = make_dir(a->out)) && !(rc = transitions_write(&t, a->out)))
+            printf("\ntransitions -> %s/transitions.md, transitions.html\n", term_safe(a->out));
+    }
+    if (!rc)
+        rc = transitions_failing(&t) ? EXIT_FAIL : 0;
+    transitions_free(&t);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     report_args a;
@@ -287,6 +316,11 @@ int cmd_report(int argc, char **argv)
     }
     if ((rc = store_open(a.db, &st)) != 0)
         return rc;
+    if (a.since) {
+        rc = report_since(st, &a);
+        store_close(st);
+        return rc;
+    }
     report r;
     memset(&r, 0, sizeof r);
     iso_time_now(r.created, sizeof r.created);

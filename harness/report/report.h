@@ -73,6 +73,35 @@ int report_csv(const report *r, const char *path);      /* harness/report/report
 int report_junit(const report *r, const char *path);    /* harness/report/report_junit.c */
 int report_html(const report *r, const char *path);     /* harness/report/report_html.c */
 
+/* ---- harness/report/report_transitions.c: `report --since RUN|DATE` ---- */
+typedef struct {
+    char scenario[256], device[64];
+    int64_t prev_id, new_id;              /* the newest run before / since; 0 none */
+    char prev_verdict[16], new_verdict[16]; /* "pass", "fail", ...; "none": no baseline */
+    const char *change;  /* new failure, fixed, still failing, still passing, new, gone,
+                            not judged */
+} transition_row;
+typedef struct {
+    transition_row *rows;
+    int n, cap;
+    char since[64];                       /* the --since date, or "run N" */
+    int64_t since_run;                    /* the run id given; 0: a date */
+    char created[32];
+} transitions;
+/* Per scenario and device (imported runs left out): the newest run since `since` (a run id:
+ * runs after it; a UTC date: runs started at or after it) and the newest before, each with its
+ * newest stored verdict against a baseline, else judged now with q (not stored). 0, or 2 after
+ * a message (a malformed --since, no such run, a store error). */
+int transitions_build(store *st, const char *since, const baseline_query *q, transitions *t);
+void transitions_free(transitions *t);
+/* 1 when the newest run of some row does not pass (new failure, still failing, new and not
+ * passing) */
+int transitions_failing(const transitions *t);
+/* the table as Markdown to f */
+void transitions_markdown(FILE *f, const transitions *t);
+/* DIR/transitions.md and DIR/transitions.html; 0, or 2 after a message */
+int transitions_write(const transitions *t, const char *out_dir);
+
 /* ---- harness/report/report_plot.c: gnuplot ----
  * report_plot_begin opens DIR/plots/plots.gp; report_plot_row adds the row's loss and |dloss|
  * plots (data inlined, decimated to at most REPORT_PLOT_POINTS points per curve) and, for a run

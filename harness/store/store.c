@@ -945,6 +945,24 @@ int store_last_verdict(store *st, int64_t run_id, char verdict[16])
     return ret;
 }
 
+int store_last_baseline_verdict(store *st, int64_t run_id, char verdict[16])
+{
+    sqlite3_stmt *s; /* history details are compact JSON that opens {"kind":"history" */
+    if (prepare_for_run(st, "SELECT verdict FROM comparisons WHERE run_id = ?1 AND"
+                            " details_json NOT LIKE '{\"kind\":\"history\"%'"
+                            " ORDER BY id DESC LIMIT 1", run_id, "reading a verdict", &s))
+        return 2;
+    int rc = sqlite3_step(s), ret = 1;
+    if (rc == SQLITE_ROW) {
+        column_copy(verdict, 16, s, 0);
+        ret = 0;
+    } else if (rc != SQLITE_DONE) {
+        ret = db_fail(st, "reading a verdict", 2);
+    }
+    sqlite3_finalize(s);
+    return ret;
+}
+
 int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n)
 {
     static const char sql[] =

@@ -30,6 +30,7 @@ typedef struct {
     int routing_plot_layer;       /* the layer plotted; -1: summed over the layers */
     run_host run_at, base_at;     /* the hosts run and baseline ran on */
     int same_host;                /* 0: the throughput and memory ratios compare two machines */
+    int has_ratio_plot;           /* plots/ratio_N.{png,svg}: per-step error ratio to the golden */
 } report_row;
 
 typedef struct {
@@ -61,6 +62,10 @@ const char *row_verdict(const report_row *row);
 /* the row's throughput ratio in words: "0.05x of NAME (run 3; not gated; other host)", "-"
  * when there is none */
 void row_ratio_text(const report_row *row, char *out, size_t len);
+/* the error ratio and ensemble figures and the verdict that decides: "error ratio 1.2 (RMSE
+ * 3e-07 vs 2.5e-07; rule <= 3*ref + 1e-06: pass; msprobe warn); decided by band"; "" when the
+ * row has neither a golden nor an ensemble baseline and the band decides */
+void row_verdicts_text(const report_row *row, char *out, size_t len);
 /* "run: HOST, N threads; baseline: HOST, M threads[; different hosts]" */
 void row_hosts_text(const report_row *row, char *out, size_t len);
 /* the routing drift in words: "first at step 3; max 30 tokens (step 5, layer 1, expert 2), rel

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "runner.h"
-#include "judge/verdicts.h"
+#include "judge/judge.h"
 #include "util/util.h"
 
 /* the device of member `perturb`: a cpu backend, since only those read device.perturb */

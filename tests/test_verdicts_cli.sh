@@ -65,6 +65,13 @@ grep -qE "^verdict: fail: error ratio .*: RMSE\(run - golden\) .* > 3 \* RMSE\(b
 expect 0 "baseline record --ensemble 4" -- "$H" baseline record "$S" --ensemble 4 --label ens --dir "$T/bl" --db "$db"
 prints "ensemble baseline 'ens' of gpt2-tiny: mean and std of 4 runs, 6 steps"
 grep -q "^format: harness-baseline 3$" "$T/bl/gpt2-tiny.ens.baseline" && pass || fail "the ensemble file is not format 3"
+m0=$(sed -n 's/^ensemble member 1 (perturbation 0): run \([0-9]*\)$/\1/p' "$T/out")
+m1=$(sed -n 's/^ensemble member 2 (perturbation 1): run \([0-9]*\)$/\1/p' "$T/out")
+# perturbation 0 is the normal bits; perturbation 1 sums the GEMMs in another order
+expect 0 "member 0 against a plain run" -- "$H" compare "$m0" --baseline "$ref" --db "$db"
+grep -qE "^loss +6 steps compared, 0 out of tolerance; max \|diff\| 0 \(step 1\)" "$T/out" && pass || fail "perturbation 0 is not bit-identical: $(grep ^loss "$T/out")"
+expect 0 "member 1 against a plain run" -- "$H" compare "$m1" --baseline "$ref" --db "$db"
+grep -qE "^loss +6 steps compared, 0 out of tolerance; max \|diff\| 0 " "$T/out" && fail "perturbation 1 changed no bit" || pass
 grep -q "^ensemble_runs: 4$" "$T/bl/gpt2-tiny.ens.baseline" && pass || fail "no ensemble_runs: 4"
 grep -q " loss_std$" "$T/bl/gpt2-tiny.ens.baseline" && pass || fail "no loss_std column"
 expect 0 "repeated cpu run in the ensemble band" -- "$H" compare "$again" --baseline ens --verdict ensemble --db "$db"
@@ -140,6 +147,7 @@ prints "| gpt2-tiny | cpu | pass (run $t1) | fail (run $t2) | **new failure** |"
 prints "| gpt2-tiny | cpu64 |"
 grep -q "| gpt2-tiny | cpu64 | .* | - | \*\*gone\*\* |" "$T/out" && pass || fail "no gone row: $(cat "$T/out")"
 [ -s "$T/tr/transitions.md" ] && [ -s "$T/tr/transitions.html" ] && pass || fail "no transitions files"
+python3 -c 'import sys, xml.dom.minidom as m; d=m.parse(sys.argv[1]); f=d.getElementsByTagName("failure"); s=d.getElementsByTagName("skipped"); assert len(f)==1 and f[0].getAttribute("type")=="fail" and "new failure" in f[0].getAttribute("message") and len(s)==1, (len(f), len(s))' "$T/tr/transitions.xml" && pass || fail "transitions.xml: not one failure (cpu) and one skipped (cpu64)"
 expect 0 "t3" -- "$H" run "$S" --db "$db4" --quiet; t3=$(run_id)
 expect 0 "t3 passes" -- "$H" compare "$t3" --baseline "$T/bl/gpt2-tiny.cpu.baseline" --db "$db4"
 expect 0 "report --since t2: fixed" -- "$H" report --since "$t2" --db "$db4"

@@ -40,7 +40,7 @@ static void report_usage(void)
            "                 a UTC date YYYY-MM-DD[THH:MM[:SSZ]]: runs started then or later)\n"
            "                 against the newest before: new failure, fixed, still failing,\n"
            "                 still passing, new, gone. Printed as Markdown; with --out also\n"
-           "                 DIR/transitions.md and transitions.html. Exit 1 when a newest run\n"
+           "                 DIR/transitions.md, .html and .xml (JUnit). Exit 1 when a newest run\n"
            "                 does not pass\n"
            "  --db FILE      the store (default %s)\n\n"
            "Exit codes: 0 written and every compared run passed, 1 written and some run did not\n"
@@ -294,7 +294,8 @@ static int report_since(store *st, const report_args *a)
     if (!rc) {
         transitions_markdown(stdout, &t);
         if (a->out && !(rc = make_dir(a->out)) && !(rc = transitions_write(&t, a->out)))
-            printf("\ntransitions -> %s/transitions.md, transitions.html\n", term_safe(a->out));
+            printf("\ntransitions -> %s/transitions.md, transitions.html, transitions.xml\n",
+                   term_safe(a->out));
     }
     if (!rc)
         rc = transitions_failing(&t) ? EXIT_FAIL : 0;

@@ -572,7 +572,7 @@ static int routing_header(parser *ps)
         return perr(ps, "expert_tokens", "a section of format '%s', this file is '%s'",
                     BASELINE_FORMAT_MOE, BASELINE_FORMAT);
     for (int i = 0; i < N_FIELDS; i++)
-        if (i >= FIRST_MOE_FIELD && !ps->seen[i])
+        if (i >= FIRST_MOE_FIELD && i != ENSEMBLE_FIELD && !ps->seen[i])
             return perr(ps, fields[i].key, "missing before the expert_tokens section");
     if (routing_shape_check(t->layers, t->experts, why, sizeof why))
         return perr(ps, "moe_experts", "%s", why);

@@ -104,7 +104,8 @@ void transitions_free(transitions *t);
 int transitions_failing(const transitions *t);
 /* the table as Markdown to f */
 void transitions_markdown(FILE *f, const transitions *t);
-/* DIR/transitions.md and DIR/transitions.html; 0, or 2 after a message */
+/* DIR/transitions.md, transitions.html and transitions.xml (JUnit: one testcase per scenario
+ * and device, failed when its newest run does not pass); 0, or 2 after a message */
 int transitions_write(const transitions *t, const char *out_dir);
 
 /* ---- harness/report/report_plot.c: gnuplot ----

@@ -153,14 +153,12 @@ void transitions_free(transitions *t)
     memset(t, 0, sizeof *t);
 }
 
+static int row_failing(const transition_row *w);
+
 int transitions_failing(const transitions *t)
 {
     for (int i = 0; i < t->n; i++)
-        if (strcmp(t->rows[i].change, "new failure") == 0 ||
-            strcmp(t->rows[i].change, "still failing") == 0 ||
-            (strcmp(t->rows[i].change, "new") == 0 &&
-             strcmp(t->rows[i].new_verdict, "pass") != 0 &&
-             strcmp(t->rows[i].new_verdict, "none") != 0))
+        if (row_failing(&t->rows[i]))
             return 1;
     return 0;
 }
@@ -264,10 +262,61 @@ static int write_html(const transitions *t, const char *path)
     return close_checked(f, path);
 }
 
+/* 1 when the row's newest run does not pass (as transitions_failing counts) */
+static int row_failing(const transition_row *w)
+{
+    return strcmp(w->change, "new failure") == 0 || strcmp(w->change, "still failing") == 0 ||
+           (strcmp(w->change, "new") == 0 && strcmp(w->new_verdict, "pass") != 0 &&
+            strcmp(w->new_verdict, "none") != 0);
+}
+
+/* one testcase per scenario and device: a failure when its newest run does not pass, skipped
+ * when it is gone or not judged */
+static void junit_case(FILE *f, const transition_row *w)
+{
+    char before[64], after[64];
+    run_cell(before, sizeof before, w->prev_id, w->prev_verdict);
+    run_cell(after, sizeof after, w->new_id, w->new_verdict);
+    fputs("    <testcase classname=\"harness.", f);
+    esc_html(f, w->scenario);
+    fputs("\" name=\"", f);
+    esc_html(f, w->device);
+    fputs("\">\n", f);
+    if (row_failing(w))
+        fprintf(f, "      <failure type=\"%s\" message=\"%s: before %s, since %s\"/>\n",
+                w->new_verdict, w->change, before, after);
+    else if (strcmp(w->change, "gone") == 0 || strcmp(w->change, "not judged") == 0)
+        fprintf(f, "      <skipped message=\"%s: before %s, since %s\"/>\n", w->change, before,
+                after);
+    fputs("    </testcase>\n", f);
+}
+
+static int write_junit(const transitions *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("report: cannot write %s: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    int failures = 0;
+    for (int i = 0; i < t->n; i++)
+        failures += row_failing(&t->rows[i]);
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite "
+               "name=\"transitions since ");
+    esc_html(f, t->since);
+    fprintf(f, "\" tests=\"%d\" failures=\"%d\" timestamp=\"%s\">\n", t->n, failures,
+            t->created);
+    for (int i = 0; i < t->n; i++)
+        junit_case(f, &t->rows[i]);
+    fputs("  </testsuite>\n</testsuites>\n", f);
+    return close_checked(f, path);
+}
+
 int transitions_write(const transitions *t, const char *out_dir)
 {
-    char md[4200], html[4200];
+    char md[4200], html[4200], xml[4200];
     snprintf(md, sizeof md, "%s/transitions.md", out_dir);
     snprintf(html, sizeof html, "%s/transitions.html", out_dir);
-    return write_md(t, md) || write_html(t, html) ? EXIT_USAGE : 0;
+    snprintf(xml, sizeof xml, "%s/transitions.xml", out_dir);
+    return write_md(t, md) || write_html(t, html) || write_junit(t, xml) ? EXIT_USAGE : 0;
 }

@@ -240,17 +240,13 @@ static void test_malformed(void **state)
     unlink(errpath);
 }
 
-/* random damage to a valid file: every outcome is 0 or 2, never a crash (ASan in CI) */
-static void test_fuzz(void **state)
+/* random damage to a valid file: 3000 damaged copies of text, each parsed (0) or refused (2),
+ * never a crash (ASan in CI) */
+static void fuzz_text(const char *text, size_t len, uint64_t seed)
 {
-    baseline a;
-    make_baseline(&a, 12);
-    size_t len;
-    char *text = to_text(&a, &len);
-    baseline_free(&a);
     int saved = dup(2);
     assert_non_null(freopen("/dev/null", "w", stderr));
-    uint64_t s = 7;
+    uint64_t s = seed;
     int ok = 0;
     for (int iter = 0; iter < 3000; iter++) {
         char *t = malloc(len);
@@ -278,8 +274,28 @@ static void test_fuzz(void **state)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    free(text);
     assert_true(ok < 3000);
+}
+
+static void test_fuzz(void **state)
+{
+    baseline a;
+    make_baseline(&a, 12);
+    size_t len;
+    char *text = to_text(&a, &len);
+    fuzz_text(text, len, 7);
+    free(text);
+    /* the same as an ensemble (format 3, a loss_std column) */
+    a.ensemble_runs = 5;
+    a.loss_std = calloc((size_t)a.n_steps, sizeof *a.loss_std);
+    assert_non_null(a.loss_std);
+    for (int i = 0; i < a.n_steps; i++)
+        a.loss_std[i] = 1e-8 * (i + 1);
+    text = to_text(&a, &len);
+    assert_non_null(strstr(text, "format: harness-baseline 3\n"));
+    fuzz_text(text, len, 11);
+    free(text);
+    baseline_free(&a);
 }
 
 static void test_scenario_diff(void **state)

@@ -108,7 +108,7 @@ static int compare_all(store *st, const bench_cfg *c, int *failing)
 {
     baseline_cache cache;
     memset(&cache, 0, sizeof cache);
-    baseline_query q = {NULL, NULL, NULL, 0, -1, &cache};
+    baseline_query q = {NULL, NULL, NULL, 0, -1, &cache, NULL, NULL};
     *failing = 0;
     int rc = 0;
     for (int64_t id = 1; id <= c->runs; id++) {

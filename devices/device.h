@@ -270,6 +270,9 @@ struct device {
     size_t real_size;                   /* bytes of one DT_REAL element */
     size_t mem_total;                   /* device memory in bytes (0 if unknown) */
     size_t mem_current, mem_peak;       /* harness accounting of live device bytes */
+    int perturb;                        /* cpu backends: 0 the normal bits; 1..7 another summation
+                                           order of the GEMMs, the same math (the ensemble of
+                                           `baseline record --ensemble`, docs/compare.md) */
     int failed;
     char err[DEVICE_ERR];
     /* low precision (devices/lowp.h, docs/precision.md). A backend that can round to bf16/fp16

@@ -184,7 +184,7 @@ static void test_malformed(void **state)
 {
     expect_bad("", "bad.baseline:1: format: missing");
     expect_bad("hello world\n", "bad.baseline:1: expected 'key: value'");
-    expect_bad("format: harness-baseline 3\n", "bad.baseline:1: format: 'harness-baseline 3' is a version");
+    expect_bad("format: harness-baseline 4\n", "bad.baseline:1: format: 'harness-baseline 4' is a version");
     expect_bad("format: csv\n", "bad.baseline:1: format: 'csv' is not a harness baseline");
     expect_bad("scenario: t\n", "bad.baseline:1: scenario: the first key must be 'format");
     expect_bad(HEAD "steps: 1\n", "bad.baseline:8: step table: missing");
@@ -240,17 +240,13 @@ static void test_malformed(void **state)
     unlink(errpath);
 }
 
-/* random damage to a valid file: every outcome is 0 or 2, never a crash (ASan in CI) */
-static void test_fuzz(void **state)
+/* random damage to a valid file: 3000 damaged copies of text, each parsed (0) or refused (2),
+ * never a crash (ASan in CI) */
+static void fuzz_text(const char *text, size_t len, uint64_t seed)
 {
-    baseline a;
-    make_baseline(&a, 12);
-    size_t len;
-    char *text = to_text(&a, &len);
-    baseline_free(&a);
     int saved = dup(2);
     assert_non_null(freopen("/dev/null", "w", stderr));
-    uint64_t s = 7;
+    uint64_t s = seed;
     int ok = 0;
     for (int iter = 0; iter < 3000; iter++) {
         char *t = malloc(len);
@@ -278,8 +274,28 @@ static void test_fuzz(void **state)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    free(text);
     assert_true(ok < 3000);
+}
+
+static void test_fuzz(void **state)
+{
+    baseline a;
+    make_baseline(&a, 12);
+    size_t len;
+    char *text = to_text(&a, &len);
+    fuzz_text(text, len, 7);
+    free(text);
+    /* the same as an ensemble (format 3, a loss_std column) */
+    a.ensemble_runs = 5;
+    a.loss_std = calloc((size_t)a.n_steps, sizeof *a.loss_std);
+    assert_non_null(a.loss_std);
+    for (int i = 0; i < a.n_steps; i++)
+        a.loss_std[i] = 1e-8 * (i + 1);
+    text = to_text(&a, &len);
+    assert_non_null(strstr(text, "format: harness-baseline 3\n"));
+    fuzz_text(text, len, 11);
+    free(text);
+    baseline_free(&a);
 }
 
 static void test_scenario_diff(void **state)
@@ -406,6 +422,62 @@ static void test_store_history(void **state)
     unlink(db);
 }
 
+#define HEAD3 "format: harness-baseline 3\nscenario: t\nscenario_hash: " HASH "\n" \
+              "device: cpu\ndtype: fp32\nworld_size: 1\n"
+
+/* an ensemble (format 3): loss_std and ensemble_runs read and written back the same; the
+ * arrays must match (a std per step, none without format 3) */
+static void test_ensemble_format(void **state)
+{
+    baseline b;
+    const char *good = HEAD3 "steps: 2\nensemble_runs: 3\nstep loss loss_std\n1 2.5 0.25\n"
+                             "2 2.0 0\n";
+    assert_int_equal(baseline_parse(good, strlen(good), "e.baseline", &b), 0);
+    assert_int_equal(b.ensemble_runs, 3);
+    assert_non_null(b.loss_std);
+    assert_float_equal(b.loss_std[0], 0.25, 0);
+    assert_float_equal(b.loss_std[1], 0, 0);
+    assert_float_equal(b.steps[0].loss, 2.5, 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(baseline_write(f, &b), 0);
+    fclose(f);
+    assert_non_null(strstr(text, "format: harness-baseline 3\n"));
+    assert_non_null(strstr(text, "ensemble_runs: 3\n"));
+    baseline c;
+    assert_int_equal(baseline_parse(text, len, "again.baseline", &c), 0);
+    assert_true(baseline_same(&b, &c));
+    baseline d;
+    assert_int_equal(baseline_copy(&d, &b), 0);
+    assert_true(baseline_same(&b, &d));
+    free(text);
+    baseline_free(&b);
+    baseline_free(&c);
+    baseline_free(&d);
+}
+
+static void test_ensemble_malformed(void **state)
+{
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss\n1 2.0\n",
+               "bad.baseline:9: step table: format 'harness-baseline 3' (an ensemble) needs the column loss_std");
+    expect_bad(HEAD "steps: 1\nstep loss loss_std\n1 2.0 0.1\n",
+               "bad.baseline:8: step table: column loss_std belongs to format 'harness-baseline 3'");
+    expect_bad(HEAD "ensemble_runs: 3\n", "bad.baseline:7: ensemble_runs: a key of format 'harness-baseline 3'");
+    expect_bad(HEAD3 "steps: 1\nstep loss loss_std\n1 2.0 0.1\n",
+               "ensemble_runs: missing (a required key of format 'harness-baseline 3')");
+    expect_bad(HEAD3 "ensemble_runs: 1\n", "bad.baseline:7: ensemble_runs: '1' is not a whole number in [2, 8]");
+    expect_bad(HEAD3 "ensemble_runs: 9\n", "ensemble_runs: '9' is not a whole number in [2, 8]");
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss loss_std\n1 2.0 -0.1\n",
+               "bad.baseline:10: loss_std: '-0.1' is not a finite number >= 0");
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss loss_std\n1 2.0 nan\n",
+               "loss_std: 'nan' is not a finite number >= 0");
+    expect_bad(HEAD3 "steps: 1\nensemble_runs: 3\nstep loss loss_std\n1 2.0 -\n",
+               "loss_std: '-' is not a finite number >= 0");
+    expect_bad(HEAD3 "steps: 2\nensemble_runs: 3\nstep loss loss_std\n1 2.0 0.1\n2 2.0\n",
+               "bad.baseline:11: step table: 2 values, the header names 3 columns");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +485,8 @@ int main(void)
         cmocka_unit_test(test_save_and_read),
         cmocka_unit_test(test_tolerant_reading),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_ensemble_format),
+        cmocka_unit_test(test_ensemble_malformed),
         cmocka_unit_test(test_fuzz),
         cmocka_unit_test(test_scenario_diff),
         cmocka_unit_test(test_store_round_trip),

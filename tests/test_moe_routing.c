@@ -386,12 +386,12 @@ static void test_migrate_5_to_6(void **state)
     step_record r = plain_step(1);
     assert_int_equal(store_add_step(st, id, &r), 0);
     store_close(st);
-    raw_exec(db, "DROP TABLE expert_tokens; DROP TABLE comm_checks;"
+    raw_exec(db, "DROP TABLE expert_tokens; DROP TABLE comm_checks; DROP TABLE ensemble_steps;"
                  " ALTER TABLE steps DROP COLUMN skipped; ALTER TABLE steps DROP COLUMN loss_scale;"
                  " PRAGMA user_version = 5;");
     assert_int_equal(store_open_readonly(db, &st), 2); /* older: read-only refuses */
     assert_int_equal(store_open(db, &st), 0);
-    assert_int_equal(store_schema_version(), 8);
+    assert_int_equal(store_schema_version(), 9);
     assert_int_equal(n_steps(st, id), 1);
     int64_t c[CELLS];
     for (int i = 0; i < CELLS; i++)
@@ -891,7 +891,7 @@ static void test_compare_runs_end_to_end(void **state)
     assert_int_equal(store_open(db, &st), 0);
     char spec[32];
     snprintf(spec, sizeof spec, "%lld", (long long)base);
-    baseline_query q = {spec, NULL, NULL, 0, -1, NULL};
+    baseline_query q = {spec, NULL, NULL, 0, -1, NULL, NULL, NULL};
     judgement j;
     assert_int_equal(judge_run(st, run, &q, &j), 0);
     const routing_drift *d = &j.res.routing;

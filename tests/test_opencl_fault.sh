@@ -6,7 +6,8 @@
 # Builds the harness a second time with -DHARNESS_OPENCL_FAULT=gelu_forward (the opencl
 # gelu_forward adds 1e-3 to every output) and shows that `harness ops` names that op as FAIL
 # (exit 1) while every other op passes, and that `harness compare` fails a gpt2-tiny run of it
-# against the cpu run (the scenario's tolerances) while the real build passes. Exit 77 (skipped)
+# against the cpu run (the scenario's tolerances) while the real build passes; the same for the
+# error-ratio verdict (golden: cpu64) and the ensemble band (5 perturbed cpu runs). Exit 77 (skipped)
 # without an OpenCL device.
 set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
@@ -57,6 +58,27 @@ cpu_run=$(run_id "$H" cpu); real_run=$(run_id "$H" opencl); fault_run=$(run_id "
 "$H" compare "$fault_run" --baseline "$cpu_run" --db "$T/runs.db" >"$T/fault.cmp" 2>&1; code=$?
 [ "$code" = 1 ] && pass || { fail "compare of the fault build exits $code, want 1"; cat "$T/fault.cmp"; }
 grep -q "^verdict: fail: loss at step" "$T/fault.cmp" && pass || fail "compare does not give a loss failure"
+# ---- the error-ratio verdict (golden: cpu64) and the ensemble band (docs/compare.md) ----
+"$H" run "$tiny" --golden --db "$T/runs.db" --quiet >"$T/golden.out" 2>>"$T/run.err" &&
+  grep -q "golden run of gpt2-tiny" "$T/golden.out" && pass || fail "run --golden did not record a golden run"
+"$H" compare "$real_run" --baseline "$cpu_run" --verdict error_ratio --db "$T/runs.db" >"$T/real.er" 2>&1; code=$?
+[ "$code" = 0 ] && pass || { fail "error ratio of the real opencl build exits $code, want 0"; cat "$T/real.er"; }
+"$H" compare "$fault_run" --baseline "$cpu_run" --verdict error_ratio --db "$T/runs.db" >"$T/fault.er" 2>&1; code=$?
+[ "$code" = 1 ] && pass || { fail "error ratio of the fault build exits $code, want 1"; cat "$T/fault.er"; }
+grep -q "^verdict: fail: error ratio" "$T/fault.er" && pass || fail "compare does not give an error-ratio failure"
+"$H" baseline record "$tiny" --ensemble 5 --label ens --dir "$T/bl" --db "$T/runs.db" >"$T/ens.out" 2>&1 &&
+  pass || { fail "baseline record --ensemble 5 failed"; cat "$T/ens.out"; }
+again_run=$(run_id "$H" cpu)
+"$H" compare "$again_run" --baseline ens --verdict ensemble --db "$T/runs.db" >"$T/again.ens" 2>&1; code=$?
+[ "$code" = 0 ] && pass || { fail "a repeated cpu run against the ensemble exits $code, want 0"; cat "$T/again.ens"; }
+"$H" compare "$fault_run" --baseline ens --verdict ensemble --db "$T/runs.db" >"$T/fault.ens" 2>&1; code=$?
+[ "$code" = 1 ] && pass || { fail "the fault build against the ensemble exits $code, want 1"; cat "$T/fault.ens"; }
+grep -q "^verdict: fail: loss at step .* vs ensemble mean" "$T/fault.ens" && pass || fail "compare does not give an ensemble failure"
+"$H" compare "$real_run" --baseline ens --db "$T/runs.db" >"$T/real.ens" 2>&1
+echo "real opencl build: $(grep '^error_ratio' "$T/real.er")"
+echo "real opencl build: $(grep '^ensemble' "$T/real.ens")"
+echo "with the $FAULT fault: $(grep '^error_ratio' "$T/fault.er")"
+echo "with the $FAULT fault: $(grep '^ensemble' "$T/fault.ens")"
 echo "real opencl build: $(grep '^loss' "$T/real.cmp")"
 echo "with the $FAULT fault: $(grep '^loss' "$T/fault.cmp"); $(grep '^first failing step' "$T/fault.cmp")"
 

@@ -767,6 +767,7 @@ static void test_migrate_2_to_current(void **state)
                                     "DROP TABLE comm_checks;"
                                     "ALTER TABLE steps DROP COLUMN skipped;"
                                     "ALTER TABLE steps DROP COLUMN loss_scale;"
+                                    "DROP TABLE ensemble_steps;"
                                     "PRAGMA user_version = 2;"), SQLITE_OK);
     assert_int_equal(store_open_readonly(path, &st), 2); /* older: read-only refuses */
     assert_int_equal(store_open(path, &st), 0);

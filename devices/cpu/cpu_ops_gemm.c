@@ -49,6 +49,22 @@ static void gemm_head_tail(int transA, int transB, int M, int N, int K, real alp
                      head > 0 ? (real)1 : beta, c, ldc);
 }
 
+/* device.perturb p > 0 (an ensemble member, docs/compare.md): K summed in blocks of p times
+ * this many terms, one call each, so C takes another rounding at each block: the same math in
+ * another order. Every block is below GEMM_Q, so the bits stay the same at any thread count. */
+#define CPU_GEMM_PERTURB_BLOCK 8
+
+static void gemm_k_blocks(int transA, int transB, int M, int N, int K, int unit, real alpha,
+                          const real *a, int lda, const real *b, int ldb, real beta, real *c,
+                          int ldc)
+{
+    for (int k0 = 0; k0 < K; k0 += unit) {
+        int k1 = K - k0 <= unit ? K : k0 + unit;
+        gemm_k_range(transA, transB, M, N, k0, k1, alpha, a, lda, b, ldb, k0 ? (real)1 : beta,
+                     c, ldc);
+    }
+}
+
 static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, double alpha, dten A,
                      int lda, long strideA, dten Bm, int ldb, long strideB, double beta, dten Cm,
                      int ldc, long strideC, int batch)
@@ -65,8 +81,14 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
     }
     const real *a = RP(A), *b = RP(Bm);
     for (int i = 0; i < batch; i++)
-        gemm_head_tail(transA, transB, M, N, K, (real)alpha, a + (size_t)i * strideA, lda,
-                       b + (size_t)i * strideB, ldb, (real)beta, c + (size_t)i * strideC, ldc);
+        if (d->perturb > 0)
+            gemm_k_blocks(transA, transB, M, N, K, CPU_GEMM_PERTURB_BLOCK * d->perturb,
+                          (real)alpha, a + (size_t)i * strideA, lda, b + (size_t)i * strideB, ldb,
+                          (real)beta, c + (size_t)i * strideC, ldc);
+        else
+            gemm_head_tail(transA, transB, M, N, K, (real)alpha, a + (size_t)i * strideA, lda,
+                           b + (size_t)i * strideB, ldb, (real)beta, c + (size_t)i * strideC,
+                           ldc);
 }
 
 static void cpu_bias_add(device *d, dten out, dten bias, int N, int C)

@@ -3,18 +3,22 @@
  * pull URL --sha256 HEX` (download, verify, import) and `baseline push FILE URL` (HTTP PUT). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "judge/judge.h"
+#include "runner/runner.h"
 #include "util/util.h"
 #include "commands.h"
 
 static void baseline_usage(void)
 {
     printf("usage: harness baseline record RUN --label NAME [--dir DIR | --out FILE] [--db FILE]\n"
+           "       harness baseline record SCENARIO --ensemble N --label NAME [--device cpu|cpu64]\n"
+           "                               [--dir DIR | --out FILE] [--db FILE]\n"
            "       harness baseline import FILE [--label NAME] [--replace] [--db FILE]\n"
            "       harness baseline list [--db FILE] [--json]\n"
            "       harness baseline pull URL --sha256 HEX [--label NAME] [--replace] [--db FILE]\n"
@@ -23,6 +27,11 @@ static void baseline_usage(void)
            "file that diffs well (docs/baselines.md) and labelled in the store per scenario.\n\n"
            "  record   writes run RUN (status ok) to DIR/SCENARIO.NAME.baseline (DIR default\n"
            "           baselines) or to --out FILE, and labels the run NAME in the store\n"
+           "  record --ensemble N  trains SCENARIO N times (2 to 8) on a cpu backend, run p\n"
+           "           with GEMM sums in another order (perturbation p, p = 0..N-1; 0 is the\n"
+           "           normal run), records each run, and writes their per-step mean and\n"
+           "           standard deviation as an ensemble baseline (format 3), imported into\n"
+           "           the store and labelled NAME (docs/compare.md)\n"
            "  import   loads FILE into the store as a run and labels it (the file's label, or\n"
            "           --label); a label that already names a different run needs --replace\n"
            "  list     the labels in the store with their runs and metadata\n"
@@ -37,7 +46,7 @@ static void baseline_usage(void)
 }
 
 typedef struct {
-    const char *label, *dir, *out, *db, *sha256;
+    const char *label, *dir, *out, *db, *sha256, *ensemble, *device;
     int replace, json;
     const char *pos[3];
     int n_pos;
@@ -51,7 +60,8 @@ static int parse_bl_args(int argc, char **argv, bl_args *a)
         {"--label", &a->label, NULL}, {"--dir", &a->dir, NULL},
         {"--out", &a->out, NULL},     {"--db", &a->db, NULL},
         {"--replace", NULL, &a->replace}, {"--json", NULL, &a->json},
-        {"--sha256", &a->sha256, NULL},
+        {"--sha256", &a->sha256, NULL}, {"--ensemble", &a->ensemble, NULL},
+        {"--device", &a->device, NULL},
         {NULL, NULL, NULL},
     };
     int rc = cmd_parse(argc, argv, opts, a->pos, 3, &a->n_pos);
@@ -86,9 +96,13 @@ static int record_path(const bl_args *a, const baseline *b, char *out, size_t le
     return 0;
 }
 
+static int record_ensemble(const bl_args *a);
+
 static int record(const bl_args *a)
 {
     int64_t id;
+    if (a->ensemble || a->device)
+        return record_ensemble(a);
     if (a->n_pos != 2 || !a->label || !a->label[0])
         return cmd_usage_error("baseline", "record needs a run id and --label NAME");
     if (a->out && a->dir)
@@ -117,6 +131,130 @@ static int record(const bl_args *a)
                term_safe(b.scenario), (long long)id, term_safe(b.device),
                term_safe(b.device_name), b.n_steps, term_safe(path));
     }
+    baseline_free(&b);
+    store_close(st);
+    return rc;
+}
+
+/* ---- record --ensemble -------------------------------------------------------------------- */
+
+/* the per-step mean of the members' grad norms into b (NaN where a member has none) */
+static void mean_grad_norm(baseline *b, const baseline *m, int members)
+{
+    for (int i = 0; i < b->n_steps; i++) {
+        double sum = 0;
+        for (int k = 0; k < members; k++) {
+            int j = 0;
+            while (j < m[k].n_steps && m[k].steps[j].step < b->steps[i].step)
+                j++;
+            sum += j < m[k].n_steps && m[k].steps[j].step == b->steps[i].step
+                       ? m[k].steps[j].grad_norm
+                       : NAN;
+        }
+        b->steps[i].grad_norm = sum / members;
+    }
+}
+
+/* b (member 0's run, steps kept where every member has them) with the members' mean loss,
+ * its std and their ids */
+static int ensemble_fill(baseline *b, const baseline *m, int members, const int64_t *ids)
+{
+    const step_record *runs[ENSEMBLE_MAX_RUNS];
+    int n[ENSEMBLE_MAX_RUNS], *steps = malloc(sizeof *steps * (size_t)(b->n_steps + 1)), kept = 0;
+    double *mean = malloc(sizeof *mean * (size_t)(b->n_steps + 1));
+    b->loss_std = malloc(sizeof *b->loss_std * (size_t)(b->n_steps + 1));
+    for (int k = 0; k < members; k++)
+        runs[k] = m[k].steps, n[k] = m[k].n_steps;
+    int rc = !steps || !mean || !b->loss_std ||
+             ensemble_stats(runs, n, members, steps, mean, b->loss_std, &kept);
+    for (int i = 0, j = 0; !rc && i < kept; i++) { /* steps[] is a subsequence of b's */
+        while (b->steps[j].step != steps[i])
+            j++;
+        b->steps[i] = b->steps[j];
+        b->steps[i].loss = mean[i];
+    }
+    b->n_steps = rc ? b->n_steps : kept;
+    b->ensemble_runs = members;
+    char list[8 * 24] = "";
+    for (int k = 0; k < members; k++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%lld", k ? " " : "",
+                 (long long)ids[k]);
+    if (!rc)
+        mean_grad_norm(b, m, members);
+    rc = rc || baseline_set_extra(b, "ensemble_members", list) ||
+         baseline_set_extra(b, "ensemble_perturbation", "cpu GEMM K summed in blocks of 8p "
+                                                       "terms, run p = 0..N-1 (0: the normal bits)");
+    free(steps);
+    free(mean);
+    if (rc)
+        log_error("baseline record --ensemble: out of memory for %d steps", b->n_steps);
+    return rc ? EXIT_USAGE : 0;
+}
+
+/* the ensemble baseline of the member runs ids[0..members) labelled label */
+static int ensemble_baseline(store *st, const int64_t *ids, int members, const char *label,
+                             baseline *b)
+{
+    baseline m[ENSEMBLE_MAX_RUNS];
+    int rc = 0, read = 0;
+    for (; read < members && !rc; read++)
+        rc = baseline_from_run(st, ids[read], label, &m[read]) ? EXIT_USAGE : 0;
+    if (rc)
+        read--;
+    if (!rc && (rc = baseline_from_run(st, ids[0], label, b) ? EXIT_USAGE : 0) == 0 &&
+        (rc = baseline_add_host_facts(st, ids[0], b) ? EXIT_USAGE : 0) == 0)
+        rc = ensemble_fill(b, m, members, ids);
+    for (int k = 0; k < read; k++)
+        baseline_free(&m[k]);
+    return rc;
+}
+
+/* the ensemble imported, labelled and written to its file */
+static int save_ensemble(const bl_args *a, store *st, baseline *b)
+{
+    char path[4200];
+    int64_t id;
+    int rc = record_path(a, b, path, sizeof path);
+    if (!rc && (rc = baseline_import(st, b, &id)) == 0 &&
+        (rc = store_set_baseline(st, b->scenario, b->label, id)) == 0 &&
+        (rc = baseline_save(path, b)) == 0)
+        printf("ensemble baseline '%s' of %s: mean and std of %d runs, %d steps -> run %lld, "
+               "%s\n", term_safe(b->label), term_safe(b->scenario), b->ensemble_runs,
+               b->n_steps, (long long)id, term_safe(path));
+    return rc;
+}
+
+static int record_ensemble(const bl_args *a)
+{
+    double members = 0;
+    if (!a->ensemble)
+        return cmd_usage_error("baseline", "--device goes with record --ensemble N");
+    if (a->n_pos != 2 || !a->label || !a->label[0])
+        return cmd_usage_error("baseline", "record --ensemble needs a scenario file and --label "
+                                           "NAME");
+    if (a->out && a->dir)
+        return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
+    if (cmd_number("baseline", "--ensemble", a->ensemble, ENSEMBLE_MIN_RUNS, ENSEMBLE_MAX_RUNS,
+                   &members) || members != (int)members)
+        return members != (int)members
+                   ? cmd_usage_error("baseline", "--ensemble: '%s' is not a whole number",
+                                     a->ensemble)
+                   : EXIT_USAGE;
+    if ((a->device && cmd_nonempty("baseline", "--device", a->device)) ||
+        cmd_nonempty("baseline", "SCENARIO", a->pos[1]) || cmd_nonempty("baseline", "--label",
+                                                                        a->label))
+        return EXIT_USAGE;
+    run_args ra = {.scenario = a->pos[1], .device = a->device ? a->device : "cpu", .db = a->db,
+                   .quiet = 1};
+    int64_t ids[ENSEMBLE_MAX_RUNS] = {0};
+    int rc = runner_run_ensemble(&ra, (int)members, ids);
+    store *st = NULL;
+    if (rc || (rc = store_open(a->db, &st)))
+        return rc;
+    baseline b;
+    memset(&b, 0, sizeof b);
+    if ((rc = ensemble_baseline(st, ids, (int)members, a->label, &b)) == 0)
+        rc = save_ensemble(a, st, &b);
     baseline_free(&b);
     store_close(st);
     return rc;

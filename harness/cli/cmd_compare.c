@@ -14,6 +14,7 @@ static void compare_usage(void)
 {
     printf(
         "usage: harness compare RUN [--baseline LABEL|RUN|FILE] [--force] [--warmup N]\n"
+        "                           [--golden LABEL|RUN|FILE] [--verdict KIND]\n"
         "                           [--baselines DIR] [--db FILE] [--json]\n"
         "       harness compare RUN --history [--window N] [--k K] [--min-drop F]\n"
         "                           [--min-runs N] [--warmup N] [--db FILE] [--json]\n\n"
@@ -32,6 +33,16 @@ static void compare_usage(void)
         "                 Default: the label the run's scenario names (\"baseline\")\n"
         "  --force        compare even though run and baseline ran different scenarios\n"
         "  --warmup N     steps left out of the throughput median (default n/10, 1..10)\n"
+        "  --golden G     the golden (fp64 cpu64) run the error ratio is measured against:\n"
+        "                 a label, a run id or a file. Default: the store's label 'golden'\n"
+        "                 of the scenario ('harness run SCENARIO --golden' sets it), or the\n"
+        "                 committed file SCENARIO.golden.baseline; none: no error ratio\n"
+        "  --verdict K    the verdict that decides the exit code: band (every step within\n"
+        "                 the tolerances), error_ratio (RMSE(run - golden) <= k *\n"
+        "                 RMSE(baseline - golden) + floor) or ensemble (|loss - mean| <=\n"
+        "                 k * std + floor against an ensemble baseline). Default: the\n"
+        "                 scenario's tolerances.verdict, else band. The other figures are\n"
+        "                 shown whenever their inputs exist\n"
         "  --baselines D  look for committed baseline files in D first\n"
         "  --history      hold the run's throughput against the previous ok runs of the same\n"
         "                 scenario on the same device name: flagged below\n"
@@ -48,6 +59,7 @@ static void compare_usage(void)
 
 typedef struct {
     const char *baseline, *db, *warmup, *baselines, *window, *k, *min_drop, *min_runs;
+    const char *golden, *verdict;
     int json, force, history;
     int64_t run_id;
 } compare_args;
@@ -82,7 +94,8 @@ static int parse_compare_args(int argc, char **argv, compare_args *a, int *warmu
         {"--window", &a->window, NULL},     {"--k", &a->k, NULL},
         {"--min-drop", &a->min_drop, NULL}, {"--min-runs", &a->min_runs, NULL},
         {"--json", NULL, &a->json},         {"--force", NULL, &a->force},
-        {"--history", NULL, &a->history},   {NULL, NULL, NULL},
+        {"--history", NULL, &a->history},   {"--golden", &a->golden, NULL},
+        {"--verdict", &a->verdict, NULL},   {NULL, NULL, NULL},
     };
     const char *pos[1];
     int n = 0, rc = cmd_parse(argc, argv, opts, pos, 1, &n);
@@ -92,9 +105,15 @@ static int parse_compare_args(int argc, char **argv, compare_args *a, int *warmu
         return rc == 1 ? -1 : rc;
     if (n != 1)
         return cmd_usage_error("compare", "give one run id");
-    if (a->history && (a->baseline || a->force))
+    if (a->history && (a->baseline || a->force || a->golden || a->verdict))
         return cmd_usage_error("compare", "--history compares with the run's history, not with "
-                                          "--baseline / --force");
+                                          "--baseline / --force / --golden / --verdict");
+    verdict_gate g;
+    if (a->verdict && gate_parse(a->verdict, &g))
+        return cmd_usage_error("compare", "--verdict: '%s' is not band, error_ratio or ensemble",
+                               a->verdict);
+    if (a->golden && cmd_nonempty("compare", "--golden", a->golden))
+        return EXIT_USAGE;
     double w = -1;
     if (a->warmup && cmd_number("compare", "--warmup", a->warmup, 0, 1e8, &w))
         return EXIT_USAGE;
@@ -136,7 +155,8 @@ static int compare_history(store *st, const compare_args *a, int warmup)
 
 static int compare_baseline(store *st, const compare_args *a, int warmup)
 {
-    baseline_query q = {a->baseline, NULL, a->baselines, a->force, warmup, NULL};
+    baseline_query q = {a->baseline, NULL,      a->baselines, a->force,
+                         warmup,      NULL,      a->golden,    a->verdict};
     judgement j;
     int rc = judge_run(st, a->run_id, &q, &j);
     if (!rc && judge_store(st, &j))

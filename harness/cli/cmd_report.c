@@ -14,7 +14,9 @@
 static void report_usage(void)
 {
     printf("usage: harness report [RUN...] [--out DIR] [--baseline LABEL|RUN|FILE] [--force]\n"
-           "                      [--baselines DIR] [--no-plots] [--db FILE]\n\n"
+           "                      [--golden LABEL|RUN|FILE] [--verdict KIND]\n"
+           "                      [--baselines DIR] [--no-plots] [--db FILE]\n"
+           "       harness report --since RUN|DATE [--out DIR] [--db FILE]\n\n"
            "Writes the porting table of the runs (default: the newest run of every scenario on\n"
            "every device in the store, imported baselines left out: they are runs of other\n"
            "machines), each compared with its baseline as 'harness compare' does, into DIR:\n"
@@ -31,6 +33,15 @@ static void report_usage(void)
            "  --force        compare even when run and baseline ran different scenarios\n"
            "  --baselines D  look for committed baseline files in D first\n"
            "  --no-plots     skip gnuplot (the HTML then has no plots)\n"
+           "  --golden G     the golden run of the error ratio (as 'harness compare --golden')\n"
+           "  --verdict K    band, error_ratio or ensemble decides (as 'harness compare')\n"
+           "  --since X      the transitions table instead: per scenario and device, the\n"
+           "                 verdict of the newest run since X (a run id: the runs after it;\n"
+           "                 a UTC date YYYY-MM-DD[THH:MM[:SSZ]]: runs started then or later)\n"
+           "                 against the newest before: new failure, fixed, still failing,\n"
+           "                 still passing, new, gone. Printed as Markdown; with --out also\n"
+           "                 DIR/transitions.md, .html and .xml (JUnit). Exit 1 when a newest run\n"
+           "                 does not pass\n"
            "  --db FILE      the store (default %s)\n\n"
            "Exit codes: 0 written and every compared run passed, 1 written and some run did not\n"
            "pass, 2 usage or input error, or the report could not be written.\n",
@@ -38,7 +49,7 @@ static void report_usage(void)
 }
 
 typedef struct {
-    const char *out, *db, *baseline, *baselines;
+    const char *out, *db, *baseline, *baselines, *golden, *verdict, *since;
     int force, no_plots;
     const char *pos[4096];
     int n_pos;
@@ -52,7 +63,8 @@ static int parse_report_args(int argc, char **argv, report_args *a)
         {"--out", &a->out, NULL},           {"--db", &a->db, NULL},
         {"--baseline", &a->baseline, NULL}, {"--baselines", &a->baselines, NULL},
         {"--force", NULL, &a->force},       {"--no-plots", NULL, &a->no_plots},
-        {NULL, NULL, NULL},
+        {"--golden", &a->golden, NULL},     {"--verdict", &a->verdict, NULL},
+        {"--since", &a->since, NULL},       {NULL, NULL, NULL},
     };
     int rc = cmd_parse(argc, argv, opts, a->pos, 4096, &a->n_pos);
     if (rc == 1)
@@ -61,6 +73,15 @@ static int parse_report_args(int argc, char **argv, report_args *a)
         return rc == 1 ? -1 : rc;
     if (a->out && !a->out[0])
         return cmd_usage_error("report", "--out needs a directory, not an empty string");
+    verdict_gate g;
+    if (a->verdict && gate_parse(a->verdict, &g))
+        return cmd_usage_error("report", "--verdict: '%s' is not band, error_ratio or ensemble",
+                               a->verdict);
+    if (a->golden && cmd_nonempty("report", "--golden", a->golden))
+        return EXIT_USAGE;
+    if (a->since && a->n_pos)
+        return cmd_usage_error("report", "--since reports the transitions of every scenario "
+                                         "and device: give no RUN");
     return 0;
 }
 
@@ -128,7 +149,8 @@ static int select_runs(store *st, const report_args *a, run_set *s)
 static int build_row(store *st, const report_args *a, int64_t id, report_row *row, plotter *p,
                      int index, baseline_cache *cache)
 {
-    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, cache};
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, cache, a->golden,
+                         a->verdict};
     judgement j;
     memset(row, 0, sizeof *row);
     int rc = judge_run(st, id, &q, &j);
@@ -262,6 +284,25 @@ static void print_summary(const report *r)
            r->n, pass, r->n - pass - none, none, term_safe(r->out_dir), r->plots ? ", plots/" : "");
 }
 
+/* --since: the transitions table to stdout, and into DIR when --out is given */
+static int report_since(store *st, const report_args *a)
+{
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, NULL, a->golden,
+                        a->verdict};
+    transitions t;
+    int rc = transitions_build(st, a->since, &q, &t);
+    if (!rc) {
+        transitions_markdown(stdout, &t);
+        if (a->out && !(rc = make_dir(a->out)) && !(rc = transitions_write(&t, a->out)))
+            printf("\ntransitions -> %s/transitions.md, transitions.html, transitions.xml\n",
+                   term_safe(a->out));
+    }
+    if (!rc)
+        rc = transitions_failing(&t) ? EXIT_FAIL : 0;
+    transitions_free(&t);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     report_args a;
@@ -276,6 +317,11 @@ int cmd_report(int argc, char **argv)
     }
     if ((rc = store_open(a.db, &st)) != 0)
         return rc;
+    if (a.since) {
+        rc = report_since(st, &a);
+        store_close(st);
+        return rc;
+    }
     report r;
     memset(&r, 0, sizeof r);
     iso_time_now(r.created, sizeof r.created);

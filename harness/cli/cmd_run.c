@@ -15,6 +15,7 @@ static void run_usage(FILE *f)
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
             "                            [--dump-batches FILE] [--comm mpi|nccl]\n"
             "                            [--comm-timeout S] [--quiet]\n"
+            "       harness run SCENARIO --golden [--db FILE] [--steps N] [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
             "                  [--baseline LABEL|RUN|FILE] [--baselines DIR] [--db FILE] [--quiet]\n\n"
             "Trains the scenario on one device and records every step in the store. The\n"
@@ -44,6 +45,9 @@ static void run_usage(FILE *f)
             "                 wait of any collective, in seconds (default 300); a rank dead or\n"
             "                 hung that long ends the run as failed, naming it\n"
             "  --quiet        print only the final line\n"
+            "  --golden       the golden run of the scenario: trained on cpu64 in fp64 whatever\n"
+            "                 the scenario's dtype, and labelled 'golden' in the store, where\n"
+            "                 compare finds it for the error ratio (docs/compare.md)\n"
             "  --compare      compare each run with its baseline (docs/compare.md)\n"
             "  --baseline B   with --compare: the baseline of every run instead of the default\n"
             "  --baselines D  with --compare: look for committed baseline files in D first\n\n"
@@ -71,6 +75,19 @@ static int check_nonempty(const run_args *a)
     return 0;
 }
 
+/* --golden trains on cpu64 (the default device "cpu" becomes cpu64; another is an error) */
+static int check_golden_args(run_args *a)
+{
+    if (a->compare)
+        return cmd_usage_error("run", "--golden records the golden run of one scenario, not "
+                                      "with --compare");
+    if (strcmp(a->device, "cpu") != 0 && strcmp(a->device, "cpu64") != 0)
+        return cmd_usage_error("run", "--golden trains on cpu64 (fp64), not on --device %s",
+                               a->device);
+    a->device = "cpu64";
+    return 0;
+}
+
 static int parse_run_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -86,6 +103,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             a->quiet = 1;
         } else if (strcmp(arg, "--compare") == 0) {
             a->compare = 1;
+        } else if (strcmp(arg, "--golden") == 0) {
+            a->golden = 1;
         } else if (strcmp(arg, "--baseline") == 0 && has_value) {
             a->baseline = argv[++i];
         } else if (strcmp(arg, "--baselines") == 0 && has_value) {
@@ -147,7 +166,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         log_error("run: --baseline and --baselines go with --compare");
         return EXIT_USAGE;
     }
-    return 0;
+    return a->golden ? check_golden_args(a) : 0;
 }
 
 int cmd_run(int argc, char **argv)

@@ -56,7 +56,7 @@ void exec_keep_env(recorder *r)
 int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,
                  const char *baselines)
 {
-    baseline_query q = {baseline, scenario_path, baselines, 0, -1, NULL};
+    baseline_query q = {baseline, scenario_path, baselines, 0, -1, NULL, NULL, NULL};
     judgement j;
     int rc;
     if (judge_run(st, run_id, &q, &j)) {

@@ -16,6 +16,7 @@
 
 #include "baseline_routing.h"
 #include "util/util.h"
+#include "verdicts.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -56,9 +57,12 @@ static const meta_field fields[] = {
     {"moe_layers", K_INT, offsetof(baseline, routing.layers), 0, 0},
     {"moe_experts", K_INT, offsetof(baseline, routing.experts), 0, 0},
     {"routed_steps", K_INT, 0, 0, 0}, /* steps in the expert_tokens section */
+    /* format 3 only (an ensemble), written after `steps` */
+    {"ensemble_runs", K_INT, offsetof(baseline, ensemble_runs), 0, 0},
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
-#define FIRST_MOE_FIELD (N_FIELDS - 3)
+#define FIRST_MOE_FIELD (N_FIELDS - 4)
+#define ENSEMBLE_FIELD (N_FIELDS - 1)
 
 /* ---- the step table's columns, in the order they are written ------------------------------- */
 typedef struct {
@@ -78,12 +82,14 @@ static const column columns[] = {
     {"mem_peak_bytes", 1, offsetof(step_record, mem_peak_bytes)},
     {"mem_used_bytes", 1, offsetof(step_record, mem_used_bytes)},
     {"mem_total_bytes", 1, offsetof(step_record, mem_total_bytes)},
-    /* fp16 loss scaling: written only for a run that has it (the last two columns) */
+    /* fp16 loss scaling: written only for a run that has it */
     {"loss_scale", 0, offsetof(step_record, loss_scale)},
     {"skipped", 2, offsetof(step_record, skipped)}, /* is_int 2: an int, 0 or 1 */
+    {"loss_std", 0, 0}, /* format 3 only: kept in baseline.loss_std, not in the step_record */
 };
+#define FIRST_SCALING_COLUMN 10 /* loss_scale, then skipped */
+#define LOSS_STD_COLUMN 12
 #define N_COLUMNS ((int)(sizeof columns / sizeof columns[0]))
-#define N_SCALING_COLUMNS 2
 #define MAX_STEPS 100000000
 
 /* ---- parser state ------------------------------------------------------------------------- */
@@ -99,7 +105,7 @@ typedef struct {
     int col[N_COLUMNS]; /* col[i]: the columns[] index of table column i */
     int ncols;
     int cap_steps;
-    int version;        /* the format's: 1, or 2 (expert counts allowed) */
+    int version;        /* the format's: 1, 2 (expert counts allowed) or 3 (an ensemble) */
     routing_parser rp;  /* the expert_tokens section */
 } parser;
 
@@ -214,12 +220,16 @@ static int is_hex64(const char *s)
 
 static int set_format(parser *ps, const char *v)
 {
-    ps->version = strcmp(v, BASELINE_FORMAT) == 0 ? 1 : strcmp(v, BASELINE_FORMAT_MOE) == 0 ? 2 : 0;
+    ps->version = strcmp(v, BASELINE_FORMAT) == 0       ? 1
+                  : strcmp(v, BASELINE_FORMAT_MOE) == 0 ? 2
+                  : strcmp(v, BASELINE_FORMAT_ENSEMBLE) == 0 ? 3
+                                                            : 0;
     if (ps->version)
         return 0;
     if (strncmp(v, "harness-baseline ", 17) == 0)
-        return perr(ps, "format", "'%.40s' is a version this harness does not read (it reads '%s' "
-                    "and '%s')", v, BASELINE_FORMAT, BASELINE_FORMAT_MOE);
+        return perr(ps, "format", "'%.40s' is a version this harness does not read (it reads '%s', "
+                    "'%s' and '%s')", v, BASELINE_FORMAT, BASELINE_FORMAT_MOE,
+                    BASELINE_FORMAT_ENSEMBLE);
     return perr(ps, "format", "'%.40s' is not a harness baseline (expected '%s')", v,
                 BASELINE_FORMAT);
 }
@@ -244,7 +254,7 @@ static int set_moe_field(parser *ps, int fi, const char *v)
 {
     long long x;
     const meta_field *f = &fields[fi];
-    if (ps->version != 2)
+    if (ps->version < 2)
         return perr(ps, f->key, "a key of format '%s' (a baseline with expert counts), this file "
                     "is '%s'", BASELINE_FORMAT_MOE, BASELINE_FORMAT);
     int routed = strcmp(f->key, "routed_steps") == 0;
@@ -260,10 +270,25 @@ static int set_moe_field(parser *ps, int fi, const char *v)
     return 0;
 }
 
+/* ensemble_runs: only in format 3, ENSEMBLE_MIN_RUNS to ENSEMBLE_MAX_RUNS */
+static int set_ensemble_runs(parser *ps, const char *v)
+{
+    long long x;
+    if (ps->version != 3)
+        return perr(ps, "ensemble_runs", "a key of format '%s' (an ensemble), this file is not",
+                    BASELINE_FORMAT_ENSEMBLE);
+    int rc = parse_int_value(ps, "ensemble_runs", v, ENSEMBLE_MIN_RUNS, ENSEMBLE_MAX_RUNS, &x);
+    if (!rc)
+        ps->b->ensemble_runs = (int)x;
+    return rc;
+}
+
 static int set_int_field(parser *ps, int fi, const char *v)
 {
     long long x;
     const meta_field *f = &fields[fi];
+    if (fi == ENSEMBLE_FIELD)
+        return set_ensemble_runs(ps, v);
     if (fi >= FIRST_MOE_FIELD)
         return set_moe_field(ps, fi, v);
     long long lo = strcmp(f->key, "mem_total_bytes") == 0 ? 0 : 1;
@@ -392,13 +417,32 @@ static int table_header(parser *ps)
     }
     if (ps->col[0] != 0 || !(used & 2u))
         return perr(ps, "step table", "the header must start with 'step' and name 'loss'");
+    int has_std = (used >> LOSS_STD_COLUMN) & 1u;
+    if (has_std != (ps->version == 3))
+        return perr(ps, "step table", has_std ? "column loss_std belongs to format '%s' (an "
+                                                "ensemble), this file is not"
+                                              : "format '%s' (an ensemble) needs the column "
+                                                "loss_std", BASELINE_FORMAT_ENSEMBLE);
     return 0;
 }
 
 /* one value of column ci into r; '-' means not recorded (NaN, or 0 for whole numbers) */
-static int table_value(parser *ps, int ci, const char *t, step_record *r)
+/* loss_std: a finite number >= 0 */
+static int std_value(parser *ps, const char *t, double *std)
+{
+    char *end;
+    double x = strtod(t, &end);
+    if (*end || end == t || !isfinite(x) || x < 0)
+        return perr(ps, "loss_std", "'%.40s' is not a finite number >= 0", t);
+    *std = x;
+    return 0;
+}
+
+static int table_value(parser *ps, int ci, const char *t, step_record *r, double *std)
 {
     const column *c = &columns[ci];
+    if (ci == LOSS_STD_COLUMN)
+        return std_value(ps, t, std);
     char *p = (char *)r + c->off;
     if (strcmp(t, "-") == 0 && ci != 0) {
         if (c->is_int == 2)
@@ -443,6 +487,12 @@ static int grow_steps(parser *ps)
     if (!grown)
         return perr(ps, "step table", "out of memory for %d steps", cap);
     b->steps = grown;
+    if (ps->version == 3) {
+        double *std = realloc(b->loss_std, sizeof *std * (size_t)cap);
+        if (!std)
+            return perr(ps, "step table", "out of memory for %d steps", cap);
+        b->loss_std = std;
+    }
     ps->cap_steps = cap;
     return 0;
 }
@@ -454,6 +504,7 @@ static int table_row(parser *ps)
     if (rc)
         return rc;
     step_record r;
+    double std = NAN;
     memset(&r, 0, sizeof r);
     r.grad_norm = r.lr = r.step_ms = r.tokens_per_s = NAN;
     int i = 0;
@@ -461,7 +512,7 @@ static int table_row(parser *ps)
          t = strtok_r(NULL, " \t", &save), i++) {
         if (i >= ps->ncols)
             return perr(ps, "step table", "more values than the %d columns", ps->ncols);
-        if ((rc = table_value(ps, ps->col[i], t, &r)))
+        if ((rc = table_value(ps, ps->col[i], t, &r, &std)))
             return rc;
     }
     if (i < ps->ncols)
@@ -470,6 +521,8 @@ static int table_row(parser *ps)
     if (b->n_steps && r.step <= b->steps[b->n_steps - 1].step)
         return perr(ps, "step", "%d after step %d: steps must increase", r.step,
                     b->steps[b->n_steps - 1].step);
+    if (b->loss_std)
+        b->loss_std[b->n_steps] = std;
     b->steps[b->n_steps++] = r;
     return 0;
 }
@@ -480,6 +533,9 @@ static int check_complete(parser *ps, int in_table)
     for (int i = 0; i < N_FIELDS; i++)
         if (fields[i].required && !ps->seen[i])
             return perr(ps, fields[i].key, "missing (a required key)");
+    if (ps->version == 3 && !ps->seen[ENSEMBLE_FIELD])
+        return perr(ps, "ensemble_runs", "missing (a required key of format '%s')",
+                    BASELINE_FORMAT_ENSEMBLE);
     if (!in_table)
         return perr(ps, "step table", "missing (the header 'step loss ...' and one row per step)");
     if (ps->declared_steps != ps->b->n_steps)
@@ -487,6 +543,8 @@ static int check_complete(parser *ps, int in_table)
                     ps->declared_steps, ps->b->n_steps);
     if (!ps->b->status[0])
         snprintf(ps->b->status, sizeof ps->b->status, "ok");
+    if (ps->version == 3 && !ps->b->loss_std && !(ps->b->loss_std = calloc(1, sizeof(double))))
+        return perr(ps, "step table", "out of memory");
     return 0;
 }
 
@@ -519,11 +577,11 @@ static int routing_header(parser *ps)
 {
     const routing_table *t = &ps->b->routing;
     char why[160];
-    if (ps->version != 2)
+    if (ps->version < 2)
         return perr(ps, "expert_tokens", "a section of format '%s', this file is '%s'",
                     BASELINE_FORMAT_MOE, BASELINE_FORMAT);
     for (int i = 0; i < N_FIELDS; i++)
-        if (i >= FIRST_MOE_FIELD && !ps->seen[i])
+        if (i >= FIRST_MOE_FIELD && i != ENSEMBLE_FIELD && !ps->seen[i])
             return perr(ps, fields[i].key, "missing before the expert_tokens section");
     if (routing_shape_check(t->layers, t->experts, why, sizeof why))
         return perr(ps, "moe_experts", "%s", why);
@@ -545,7 +603,7 @@ static int check_routing(parser *ps, int in_section)
     ps->rp.line = ps->line;
     if (in_section)
         return routing_parse_end(&ps->rp, &ps->b->routing);
-    if (ps->version == 2 && ps->rp.declared > 0)
+    if (ps->version >= 2 && ps->rp.declared > 0)
         return perr(ps, "expert_tokens", "missing (routed_steps says %d steps; truncated file?)",
                     ps->rp.declared);
     return 0;
@@ -621,6 +679,7 @@ void baseline_free(baseline *b)
     }
     free(b->extra);
     free(b->steps);
+    free(b->loss_std);
     routing_table_free(&b->routing);
     free(b->scenario_json);
     memset(b, 0, sizeof *b);
@@ -633,10 +692,15 @@ int baseline_copy(baseline *dst, const baseline *src)
     dst->n_extra = 0;
     dst->scenario_json = src->scenario_json ? strdup(src->scenario_json) : NULL;
     dst->steps = malloc(sizeof *dst->steps * (size_t)(src->n_steps ? src->n_steps : 1));
+    size_t std_bytes = sizeof *dst->loss_std * (size_t)(src->n_steps ? src->n_steps : 1);
+    dst->loss_std = src->loss_std ? malloc(std_bytes) : NULL;
     int bad = routing_copy(&dst->routing, &src->routing);
-    bad = bad || !dst->steps || (src->scenario_json && !dst->scenario_json);
+    bad = bad || !dst->steps || (src->scenario_json && !dst->scenario_json) ||
+          (src->loss_std && !dst->loss_std);
     if (!bad)
         memcpy(dst->steps, src->steps, sizeof *dst->steps * (size_t)src->n_steps);
+    if (!bad && src->loss_std)
+        memcpy(dst->loss_std, src->loss_std, sizeof *dst->loss_std * (size_t)src->n_steps);
     for (int i = 0; i < src->n_extra && !bad; i++)
         bad = baseline_set_extra(dst, src->extra[i].key, src->extra[i].value);
     if (bad)
@@ -677,7 +741,9 @@ static void write_meta(FILE *f, const baseline *b)
     for (int i = 0; i < N_FIELDS; i++) {
         const meta_field *m = &fields[i];
         if (i == 0)
-            write_kv(f, m->key, b->routing.n ? BASELINE_FORMAT_MOE : BASELINE_FORMAT);
+            write_kv(f, m->key, b->loss_std    ? BASELINE_FORMAT_ENSEMBLE
+                                : b->routing.n ? BASELINE_FORMAT_MOE
+                                               : BASELINE_FORMAT);
         else if (i >= FIRST_MOE_FIELD)
             continue;
         else if (m->kind == K_STR)
@@ -697,6 +763,8 @@ static void write_meta(FILE *f, const baseline *b)
     if (b->routing.n)
         fprintf(f, "moe_layers: %d\nmoe_experts: %d\nrouted_steps: %d\n", b->routing.layers,
                 b->routing.experts, b->routing.n);
+    if (b->loss_std)
+        fprintf(f, "ensemble_runs: %d\n", b->ensemble_runs);
 }
 
 /* %.17g, with NaN as "nan" and infinities as "inf" / "-inf" on every C library */
@@ -715,16 +783,23 @@ static void write_steps(FILE *f, const baseline *b)
     int scaled = 0; /* some step was loss-scaled: the loss_scale and skipped columns too */
     for (int i = 0; i < b->n_steps; i++)
         scaled |= b->steps[i].loss_scale > 0;
-    int ncols = scaled ? N_COLUMNS : N_COLUMNS - N_SCALING_COLUMNS;
-    for (int c = 0; c < ncols; c++)
-        fprintf(f, "%s%s", c ? " " : "", columns[c].name);
+    int cols[N_COLUMNS], ncols = 0; /* the columns this file has, in columns[] order */
+    for (int c = 0; c < N_COLUMNS; c++)
+        if ((c != LOSS_STD_COLUMN || b->loss_std) &&
+            (scaled || c < FIRST_SCALING_COLUMN || c > FIRST_SCALING_COLUMN + 1))
+            cols[ncols++] = c;
+    for (int k = 0; k < ncols; k++)
+        fprintf(f, "%s%s", k ? " " : "", columns[cols[k]].name);
     fputc('\n', f);
     for (int i = 0; i < b->n_steps; i++) {
         const char *r = (const char *)&b->steps[i];
-        for (int c = 0; c < ncols; c++) {
-            if (c)
+        for (int k = 0; k < ncols; k++) {
+            int c = cols[k];
+            if (k)
                 fputc(' ', f);
-            if (c == 0 || columns[c].is_int == 2)
+            if (c == LOSS_STD_COLUMN)
+                write_real(f, b->loss_std[i]);
+            else if (c == 0 || columns[c].is_int == 2)
                 fprintf(f, "%d", *(const int *)(r + columns[c].off));
             else if (columns[c].is_int)
                 fprintf(f, "%lld", (long long)*(const int64_t *)(r + columns[c].off));

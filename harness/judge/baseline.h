@@ -12,6 +12,9 @@
 /* the same with the optional expert-count section (a sparse-MoE run's routing); written only
  * when the run has counts, so files without them stay version 1 */
 #define BASELINE_FORMAT_MOE "harness-baseline 2"
+/* an ensemble (`harness baseline record --ensemble N`): the step table's loss is the mean of N
+ * runs and its column loss_std their spread; expert counts are allowed as in version 2 */
+#define BASELINE_FORMAT_ENSEMBLE "harness-baseline 3"
 
 typedef struct {
     char *key, *value;
@@ -31,6 +34,8 @@ typedef struct {
     step_record *steps;      /* strictly increasing step numbers >= 1 (expert_tokens NULL) */
     int n_steps;
     routing_table routing;   /* expert counts of some steps (format 2); n 0 when none */
+    int ensemble_runs;       /* format 3: the runs the loss is the mean of; 0: not an ensemble */
+    double *loss_std;        /* format 3: per step their sample standard deviation; else NULL */
 } baseline;
 
 /* Parses a baseline from text[0..len) read from `file` (used in messages). Never reads past

@@ -54,6 +54,9 @@ int baseline_from_run(store *st, int64_t run_id, const char *label, baseline *b)
         rc = store_get_routing(st, run_id, &b->routing);
     if (!rc)
         rc = store_each_run_extra(st, run_id, copy_extra, b);
+    if (!rc)
+        rc = store_get_ensemble(st, run_id, b->steps, b->n_steps, &b->loss_std,
+                                &b->ensemble_runs);
     if (rc)
         baseline_free(b);
     return rc ? 2 : 0;
@@ -141,6 +144,9 @@ int baseline_import(store *st, const baseline *b, int64_t *run_id)
     };
     imported_host_facts(b, &in.meta);
     int rc = store_import_run(st, &in, run_id);
+    if (!rc && b->loss_std && b->n_steps)
+        rc = store_put_ensemble(st, *run_id, b->ensemble_runs, b->steps, b->loss_std,
+                                b->n_steps);
     free(kv);
     free(steps);
     return rc;

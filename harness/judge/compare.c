@@ -67,6 +67,10 @@ int compare_defaults(const char *dtype, compare_config *c)
     c->max_memory_ratio = -1;
     c->warmup = -1;
     c->expert_tokens_rtol = -1;
+    c->gate = GATE_BAND;
+    c->error_ratio_k = ERROR_RATIO_DEFAULT_K;
+    c->ensemble_k = ENSEMBLE_DEFAULT_K;
+    c->error_ratio_floor = c->ensemble_floor = defaults[k].loss_atol;
     return i < 0 ? -1 : 0;
 }
 
@@ -245,11 +249,19 @@ static void compare_perf(const series *run, const series *base, const compare_co
             !(isfinite(o->memory_ratio) && o->memory_ratio <= c->max_memory_ratio);
 }
 
-/* the earliest failing step over loss and grad norm */
+/* the earliest failing step over the gating checks: loss and grad norm in the band, the
+ * ensemble's band; the error ratio judges the whole trajectory and names no step */
 static void first_failure(compare_result *o)
 {
     const metric_summary *l = &o->loss, *g = &o->grad_norm;
-    if (l->first_fail && (!g->first_fail || l->first_fail <= g->first_fail)) {
+    if (o->gate == GATE_ENSEMBLE) {
+        if (o->ensemble.first_fail) {
+            o->first_fail_step = o->ensemble.first_fail;
+            o->first_fail_metric = "loss";
+        }
+    } else if (o->gate != GATE_BAND) {
+        /* the error ratio: no single step */
+    } else if (l->first_fail && (!g->first_fail || l->first_fail <= g->first_fail)) {
         o->first_fail_step = l->first_fail;
         o->first_fail_metric = "loss";
     } else if (g->first_fail) {
@@ -284,8 +296,48 @@ static void routing_reason(compare_result *o, const compare_config *c)
                  c->expert_tokens_rtol);
 }
 
+/* the gating verdict's own failure, when it is not the band: 1 when it wrote the reason */
+static int gate_reason(compare_result *o)
+{
+    const error_ratio_result *e = &o->error_ratio;
+    const ensemble_result *n = &o->ensemble;
+    if (o->gate == GATE_ERROR_RATIO && !o->has_golden)
+        snprintf(o->reason, sizeof o->reason, "error_ratio: no golden run to judge against");
+    else if (o->gate == GATE_ERROR_RATIO && !e->compared)
+        snprintf(o->reason, sizeof o->reason, "error_ratio: no step in common with the golden");
+    else if (o->gate == GATE_ERROR_RATIO && !e->passed)
+        snprintf(o->reason, sizeof o->reason, "error ratio %.3g: RMSE(run - golden) %.3g > "
+                 "%.3g * RMSE(baseline - golden) %.3g + %.3g", e->ratio, e->rmse_run, e->k,
+                 e->rmse_ref, e->floor);
+    else if (o->gate == GATE_ENSEMBLE && !o->has_ensemble)
+        snprintf(o->reason, sizeof o->reason, "ensemble: the baseline is not an ensemble "
+                 "('harness baseline record --ensemble N')");
+    else if (o->gate == GATE_ENSEMBLE && !n->compared)
+        snprintf(o->reason, sizeof o->reason, "ensemble: no step in common with the baseline");
+    else if (o->gate == GATE_ENSEMBLE && n->failed)
+        snprintf(o->reason, sizeof o->reason, "loss at step %d: %.9g vs ensemble mean %.9g, "
+                 "|diff| %.3g > %.3g * std %.3g + %.3g", n->first_fail, n->first_fail_value,
+                 n->first_fail_mean, fabs(n->first_fail_value - n->first_fail_mean), n->k,
+                 n->first_fail_std, n->floor);
+    else
+        return 0;
+    return 1;
+}
+
+/* 1 when the gating verdict's own check fails (the band, the error ratio or the ensemble) */
+static int gate_failed(const compare_result *o)
+{
+    if (o->gate == GATE_ERROR_RATIO)
+        return !o->has_golden || !o->error_ratio.compared || !o->error_ratio.passed;
+    if (o->gate == GATE_ENSEMBLE)
+        return !o->has_ensemble || !o->ensemble.compared || o->ensemble.failed;
+    return o->band_failed;
+}
+
 static void fail_reason(compare_result *o, const series *run, const compare_config *c)
 {
+    if (o->gate != GATE_BAND && gate_failed(o) && gate_reason(o))
+        return;
     if (o->routing.failed && o->first_fail_metric &&
         strcmp(o->first_fail_metric, "expert_tokens") == 0) {
         routing_reason(o, c);
@@ -295,7 +347,7 @@ static void fail_reason(compare_result *o, const series *run, const compare_conf
                                   ? &o->loss
                                   : &o->grad_norm;
     const tolerance *t = m == &o->loss ? &c->loss : &c->grad_norm;
-    if (m->first_fail)
+    if (m->first_fail && o->gate == GATE_BAND)
         snprintf(o->reason, sizeof o->reason,
                  "%s at step %d: %.9g vs %.9g, |diff| %.3g > %.3g + %.3g*|ref|",
                  m == &o->loss ? "loss" : "grad_norm", m->first_fail, m->first_fail_value,
@@ -324,7 +376,7 @@ static void decide(compare_result *o, const series *run, const compare_config *c
             snprintf(o->reason, sizeof o->reason, "NaN/Inf at step %d", o->first_nonfinite_step);
         else
             snprintf(o->reason, sizeof o->reason, "the run's status is diverged");
-    } else if (o->loss.failed || o->grad_norm.failed || o->routing.failed ||
+    } else if (gate_failed(o) || o->routing.failed ||
                o->throughput_gate_failed ||
                o->memory_gate_failed || (o->loss.compared == 0 && !unfinished)) {
         o->v = VERDICT_FAIL;
@@ -339,20 +391,47 @@ static void decide(compare_result *o, const series *run, const compare_config *c
     }
 }
 
-void compare_runs_routed(const series *run, const series *base, const routing_table *run_rt,
-                         const routing_table *base_rt, const compare_config *c,
-                         compare_result *out)
+/* the error ratio and the ensemble band, where their inputs are there */
+static void compare_extra_verdicts(const series *run, const series *base,
+                                   const compare_extras *x, const compare_config *c,
+                                   compare_result *o)
+{
+    o->gate = c->gate;
+    o->band_failed = o->loss.failed || o->grad_norm.failed;
+    if (x && x->golden) {
+        o->has_golden = 1;
+        error_ratio(run->steps, run->n, base->steps, base->n, x->golden->steps, x->golden->n,
+                    c->error_ratio_k, c->error_ratio_floor, &o->error_ratio, NULL);
+    }
+    if (x && x->base_loss_std) {
+        o->has_ensemble = 1;
+        ensemble_check(run->steps, run->n, base->steps, x->base_loss_std, base->n,
+                       x->ensemble_runs, c->ensemble_k, c->ensemble_floor, &o->ensemble);
+    }
+}
+
+void compare_runs_judged(const series *run, const series *base, const routing_table *run_rt,
+                         const routing_table *base_rt, const compare_extras *x,
+                         const compare_config *c, compare_result *out)
 {
     static const routing_table none;
     memset(out, 0, sizeof *out);
     out->run_steps = run->n;
     out->base_steps = base->n;
     compare_steps(run, base, c, out);
+    compare_extra_verdicts(run, base, x, c, out);
     compare_perf(run, base, c, out);
     compare_routing(run_rt ? run_rt : &none, base_rt ? base_rt : &none, c->expert_tokens_rtol,
                     &out->routing);
     first_failure(out);
     decide(out, run, c);
+}
+
+void compare_runs_routed(const series *run, const series *base, const routing_table *run_rt,
+                         const routing_table *base_rt, const compare_config *c,
+                         compare_result *out)
+{
+    compare_runs_judged(run, base, run_rt, base_rt, NULL, c, out);
 }
 
 void compare_runs(const series *run, const series *base, const compare_config *c,

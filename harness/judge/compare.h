@@ -4,6 +4,7 @@
 #define COMPARE_H
 
 #include "store/store.h"
+#include "verdicts.h"
 
 /* ordered from best to worst: the worst verdict of a matrix decides its exit code */
 typedef enum { VERDICT_PASS, VERDICT_INCOMPLETE, VERDICT_FAIL, VERDICT_DIVERGED } verdict;
@@ -27,10 +28,14 @@ typedef struct {
     double max_memory_ratio;     /* fail above this ratio; < 0: not gated */
     int warmup;                  /* steps left out of the median tokens/s; < 0: the default */
     double expert_tokens_rtol;   /* routing: fail past |x - ref| > rtol*ref; < 0: not gated */
+    verdict_gate gate;           /* which verdict decides: the band (default), error ratio, ensemble */
+    double error_ratio_k, error_ratio_floor; /* RMSE(D-G) <= k*RMSE(R-G) + floor */
+    double ensemble_k, ensemble_floor;       /* |L - mean| <= k*std + floor */
 } compare_config;
 
 /* Default tolerances for a dtype ("fp64", "fp32", "bf16", "fp16"); the gates off, the default
- * warm-up. Returns 0, or -1 for an unknown dtype (c then holds the fp32 defaults). */
+ * warm-up; the band verdict decides; k 3 for the error ratio and the ensemble, whose floors are
+ * the dtype's loss atol. Returns 0, or -1 for an unknown dtype (c then holds the fp32 defaults). */
 int compare_defaults(const char *dtype, compare_config *c);
 /* the less precise of two dtypes (the one whose defaults are looser); unknown counts as fp32 */
 const char *looser_dtype(const char *a, const char *b);
@@ -89,7 +94,20 @@ typedef struct {
     double run_mem_peak, base_mem_peak, memory_ratio;             /* bytes; NaN when unknown */
     int throughput_gate_failed, memory_gate_failed;
     routing_drift routing;     /* all 0 when neither side has expert counts */
+    verdict_gate gate;         /* the verdict that decided v */
+    int band_failed;           /* the fixed band (loss, grad norm) has a step out of tolerance */
+    int has_golden;            /* error_ratio was computed (a golden run was given) */
+    error_ratio_result error_ratio;
+    int has_ensemble;          /* the baseline is an ensemble: ensemble holds the band check */
+    ensemble_result ensemble;
 } compare_result;
+
+/* what a comparison may have beside run and baseline */
+typedef struct {
+    const series *golden;         /* the golden (fp64) run of the scenario; NULL: none */
+    const double *base_loss_std;  /* an ensemble baseline: std per step of base; NULL: none */
+    int ensemble_runs;            /* the members of that ensemble */
+} compare_extras;
 
 /* Compares a run with a baseline. Verdict, worst first: diverged (a NaN/Inf loss or grad norm,
  * or status diverged), fail (a step out of tolerance, a gate, or no step in common), incomplete
@@ -102,6 +120,12 @@ void compare_runs(const series *run, const series *base, const compare_config *c
 void compare_runs_routed(const series *run, const series *base, const routing_table *run_rt,
                          const routing_table *base_rt, const compare_config *c,
                          compare_result *out);
+/* compare_runs_routed with the golden run and the ensemble spread (either may be absent; x may
+ * be NULL): the error ratio and the ensemble band are computed when their inputs are there, and
+ * c->gate picks the verdict that decides (a gate whose inputs are missing fails, saying so). */
+void compare_runs_judged(const series *run, const series *base, const routing_table *run_rt,
+                         const routing_table *base_rt, const compare_extras *x,
+                         const compare_config *c, compare_result *out);
 /* the routing part alone (compare_routing.c): fills out */
 void compare_routing(const routing_table *run, const routing_table *base, double rtol,
                      routing_drift *out);

@@ -2,6 +2,7 @@
  * run id or file), the scenario-hash check, the comparison, the stored verdict, text and JSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "compare_db.h"
+#include "compare_db_internal.h"
 #include "baseline_url.h"
 
 #include <jansson.h>
@@ -35,6 +36,33 @@ static int tolerance_value(json_t *tol, const char *key, double *out)
     return 0;
 }
 
+/* tolerances.verdict, the k factors (> 0) and floors (>= 0; default the loss atol in effect) */
+static int verdict_fields(json_t *tol, compare_config *c)
+{
+    json_t *v = json_object_get(tol, "verdict");
+    if (v && (!json_is_string(v) || gate_parse(json_string_value(v), &c->gate))) {
+        log_error("the run's scenario: tolerances.verdict is not \"band\", \"error_ratio\" or "
+                  "\"ensemble\"");
+        return EXIT_USAGE;
+    }
+    c->error_ratio_floor = c->ensemble_floor = -1;
+    if (tolerance_value(tol, "error_ratio_k", &c->error_ratio_k) ||
+        tolerance_value(tol, "ensemble_k", &c->ensemble_k) ||
+        tolerance_value(tol, "error_ratio_floor", &c->error_ratio_floor) ||
+        tolerance_value(tol, "ensemble_floor", &c->ensemble_floor))
+        return EXIT_USAGE;
+    if (!(c->error_ratio_k > 0) || !(c->ensemble_k > 0)) {
+        log_error("the run's scenario: tolerances.%s must be > 0",
+                  c->error_ratio_k > 0 ? "ensemble_k" : "error_ratio_k");
+        return EXIT_USAGE;
+    }
+    if (c->error_ratio_floor < 0)
+        c->error_ratio_floor = c->loss.atol;
+    if (c->ensemble_floor < 0)
+        c->ensemble_floor = c->loss.atol;
+    return 0;
+}
+
 int scenario_compare_config(const char *scenario_json, const char *run_dtype,
                             const char *base_dtype, compare_config *c, char *label, size_t len)
 {
@@ -54,7 +82,8 @@ int scenario_compare_config(const char *scenario_json, const char *run_dtype,
                      tolerance_value(tol, "grad_norm_atol", &c->grad_norm.atol) ||
                      tolerance_value(tol, "min_throughput_ratio", &c->min_throughput_ratio) ||
                      tolerance_value(tol, "max_memory_ratio", &c->max_memory_ratio) ||
-                     tolerance_value(tol, "expert_tokens_rtol", &c->expert_tokens_rtol)
+                     tolerance_value(tol, "expert_tokens_rtol", &c->expert_tokens_rtol) ||
+                     verdict_fields(tol, c)
                  ? EXIT_USAGE
                  : 0;
     if (label && json_is_string(b))
@@ -65,13 +94,13 @@ int scenario_compare_config(const char *scenario_json, const char *run_dtype,
 
 /* ---- finding the baseline ----------------------------------------------------------------- */
 
-static int is_file_spec(const char *spec)
+int is_file_spec(const char *spec)
 {
     size_t n = strlen(spec);
     return strchr(spec, '/') || (n > 9 && strcmp(spec + n - 9, ".baseline") == 0);
 }
 
-static int is_run_spec(const char *spec)
+int is_run_spec(const char *spec)
 {
     return spec[0] && strspn(spec, "0123456789") == strlen(spec);
 }
@@ -196,7 +225,7 @@ static void sibling_baselines(const char *dir, char *out)
 }
 
 /* the committed file of scenario + label: the first of the places looked in */
-static int find_file(const baseline_query *q, const char *scenario, const char *label,
+int find_file(const baseline_query *q, const char *scenario, const char *label,
                      char *out, size_t len, char *tried, size_t tlen)
 {
     char dirs[4][PATH_MAX], sdir[PATH_MAX];
@@ -292,7 +321,7 @@ static int find_baseline(store *st, judgement *j, const baseline_query *q)
 
 /* 1 when two scenario texts differ at most in "baseline" (which names the reference to compare
  * with, e.g. a URL the porting site added, not what is trained) */
-static int same_but_baseline(const char *a, const char *b)
+int same_but_baseline(const char *a, const char *b)
 {
     json_t *ja = a ? json_loads(a, 0, NULL) : NULL, *jb = b ? json_loads(b, 0, NULL) : NULL;
     int same = 0;
@@ -359,6 +388,28 @@ int judge_throughput_gated(const judgement *j)
     return j->cfg.min_throughput_ratio >= 0;
 }
 
+/* the verdict that decides: --verdict over the scenario's; its inputs must be there */
+static int choose_gate(judgement *j, const baseline_query *q)
+{
+    if (q->verdict && gate_parse(q->verdict, &j->cfg.gate)) {
+        log_error("--verdict: '%s' is not band, error_ratio or ensemble", q->verdict);
+        return EXIT_USAGE;
+    }
+    if (j->cfg.gate == GATE_ERROR_RATIO && !j->has_golden) {
+        log_error("run %lld: the error_ratio verdict needs a golden run of scenario %s: record one "
+                  "with 'harness run SCENARIO --golden', or give --golden LABEL|RUN|FILE",
+                  (long long)j->run_id, j->run.scenario);
+        return EXIT_USAGE;
+    }
+    if (j->cfg.gate == GATE_ENSEMBLE && !j->base.loss_std) {
+        log_error("run %lld: the ensemble verdict needs an ensemble baseline, and %s is a single "
+                  "run: record one with 'harness baseline record --ensemble N'",
+                  (long long)j->run_id, j->origin);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
 {
     memset(j, 0, sizeof *j);
@@ -379,10 +430,14 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
      * "localhost" are common to many machines) */
     j->same_host = j->run_at.host[0] && strcmp(j->run_at.host, j->base_at.host) == 0 &&
                    !j->run_at.imported && !j->base_at.imported;
+    if ((rc = judge_find_golden(st, j, q)) || (rc = choose_gate(j, q)))
+        return rc;
     j->cfg.warmup = q->warmup;
     series run = {j->run.steps, j->run.n_steps, j->run.status};
     series base = {j->base.steps, j->base.n_steps, j->base.status};
-    compare_runs_routed(&run, &base, &j->run.routing, &j->base.routing, &j->cfg, &j->res);
+    series golden = {j->golden.steps, j->golden.n_steps, j->golden.status};
+    compare_extras x = {j->has_golden ? &golden : NULL, j->base.loss_std, j->base.ensemble_runs};
+    compare_runs_judged(&run, &base, &j->run.routing, &j->base.routing, &x, &j->cfg, &j->res);
     return 0;
 }
 
@@ -390,6 +445,7 @@ void judge_free(judgement *j)
 {
     baseline_free(&j->run);
     baseline_free(&j->base);
+    baseline_free(&j->golden);
 }
 
 int judge_store(store *st, const judgement *j)
@@ -481,6 +537,38 @@ static void print_routing(FILE *f, const routing_drift *d, double rtol)
     fputc('\n', f);
 }
 
+/* the error ratio to the golden run: nothing when there is no golden */
+static void print_error_ratio(FILE *f, const judgement *j)
+{
+    const error_ratio_result *e = &j->res.error_ratio;
+    if (!j->has_golden)
+        return;
+    fprintf(f, "%-11s golden %s: %s on %s, %s\n", "golden", term_safe(j->golden_origin),
+            term_safe(j->golden.scenario), term_safe(j->golden.device), term_safe(j->golden.dtype));
+    if (!e->compared) {
+        fprintf(f, "%-11s not computed: no step in all of run, baseline and golden\n",
+                "error_ratio");
+        return;
+    }
+    fprintf(f, "%-11s RMSE(run - golden) %.3g, RMSE(baseline - golden) %.3g over %d steps: "
+               "ratio %.3g; rule <= %.3g * ref + %.3g: %s; msprobe %s; largest step ratio %.3g "
+               "(step %d)%s\n", "error_ratio", e->rmse_run, e->rmse_ref, e->compared, e->ratio,
+            e->k, e->floor, e->passed ? "pass" : "fail", e->msprobe, e->max_step_ratio,
+            e->max_step, j->cfg.gate == GATE_ERROR_RATIO ? " [decides]" : "");
+}
+
+/* the ensemble band: nothing when the baseline is a single run */
+static void print_ensemble(FILE *f, const judgement *j)
+{
+    const ensemble_result *n = &j->res.ensemble;
+    if (!j->res.has_ensemble)
+        return;
+    fprintf(f, "%-11s %d runs; %d steps compared, %d outside mean +- %.3g * std + %.3g; largest "
+               "|loss - mean| / std %.3g (step %d)%s\n", "ensemble", n->members, n->compared,
+            n->failed, n->k, n->floor, n->max_z, n->max_z_step,
+            j->cfg.gate == GATE_ENSEMBLE ? " [decides]" : "");
+}
+
 static void print_side(FILE *f, const char *what, const baseline *b, int64_t id)
 {
     fprintf(f, "%-10s %lld: %s on %s (%s), %s, %d steps, %s\n", what, (long long)id,
@@ -502,6 +590,8 @@ void judge_print(FILE *f, const judgement *j)
         fprintf(f, "FORCED: the scenarios differ in %s\n", term_safe(j->diff));
     print_metric(f, "loss", &r->loss, j->cfg.loss);
     print_metric(f, "grad_norm", &r->grad_norm, j->cfg.grad_norm);
+    print_error_ratio(f, j);
+    print_ensemble(f, j);
     print_ratio(f, "throughput", r->run_tokens_per_s, r->base_tokens_per_s, r->throughput_ratio,
                 "tok/s", 1, ">=", j->cfg.min_throughput_ratio);
     fprintf(f, "            (median tokens/s after %d and %d warm-up steps)\n", r->run_warmup,
@@ -511,6 +601,9 @@ void judge_print(FILE *f, const judgement *j)
     print_routing(f, &r->routing, j->cfg.expert_tokens_rtol);
     if (r->first_fail_step)
         fprintf(f, "first failing step: %d (%s)\n", r->first_fail_step, r->first_fail_metric);
+    if (j->cfg.gate != GATE_BAND)
+        fprintf(f, "decided by: %s (the band's steps out of tolerance are shown, not gated)\n",
+                gate_name(j->cfg.gate));
     fprintf(f, "verdict: %s%s%s\n", verdict_name(r->v), r->reason[0] ? ": " : "", r->reason);
 }
 
@@ -636,6 +729,61 @@ static json_t *routing_json(const judgement *j)
     return o;
 }
 
+/* the per-step ratios |D - G| / |R - G|: [{"step", "ratio"}] (null where not computed) */
+static json_t *error_ratio_steps_json(const judgement *j)
+{
+    const baseline *r = &j->run, *b = &j->base, *g = &j->golden;
+    double *ratio = malloc(sizeof *ratio * (size_t)(r->n_steps ? r->n_steps : 1));
+    json_t *a = json_array();
+    if (!ratio || !a) {
+        free(ratio);
+        json_decref(a);
+        return NULL;
+    }
+    error_ratio_result e;
+    error_ratio(r->steps, r->n_steps, b->steps, b->n_steps, g->steps, g->n_steps, 1, 0, &e,
+                ratio);
+    for (int i = 0; i < r->n_steps; i++)
+        json_array_append_new(a, json_pack("{s:i, s:o}", "step", r->steps[i].step, "ratio",
+                                           json_num(ratio[i])));
+    free(ratio);
+    return a;
+}
+
+static json_t *error_ratio_json(const judgement *j)
+{
+    const error_ratio_result *e = &j->res.error_ratio;
+    if (!j->has_golden)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "golden_run", j->golden_id ? json_integer(j->golden_id) : json_null());
+    json_object_set_new(o, "golden_origin", json_text(j->golden_origin));
+    json_object_set_new(o, "compared", json_integer(e->compared));
+    json_object_set_new(o, "rmse_run", json_num(e->rmse_run));
+    json_object_set_new(o, "rmse_baseline", json_num(e->rmse_ref));
+    json_object_set_new(o, "ratio", e->compared ? json_num(e->ratio) : json_null());
+    json_object_set_new(o, "k", json_num(e->k));
+    json_object_set_new(o, "floor", json_num(e->floor));
+    json_object_set_new(o, "passed", json_boolean(e->passed));
+    json_object_set_new(o, "msprobe", e->msprobe ? json_string(e->msprobe) : json_null());
+    json_object_set_new(o, "max_step", json_integer(e->max_step));
+    json_object_set_new(o, "max_step_ratio", json_num(e->max_step_ratio));
+    json_object_set_new(o, "steps", error_ratio_steps_json(j));
+    return o;
+}
+
+static json_t *ensemble_json(const judgement *j)
+{
+    const ensemble_result *n = &j->res.ensemble;
+    if (!j->res.has_ensemble)
+        return json_null();
+    return json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:i, s:o}", "runs", n->members, "compared",
+                     n->compared, "failed", n->failed, "first_failing_step",
+                     n->first_fail ? json_integer(n->first_fail) : json_null(), "k",
+                     json_num(n->k), "floor", json_num(n->floor), "max_z_step", n->max_z_step,
+                     "max_z", json_num(n->max_z));
+}
+
 json_t *judge_json(const judgement *j)
 {
     const compare_result *r = &j->res;
@@ -663,6 +811,9 @@ json_t *judge_json(const judgement *j)
                                                 j->cfg.max_memory_ratio, r->memory_gate_failed,
                                                 j->same_host));
     json_object_set_new(o, "expert_tokens", routing_json(j));
+    json_object_set_new(o, "error_ratio", error_ratio_json(j));
+    json_object_set_new(o, "ensemble", ensemble_json(j));
+    json_object_set_new(o, "decided_by", json_string(gate_name(j->cfg.gate)));
     json_object_set_new(o, "first_failing_step",
                         r->first_fail_step ? json_integer(r->first_fail_step) : json_null());
     json_object_set_new(o, "first_failing_metric", r->first_fail_metric

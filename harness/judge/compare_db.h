@@ -29,6 +29,11 @@ typedef struct {
     int force;                 /* compare even though the scenario hashes differ */
     int warmup;                /* steps left out of the throughput median; < 0: the default */
     baseline_cache *cache;     /* NULL, or where to keep the baseline between calls */
+    const char *golden;        /* the golden run: LABEL, RUN id or FILE; NULL or "": the store's
+                                  label "golden" of the scenario (or its committed file), none
+                                  when there is neither */
+    const char *verdict;       /* "band", "error_ratio", "ensemble": overrides the scenario's
+                                  tolerances.verdict; NULL: the scenario's (default band) */
 } baseline_query;
 
 /* where one side of a comparison ran: the store's host, threads, load and imported mark */
@@ -49,12 +54,20 @@ typedef struct {
     compare_result res;
     int forced;                /* the scenarios differ and --force compared anyway */
     char diff[1024];           /* the fields in which they differ */
+    int has_golden;            /* a golden run was found: golden, golden_id, golden_origin */
+    baseline golden;
+    int64_t golden_id;         /* 0: read from a file, not the store */
+    char golden_origin[512];
 } judgement;
 
 /* Loads run_id, finds its baseline, checks the scenario hashes and compares. Returns 0 (j->res
  * holds the verdict), or 2 after a message (no such run or baseline, malformed baseline file,
  * scenarios that differ without force). j must be freed with judge_free either way. */
 int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
+/* The golden run of j's run (compare_golden.c): q->golden, else the label "golden" of the
+ * scenario when there is one. 0 (j->has_golden says whether one was found), or 2 after a message:
+ * a golden named that is not there, not finished ok, not fp64 or of another scenario. */
+int judge_find_golden(store *st, judgement *j, const baseline_query *q);
 /* "vm, 4 threads, load 1.20" (parts not recorded left out; "unknown host") into out */
 void run_host_text(const run_host *h, char *out, size_t len);
 /* 1 when the throughput ratio is gated (the scenario sets min_throughput_ratio) */

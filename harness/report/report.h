@@ -30,6 +30,7 @@ typedef struct {
     int routing_plot_layer;       /* the layer plotted; -1: summed over the layers */
     run_host run_at, base_at;     /* the hosts run and baseline ran on */
     int same_host;                /* 0: the throughput and memory ratios compare two machines */
+    int has_ratio_plot;           /* plots/ratio_N.{png,svg}: per-step error ratio to the golden */
 } report_row;
 
 typedef struct {
@@ -61,6 +62,10 @@ const char *row_verdict(const report_row *row);
 /* the row's throughput ratio in words: "0.05x of NAME (run 3; not gated; other host)", "-"
  * when there is none */
 void row_ratio_text(const report_row *row, char *out, size_t len);
+/* the error ratio and ensemble figures and the verdict that decides: "error ratio 1.2 (RMSE
+ * 3e-07 vs 2.5e-07; rule <= 3*ref + 1e-06: pass; msprobe warn); decided by band"; "" when the
+ * row has neither a golden nor an ensemble baseline and the band decides */
+void row_verdicts_text(const report_row *row, char *out, size_t len);
 /* "run: HOST, N threads; baseline: HOST, M threads[; different hosts]" */
 void row_hosts_text(const report_row *row, char *out, size_t len);
 /* the routing drift in words: "first at step 3; max 30 tokens (step 5, layer 1, expert 2), rel
@@ -72,6 +77,36 @@ int report_markdown(const report *r, const char *path); /* harness/report/report
 int report_csv(const report *r, const char *path);      /* harness/report/report_md.c */
 int report_junit(const report *r, const char *path);    /* harness/report/report_junit.c */
 int report_html(const report *r, const char *path);     /* harness/report/report_html.c */
+
+/* ---- harness/report/report_transitions.c: `report --since RUN|DATE` ---- */
+typedef struct {
+    char scenario[256], device[64];
+    int64_t prev_id, new_id;              /* the newest run before / since; 0 none */
+    char prev_verdict[16], new_verdict[16]; /* "pass", "fail", ...; "none": no baseline */
+    const char *change;  /* new failure, fixed, still failing, still passing, new, gone,
+                            not judged */
+} transition_row;
+typedef struct {
+    transition_row *rows;
+    int n, cap;
+    char since[64];                       /* the --since date, or "run N" */
+    int64_t since_run;                    /* the run id given; 0: a date */
+    char created[32];
+} transitions;
+/* Per scenario and device (imported runs left out): the newest run since `since` (a run id:
+ * runs after it; a UTC date: runs started at or after it) and the newest before, each with its
+ * newest stored verdict against a baseline, else judged now with q (not stored). 0, or 2 after
+ * a message (a malformed --since, no such run, a store error). */
+int transitions_build(store *st, const char *since, const baseline_query *q, transitions *t);
+void transitions_free(transitions *t);
+/* 1 when the newest run of some row does not pass (new failure, still failing, new and not
+ * passing) */
+int transitions_failing(const transitions *t);
+/* the table as Markdown to f */
+void transitions_markdown(FILE *f, const transitions *t);
+/* DIR/transitions.md, transitions.html and transitions.xml (JUnit: one testcase per scenario
+ * and device, failed when its newest run does not pass); 0, or 2 after a message */
+int transitions_write(const transitions *t, const char *out_dir);
 
 /* ---- harness/report/report_plot.c: gnuplot ----
  * report_plot_begin opens DIR/plots/plots.gp; report_plot_row adds the row's loss and |dloss|

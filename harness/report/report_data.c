@@ -122,6 +122,28 @@ void report_fill_row(report_row *row, const judgement *j)
         baseline_figures(row, j);
 }
 
+void row_verdicts_text(const report_row *row, char *out, size_t len)
+{
+    const compare_result *r = &row->res;
+    size_t used = 0;
+    out[0] = 0;
+    if (!row->has_baseline)
+        return;
+    if (r->has_golden && r->error_ratio.compared)
+        used += (size_t)snprintf(out, len, "error ratio %.3g (RMSE %.3g vs %.3g; rule <= %.3g*ref "
+                                 "+ %.3g: %s; msprobe %s); ", r->error_ratio.ratio,
+                                 r->error_ratio.rmse_run, r->error_ratio.rmse_ref,
+                                 r->error_ratio.k, r->error_ratio.floor,
+                                 r->error_ratio.passed ? "pass" : "fail", r->error_ratio.msprobe);
+    if (used < len && r->has_ensemble)
+        used += (size_t)snprintf(out + used, len - used, "ensemble of %d runs: %d of %d steps "
+                                 "outside mean +- %.3g*std + %.3g; ", r->ensemble.members,
+                                 r->ensemble.failed, r->ensemble.compared, r->ensemble.k,
+                                 r->ensemble.floor);
+    if (used < len && (used || r->gate != GATE_BAND))
+        snprintf(out + used, len - used, "decided by %s", gate_name(r->gate));
+}
+
 verdict report_worst(const report *r)
 {
     verdict worst = VERDICT_PASS;

@@ -110,7 +110,12 @@ static void html_details(FILE *f, const report *r)
             fputs(" <b>Forced</b>: the scenarios differ in ", f);
             esc_html(f, w->diff);
         }
-        char hosts[1200];
+        char hosts[1200], verdicts[600];
+        row_verdicts_text(w, verdicts, sizeof verdicts);
+        if (verdicts[0]) {
+            fputs("<br>Verdicts: ", f);
+            esc_html(f, verdicts);
+        }
         row_hosts_text(w, hosts, sizeof hosts);
         fputs("<br>Hosts: ", f);
         esc_html(f, hosts);
@@ -121,6 +126,9 @@ static void html_details(FILE *f, const report *r)
         snprintf(alt, sizeof alt, "dloss_%d.png", i + 1);
         if (r->plots && w->has_dloss_plot)
             img(f, r, alt, "|loss difference| and tolerance");
+        snprintf(alt, sizeof alt, "ratio_%d.png", i + 1);
+        if (r->plots && w->has_ratio_plot)
+            img(f, r, alt, "per-step error ratio to the golden run");
         snprintf(alt, sizeof alt, "routing_%d.png", i + 1);
         if (r->plots && w->has_routing_plot)
             img(f, r, alt, "share of tokens per expert over the steps");

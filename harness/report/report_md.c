@@ -98,7 +98,12 @@ static void md_details(FILE *f, const report *r)
             fputs("; **forced**: the scenarios differ in ", f);
             esc_markdown(f, w->diff);
         }
-        char hosts[1200];
+        char hosts[1200], verdicts[600];
+        row_verdicts_text(w, verdicts, sizeof verdicts);
+        if (verdicts[0]) {
+            fputs("; ", f);
+            esc_markdown(f, verdicts);
+        }
         row_hosts_text(w, hosts, sizeof hosts);
         fputs("; ", f);
         esc_markdown(f, hosts);
@@ -134,7 +139,9 @@ int report_markdown(const report *r, const char *path)
           "it fails the verdict only past the scenario's `expert_tokens_rtol`.\n", f);
     if (r->plots)
         fputs("\nPlots: `plots/loss_N.png` (loss of run and baseline), `plots/dloss_N.png` "
-              "(|Δloss| and the tolerance band), `plots/routing_N.png` (a MoE run's share of "
+              "(|Δloss| and the tolerance band, and the ensemble's k·σ + floor against an ensemble "
+              "baseline), `plots/ratio_N.png` (per step |run − golden| / |baseline − golden| "
+              "when there is a golden run), `plots/routing_N.png` (a MoE run's share of "
               "tokens per expert over the steps), `plots/throughput.png`, `plots/memory.png` "
               "(N = the row); SVG alongside.\n", f);
     return close_out(f, path);

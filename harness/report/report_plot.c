@@ -204,10 +204,30 @@ static void dloss_data(FILE *f, int index, const judgement *j, tolerance t)
     free(band);
 }
 
+/* an ensemble baseline's band k*std + floor per step (with the floor under the log axis) */
+static void ensemble_band_data(FILE *f, int index, const judgement *j, double k, double floor)
+{
+    const baseline *b = &j->base;
+    double *x = calloc((size_t)(b->n_steps + 1), sizeof *x);
+    double *y = calloc((size_t)(b->n_steps + 1), sizeof *y);
+    for (int i = 0; x && y && i < b->n_steps; i++) {
+        x[i] = b->steps[i].step;
+        y[i] = fmax(k * b->loss_std[i] + floor, DLOSS_FLOOR);
+    }
+    char name[32];
+    snprintf(name, sizeof name, "ens%d", index);
+    datablock(f, name, x, y, x && y ? b->n_steps : 0);
+    free(x);
+    free(y);
+}
+
 static void dloss_plot(FILE *f, const report_row *row, int index, const judgement *j)
 {
     dloss_data(f, index, j, row->cfg.loss);
-    char text[1200], cmd[1200];
+    int ensemble = j->base.loss_std != NULL;
+    if (ensemble)
+        ensemble_band_data(f, index, j, row->cfg.ensemble_k, row->cfg.ensemble_floor);
+    char text[1200], cmd[1600], ens[400] = "";
     snprintf(text, sizeof text, "|loss - baseline loss|: %s on %s vs %s, run %lld", row->scenario,
              row->device, row->label, (long long)row->run_id);
     title(f, "title", text);
@@ -216,16 +236,57 @@ static void dloss_plot(FILE *f, const report_row *row, int index, const judgemen
     if (row->res.first_fail_step)
         fprintf(f, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'red'\n",
                 row->res.first_fail_step, row->res.first_fail_step);
+    if (ensemble)
+        snprintf(ens, sizeof ens, "$ens%d using 1:2 with lines ls 2 title sprintf('ensemble of %d "
+                 "runs: %%.3g*std + %%.3g', %.17g, %.17g), ", index, j->base.ensemble_runs,
+                 row->cfg.ensemble_k, row->cfg.ensemble_floor);
     snprintf(cmd, sizeof cmd,
              "plot $band%d using 1:2 with filledcurves x1 fs transparent solid 0.25 "
-             "ls 3 title sprintf('tolerance %%.3g + %%.3g*|ref|', %.17g, %.17g), "
+             "ls 3 title sprintf('tolerance %%.3g + %%.3g*|ref|', %.17g, %.17g), %s"
              "$d%d using 1:2 with linespoints ls 1 pt 7 ps 0.4 "
              "title '|dloss| (0 drawn at 1e-16)'",
-             index, row->cfg.loss.atol, row->cfg.loss.rtol, index);
+             index, row->cfg.loss.atol, row->cfg.loss.rtol, ens, index);
     char name[32];
     snprintf(name, sizeof name, "dloss_%d", index);
     outputs(f, name, cmd, 900);
     fputs("unset arrow 1\nset autoscale y\n", f);
+}
+
+/* ---- the error ratio: per step |run - golden| / |baseline - golden| ------------------------ */
+
+static void ratio_plot(FILE *f, report_row *row, int index, const judgement *j)
+{
+    const baseline *r = &j->run;
+    double *x = calloc((size_t)(r->n_steps + 1), sizeof *x);
+    double *y = calloc((size_t)(r->n_steps + 1), sizeof *y);
+    error_ratio_result e;
+    if (x && y)
+        error_ratio(r->steps, r->n_steps, j->base.steps, j->base.n_steps, j->golden.steps,
+                    j->golden.n_steps, 1, 0, &e, y);
+    for (int i = 0; x && y && i < r->n_steps; i++) {
+        x[i] = r->steps[i].step;
+        y[i] = isnan(y[i]) || isinf(y[i]) ? y[i] : fmax(y[i], DLOSS_FLOOR); /* Inf: a gap */
+    }
+    char name[32], text[1200], cmd[1200];
+    snprintf(name, sizeof name, "ratio%d", index);
+    datablock(f, name, x, y, x && y ? r->n_steps : 0);
+    free(x);
+    free(y);
+    snprintf(text, sizeof text, "|run - golden| / |baseline - golden| per step: %s on %s vs %s, "
+             "run %lld; whole run %.3g", row->scenario, row->device, row->label,
+             (long long)row->run_id, row->res.error_ratio.ratio);
+    title(f, "title", text);
+    fprintf(f, "set logscale y\nset format y '%%g'\nset xlabel 'step'\nset ylabel 'error ratio'\n"
+               "set yrange [*:*]\n");
+    snprintf(cmd, sizeof cmd, "plot $ratio%d using 1:2 with linespoints ls 1 pt 7 ps 0.4 "
+             "title 'per-step ratio', %.17g with lines ls 3 title 'k = %.3g (the rule, on the "
+             "RMSE)', 1 with lines dt 2 lc rgb 'gray' title 'msprobe pass <= 1', 2 with lines "
+             "dt 3 lc rgb 'gray' title 'msprobe warn <= 2'", index, row->cfg.error_ratio_k,
+             row->cfg.error_ratio_k);
+    snprintf(name, sizeof name, "ratio_%d", index);
+    outputs(f, name, cmd, 900);
+    fputs("set autoscale y\n", f);
+    row->has_ratio_plot = 1;
 }
 
 /* ---- routing: each expert's share of the routed tokens over the steps ---------------------- */
@@ -291,6 +352,8 @@ int report_plot_row(plotter *p, report_row *row, int index, const judgement *j)
         dloss_plot(f, row, index, j);
         row->has_dloss_plot = 1;
     }
+    if (row->has_baseline && j->has_golden && row->res.error_ratio.compared)
+        ratio_plot(f, row, index, j);
     if (j->run.routing.n > 0)
         routing_plot(f, row, index, j);
     return ferror(f) ? EXIT_FAIL : 0;

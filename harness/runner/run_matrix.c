@@ -108,7 +108,7 @@ static void note_ratio(const judgement *j, cell *c)
 
 static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
 {
-    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL};
+    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL, NULL, NULL};
     judgement j;
     if (judge_run(st, c->run_id, &q, &j)) {
         c->error = 1;

@@ -69,6 +69,11 @@ static train_options run_options(const run_args *a)
 {
     train_options o = {(int)a->steps, &stop_requested, NULL,    NULL, a->save, a->dump_batches,
                        a->comm,         NULL,          0};
+    /* A golden run computes in the device's own precision (cpu64: fp64) whatever the scenario's
+     * dtype says: no low-precision rounding and no loss scaling, so a bf16 scenario's golden has
+     * none; the scenario's JSON and hash stay as they are (the golden is a run of the same
+     * scenario) and the run records the device's dtype (fp64). */
+    o.native_precision = a->golden;
     return o;
 }
 
@@ -172,6 +177,9 @@ static int record_into_db(trainer *tr, const scenario *s, device *d, const run_a
                d->backend, term_safe(d->name), train_run_dtype(d), term_safe(a->db));
     int64_t run_id = 0;
     rc = record_run(tr, s, d, st, a, &run_id, status);
+    if (rc == 0 && a->golden && (rc = store_set_baseline(st, s->name, "golden", run_id)) == 0)
+        printf("golden run of %s: run %lld (label 'golden')\n", term_safe(s->name),
+               (long long)run_id);
     store_close(st);
     return rc;
 }

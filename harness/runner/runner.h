@@ -25,6 +25,7 @@ typedef struct {
     double comm_timeout; /* --comm-timeout S: the longest wait of any collective (0: default) */
     comm *comm;          /* the ranks of this run: set by runner_run_one, NULL for one rank */
     comm_kind comm_kind; /* --comm: what moves the gradients (COMM_AUTO by default) */
+    int golden;          /* --golden: train on cpu64 in fp64 and label the run "golden" */
 } run_args;
 
 /* Everything the run of s on d needs, read and checked (train_prepare with --steps and --save):
@@ -45,6 +46,12 @@ int run_stop_requested(void);
 /* one run of a->scenario on a->device recorded into a->db (`harness run SCENARIO`): the store
  * is opened only after everything was read and checked. 0, 1 failed, 2 input error. */
 int runner_run_one(const run_args *a);
+/* The runs of an ensemble baseline (ensemble.c): a->scenario trained `members` times
+ * (ENSEMBLE_MIN_RUNS..ENSEMBLE_MAX_RUNS) on a->device, a cpu backend, member p with
+ * device.perturb = p, each recorded into a->db; ids[p] the run of member p. The first member is
+ * prepared before the store is opened: an input error records nothing. 0, 1 a member failed, 2
+ * an input error. */
+int runner_run_ensemble(const run_args *a, int members, int64_t *ids);
 /* the --compare mode (run_matrix.c) */
 int run_matrix(const run_args *a);
 

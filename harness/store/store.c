@@ -113,6 +113,14 @@ static const char *const migrations[] = {
      * optimizer step was skipped (Inf/NaN gradients); NULL for runs without loss scaling */
     "ALTER TABLE steps ADD COLUMN loss_scale REAL;"
     "ALTER TABLE steps ADD COLUMN skipped INTEGER CHECK (skipped IN (0, 1));",
+    /* 9 (issue 13, ensemble baselines): the spread of the loss over the runs of an ensemble
+     * baseline, per step of the stored run that holds their mean (store_ensemble.c) */
+    "CREATE TABLE ensemble_steps("
+    " run_id INTEGER NOT NULL, step INTEGER NOT NULL,"
+    " runs INTEGER NOT NULL CHECK (runs >= 2), loss_std REAL NOT NULL CHECK (loss_std >= 0),"
+    " PRIMARY KEY (run_id, step),"
+    " FOREIGN KEY (run_id, step) REFERENCES steps(run_id, step) ON DELETE CASCADE)"
+    " WITHOUT ROWID;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -938,6 +946,24 @@ int store_last_verdict(store *st, int64_t run_id, char verdict[16])
 {
     sqlite3_stmt *s;
     if (prepare_for_run(st, "SELECT verdict FROM comparisons WHERE run_id = ?1"
+                            " ORDER BY id DESC LIMIT 1", run_id, "reading a verdict", &s))
+        return 2;
+    int rc = sqlite3_step(s), ret = 1;
+    if (rc == SQLITE_ROW) {
+        column_copy(verdict, 16, s, 0);
+        ret = 0;
+    } else if (rc != SQLITE_DONE) {
+        ret = db_fail(st, "reading a verdict", 2);
+    }
+    sqlite3_finalize(s);
+    return ret;
+}
+
+int store_last_baseline_verdict(store *st, int64_t run_id, char verdict[16])
+{
+    sqlite3_stmt *s; /* history details are compact JSON that opens {"kind":"history" */
+    if (prepare_for_run(st, "SELECT verdict FROM comparisons WHERE run_id = ?1 AND"
+                            " details_json NOT LIKE '{\"kind\":\"history\"%'"
                             " ORDER BY id DESC LIMIT 1", run_id, "reading a verdict", &s))
         return 2;
     int rc = sqlite3_step(s), ret = 1;

@@ -154,6 +154,9 @@ int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, con
                          const char *details_json);
 /* The newest comparison of run_id: its verdict into verdict[16]; 0, 1 when none, 2 on error */
 int store_last_verdict(store *st, int64_t run_id, char verdict[16]);
+/* The newest comparison of run_id with a baseline (history checks left out): its verdict into
+ * verdict[16]; 0, 1 when none, 2 on error */
+int store_last_baseline_verdict(store *st, int64_t run_id, char verdict[16]);
 /* Ids of the runs before run_id with the same scenario hash and device name and status ok,
  * newest first, at most limit (malloc'd, caller frees). 0 or 2. */
 int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n);
@@ -162,5 +165,7 @@ int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int
 #include "store_logs.h"
 /* comm-check results (issue 12) */
 #include "store_comm.h"
+/* the spread of ensemble baselines (issue 13) */
+#include "store_ensemble.h"
 
 #endif

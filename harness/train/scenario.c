@@ -739,11 +739,31 @@ static int load_train(const src *x, json_t *root, scenario *s)
                          : 0;
 }
 
+/* the verdict that decides and its factors k (> 0) and floors (>= 0): docs/compare.md */
+static int load_verdict_fields(const src *tx, json_t *t, scenario *s)
+{
+    static const char *const verdicts[] = {"band", "error_ratio", "ensemble", NULL};
+    int rc = get_str(tx, t, "verdict", 0, s->verdict, sizeof s->verdict);
+    if (!rc && json_object_get(t, "verdict"))
+        rc = one_of(tx, "verdict", s->verdict, verdicts);
+    if (!rc)
+        rc = get_real(tx, t, "error_ratio_k", 0, 0, 1, &s->error_ratio_k);
+    if (!rc)
+        rc = get_real(tx, t, "ensemble_k", 0, 0, 1, &s->ensemble_k);
+    if (!rc)
+        rc = get_real(tx, t, "error_ratio_floor", 0, 0, 0, &s->error_ratio_floor);
+    if (!rc)
+        rc = get_real(tx, t, "ensemble_floor", 0, 0, 0, &s->ensemble_floor);
+    return rc;
+}
+
 static int load_tolerances(const src *x, json_t *root, scenario *s)
 {
     static const char *const keys[] = {"loss_rtol", "loss_atol", "grad_norm_rtol",
                                        "grad_norm_atol", "min_throughput_ratio",
-                                       "max_memory_ratio", "expert_tokens_rtol", NULL};
+                                       "max_memory_ratio", "expert_tokens_rtol", "verdict",
+                                       "error_ratio_k", "error_ratio_floor", "ensemble_k",
+                                       "ensemble_floor", NULL};
     double *out[] = {&s->loss_rtol, &s->loss_atol, &s->grad_norm_rtol, &s->grad_norm_atol,
                      &s->min_throughput_ratio, &s->max_memory_ratio, &s->expert_tokens_rtol};
     json_t *t;
@@ -752,9 +772,9 @@ static int load_tolerances(const src *x, json_t *root, scenario *s)
         return rc;
     src tx = sub(x, "tolerances");
     rc = check_keys(&tx, t, keys);
-    for (size_t i = 0; !rc && keys[i]; i++)
+    for (size_t i = 0; !rc && i < sizeof out / sizeof out[0]; i++)
         rc = get_real(&tx, t, keys[i], 0, 0, 0, out[i]);
-    return rc;
+    return rc ? rc : load_verdict_fields(&tx, t, s);
 }
 
 /* ---- the document --------------------------------------------------------------------------- */
@@ -776,6 +796,7 @@ static void set_defaults(scenario *s)
     snprintf(s->dtype, sizeof s->dtype, "fp32");
     s->loss_rtol = s->loss_atol = s->grad_norm_rtol = s->grad_norm_atol = -1;
     s->min_throughput_ratio = s->max_memory_ratio = s->expert_tokens_rtol = -1;
+    s->error_ratio_k = s->error_ratio_floor = s->ensemble_k = s->ensemble_floor = -1;
 }
 
 /* "baseline": {"url": "https://...", "sha256": "HEX"}: a baseline file fetched and verified when

@@ -80,6 +80,11 @@ typedef struct {
     double loss_rtol, loss_atol, grad_norm_rtol, grad_norm_atol;
     double min_throughput_ratio, max_memory_ratio;
     double expert_tokens_rtol;  /* sparse-MoE routing drift allowed per expert count */
+    /* the verdict that decides ("verdict": "band" | "error_ratio" | "ensemble", "" not given)
+     * and its numbers ("error_ratio_k", "error_ratio_floor", "ensemble_k", "ensemble_floor";
+     * negative = not given): docs/compare.md */
+    char verdict[16];
+    double error_ratio_k, error_ratio_floor, ensemble_k, ensemble_floor;
     char baseline[SCN_STR];     /* "baseline": default baseline label, "" if none */
 
     char *json;                 /* the file's text as read (stored with each run) */

@@ -1,0 +1,20 @@
+/* harness/judge/compare_db_internal.h: what compare_db.c shares with compare_golden.c only: the
+ * kinds of baseline spec, the committed-file lookup and the scenario comparison. */
+#ifndef COMPARE_DB_INTERNAL_H
+#define COMPARE_DB_INTERNAL_H
+
+#include <stddef.h>
+
+#include "compare_db.h"
+
+/* a FILE spec: has a '/' or ends in .baseline */
+int is_file_spec(const char *spec);
+/* a RUN id spec: digits only */
+int is_run_spec(const char *spec);
+/* the committed file of scenario + label: 1 and out set when found, else 0 and the paths tried */
+int find_file(const baseline_query *q, const char *scenario, const char *label, char *out,
+              size_t len, char *tried, size_t tlen);
+/* 1 when two scenario texts differ at most in "baseline" */
+int same_but_baseline(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,98 @@
+/* harness/judge/compare_golden.c: finding the golden (fp64 cpu64) run of a compared run: a label
+ * of the store ("golden" by default), a committed file, a run id or a file; its checks. */
+#define _POSIX_C_SOURCE 200809L
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare_db_internal.h"
+#include "util/util.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+#define GOLDEN_LABEL "golden"
+
+static int golden_from_run(store *st, judgement *j, int64_t id, const char *how)
+{
+    if (baseline_from_run(st, id, "", &j->golden))
+        return EXIT_USAGE;
+    j->golden_id = id;
+    j->has_golden = 1;
+    snprintf(j->golden_origin, sizeof j->golden_origin, "%s (run %lld)", how, (long long)id);
+    return 0;
+}
+
+static int golden_from_file(judgement *j, const char *path)
+{
+    if (baseline_read(path, &j->golden))
+        return EXIT_USAGE;
+    j->has_golden = 1;
+    snprintf(j->golden_origin, sizeof j->golden_origin, "file %.400s", path);
+    return 0;
+}
+
+/* a label: the store's, else the committed file; quiet is 1 for the default label, whose
+ * absence only means there is no golden */
+static int golden_by_label(store *st, judgement *j, const baseline_query *q, const char *label,
+                           int quiet)
+{
+    int64_t id;
+    int rc = store_find_baseline(st, j->run.scenario, label, &id);
+    if (rc == 2)
+        return EXIT_USAGE;
+    char how[300], path[PATH_MAX], tried[4 * PATH_MAX];
+    snprintf(how, sizeof how, "label '%.200s' in the store", label);
+    if (rc == 0)
+        return golden_from_run(st, j, id, how);
+    if (find_file(q, j->run.scenario, label, path, sizeof path, tried, sizeof tried))
+        return golden_from_file(j, path);
+    if (quiet)
+        return 0;
+    log_error("no golden '%s' for scenario '%s': not in the store, and no file at %s", label,
+              j->run.scenario, tried);
+    return EXIT_USAGE;
+}
+
+/* a golden must be a finished fp64 run of the run's scenario */
+static int check_golden(const judgement *j)
+{
+    const baseline *g = &j->golden;
+    if (strcmp(g->status, "ok") != 0) {
+        log_error("golden %s is %s: a golden must be a finished run (status ok)",
+                  j->golden_origin, g->status);
+        return EXIT_USAGE;
+    }
+    if (strcmp(g->dtype, "fp64") != 0) {
+        log_error("golden %s ran in %s on %s: a golden is an fp64 run ('harness run SCENARIO "
+                  "--golden' trains it on cpu64)", j->golden_origin, g->dtype, g->device);
+        return EXIT_USAGE;
+    }
+    if (strcmp(g->scenario_hash, j->run.scenario_hash) != 0 &&
+        !same_but_baseline(g->scenario_json, j->run.scenario_json)) {
+        log_error("golden %s ran scenario %s (hash %.12s), the run %lld scenario %s (hash %.12s): "
+                  "a golden must be of the run's scenario", j->golden_origin, g->scenario,
+                  g->scenario_hash, (long long)j->run_id, j->run.scenario, j->run.scenario_hash);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int judge_find_golden(store *st, judgement *j, const baseline_query *q)
+{
+    const char *spec = q->golden;
+    int rc;
+    if (!spec || !spec[0])
+        rc = golden_by_label(st, j, q, GOLDEN_LABEL, 1);
+    else if (is_file_spec(spec))
+        rc = golden_from_file(j, spec);
+    else if (is_run_spec(spec))
+        rc = golden_from_run(st, j, strtoll(spec, NULL, 10), "given");
+    else
+        rc = golden_by_label(st, j, q, spec, 0);
+    if (!rc && j->has_golden)
+        rc = check_golden(j);
+    return rc;
+}

@@ -1,0 +1,322 @@
+/* harness/report/report_transitions.c: `harness report --since RUN|DATE`: per scenario and device,
+ * the verdict of the newest run since then against the newest before (new failure, fixed, ...). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "util/util.h"
+
+/* ---- the point in time -------------------------------------------------------------------- */
+
+/* YYYY-MM-DD, optionally followed by THH:MM, :SS and Z: a prefix of the store's started_at */
+static int is_date(const char *s)
+{
+    static const char pattern[] = "dddd-dd-ddTdd:dd:ddZ";
+    size_t n = strlen(s);
+    if (n != 10 && n != 16 && n != 19 && n != 20)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (pattern[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pattern[i])
+            return 0;
+    return 1;
+}
+
+static int parse_since(store *st, const char *spec, transitions *t)
+{
+    snprintf(t->since, sizeof t->since, "%.60s", spec);
+    if (spec[0] && strspn(spec, "0123456789") == strlen(spec) && strlen(spec) < 19) {
+        run_row r;
+        t->since_run = strtoll(spec, NULL, 10);
+        snprintf(t->since, sizeof t->since, "run %lld", (long long)t->since_run);
+        return store_get_run(st, t->since_run, &r) ? EXIT_USAGE : 0;
+    }
+    if (is_date(spec))
+        return 0;
+    log_error("report: --since: '%s' is neither a run id nor a UTC date (YYYY-MM-DD, "
+              "YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ)", term_safe(spec));
+    return EXIT_USAGE;
+}
+
+/* 1 when run r was recorded after run `since_run`, or started at or after the date */
+static int is_after(const transitions *t, const run_row *r)
+{
+    if (t->since_run)
+        return r->id > t->since_run;
+    return strcmp(r->started_at, t->since) >= 0; /* ISO 8601 UTC: text order is time order */
+}
+
+/* ---- the runs of each scenario and device ------------------------------------------------- */
+
+static transition_row *find_or_add(transitions *t, const run_row *r)
+{
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].scenario, r->scenario) == 0 &&
+            strcmp(t->rows[i].device, r->device) == 0)
+            return &t->rows[i];
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 16;
+        transition_row *grown = realloc(t->rows, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return NULL;
+        t->rows = grown;
+        t->cap = cap;
+    }
+    transition_row *w = &t->rows[t->n++];
+    memset(w, 0, sizeof *w);
+    snprintf(w->scenario, sizeof w->scenario, "%s", r->scenario);
+    snprintf(w->device, sizeof w->device, "%s", r->device);
+    return w;
+}
+
+/* store_each_run walks newest first: the first run seen on each side of the point is kept */
+static int take_run(const run_row *r, void *arg)
+{
+    transitions *t = arg;
+    if (r->imported) /* a baseline from a file is never a run under test */
+        return 0;
+    transition_row *w = find_or_add(t, r);
+    if (!w) {
+        log_error("report: out of memory listing the runs");
+        return EXIT_USAGE;
+    }
+    int64_t *slot = is_after(t, r) ? &w->new_id : &w->prev_id;
+    if (!*slot)
+        *slot = r->id;
+    return 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const transition_row *x = a, *y = b;
+    int c = strcmp(x->scenario, y->scenario);
+    return c ? c : strcmp(x->device, y->device);
+}
+
+/* ---- verdicts ----------------------------------------------------------------------------- */
+
+/* the stored verdict of a comparison with a baseline, else one judged now (not stored); "none"
+ * when the run cannot be judged (no baseline) */
+static int run_verdict(store *st, int64_t id, const baseline_query *q, char out[16])
+{
+    int rc = store_last_baseline_verdict(st, id, out);
+    if (rc != 1)
+        return rc;
+    judgement j;
+    if (judge_run(st, id, q, &j) == 0)
+        snprintf(out, 16, "%s", verdict_name(j.res.v));
+    else
+        snprintf(out, 16, "none");
+    judge_free(&j);
+    return 0;
+}
+
+static const char *change_of(const transition_row *w)
+{
+    if (!w->new_id)
+        return "gone";
+    if (!w->prev_id)
+        return "new";
+    if (strcmp(w->new_verdict, "none") == 0 || strcmp(w->prev_verdict, "none") == 0)
+        return "not judged";
+    int was = strcmp(w->prev_verdict, "pass") == 0, is = strcmp(w->new_verdict, "pass") == 0;
+    return was ? (is ? "still passing" : "new failure") : (is ? "fixed" : "still failing");
+}
+
+int transitions_build(store *st, const char *since, const baseline_query *q, transitions *t)
+{
+    memset(t, 0, sizeof *t);
+    iso_time_now(t->created, sizeof t->created);
+    int rc = parse_since(st, since, t);
+    if (!rc)
+        rc = store_each_run(st, 0, take_run, t) ? EXIT_USAGE : 0;
+    if (!rc && t->n > 1)
+        qsort(t->rows, (size_t)t->n, sizeof *t->rows, by_key);
+    for (int i = 0; i < t->n && !rc; i++) {
+        transition_row *w = &t->rows[i];
+        snprintf(w->prev_verdict, sizeof w->prev_verdict, "-");
+        snprintf(w->new_verdict, sizeof w->new_verdict, "-");
+        if (w->prev_id)
+            rc = run_verdict(st, w->prev_id, q, w->prev_verdict);
+        if (!rc && w->new_id)
+            rc = run_verdict(st, w->new_id, q, w->new_verdict);
+        w->change = change_of(w);
+    }
+    return rc ? EXIT_USAGE : 0;
+}
+
+void transitions_free(transitions *t)
+{
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}
+
+static int row_failing(const transition_row *w);
+
+int transitions_failing(const transitions *t)
+{
+    for (int i = 0; i < t->n; i++)
+        if (row_failing(&t->rows[i]))
+            return 1;
+    return 0;
+}
+
+/* ---- writers ------------------------------------------------------------------------------ */
+
+static void run_cell(char *out, size_t len, int64_t id, const char *verdict)
+{
+    if (id)
+        snprintf(out, len, "%s (run %lld)", verdict, (long long)id);
+    else
+        snprintf(out, len, "-");
+}
+
+void transitions_markdown(FILE *f, const transitions *t)
+{
+    fprintf(f, "## Transitions since %s\n\n", t->since);
+    fprintf(f, "Per scenario and device: the newest run since %s against the newest run before "
+               "(made %s; docs/report.md).\n\n", t->since, t->created);
+    fputs("| scenario | device | before | since | change |\n|---|---|---|---|---|\n", f);
+    for (int i = 0; i < t->n; i++) {
+        const transition_row *w = &t->rows[i];
+        char before[64], after[64];
+        run_cell(before, sizeof before, w->prev_id, w->prev_verdict);
+        run_cell(after, sizeof after, w->new_id, w->new_verdict);
+        fputs("| ", f);
+        esc_markdown(f, w->scenario);
+        fputs(" | ", f);
+        esc_markdown(f, w->device);
+        fprintf(f, " | %s | %s | **%s** |\n", before, after, w->change);
+    }
+    if (!t->n)
+        fputs("| (no runs) | | | | |\n", f);
+}
+
+static void html_cell(FILE *f, const char *text)
+{
+    fputs("<td>", f);
+    esc_html(f, text);
+    fputs("</td>", f);
+}
+
+static void transitions_html_body(FILE *f, const transitions *t)
+{
+    fputs("<h2>Transitions since ", f);
+    esc_html(f, t->since);
+    fputs("</h2>\n<table>\n<tr><th>scenario</th><th>device</th><th>before</th><th>since</th>"
+          "<th>change</th></tr>\n", f);
+    for (int i = 0; i < t->n; i++) {
+        const transition_row *w = &t->rows[i];
+        char before[64], after[64];
+        run_cell(before, sizeof before, w->prev_id, w->prev_verdict);
+        run_cell(after, sizeof after, w->new_id, w->new_verdict);
+        fputs("<tr>", f);
+        html_cell(f, w->scenario);
+        html_cell(f, w->device);
+        html_cell(f, before);
+        html_cell(f, after);
+        html_cell(f, w->change);
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+static int close_checked(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        log_error("report: writing %s failed: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+static int write_md(const transitions *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("report: cannot write %s: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    transitions_markdown(f, t);
+    return close_checked(f, path);
+}
+
+static int write_html(const transitions *t, const char *path)
+{
+    const char *mark = strstr(report_template_html, REPORT_BODY_MARK);
+    if (!mark) {
+        log_error("report: the embedded reports/template.html has no line '@BODY@'");
+        return EXIT_FAIL;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("report: cannot write %s: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    fwrite(report_template_html, 1, (size_t)(mark - report_template_html), f);
+    transitions_html_body(f, t);
+    fputs(mark + strlen(REPORT_BODY_MARK), f);
+    return close_checked(f, path);
+}
+
+/* 1 when the row's newest run does not pass (as transitions_failing counts) */
+static int row_failing(const transition_row *w)
+{
+    return strcmp(w->change, "new failure") == 0 || strcmp(w->change, "still failing") == 0 ||
+           (strcmp(w->change, "new") == 0 && strcmp(w->new_verdict, "pass") != 0 &&
+            strcmp(w->new_verdict, "none") != 0);
+}
+
+/* one testcase per scenario and device: a failure when its newest run does not pass, skipped
+ * when it is gone or not judged */
+static void junit_case(FILE *f, const transition_row *w)
+{
+    char before[64], after[64];
+    run_cell(before, sizeof before, w->prev_id, w->prev_verdict);
+    run_cell(after, sizeof after, w->new_id, w->new_verdict);
+    fputs("    <testcase classname=\"harness.", f);
+    esc_html(f, w->scenario);
+    fputs("\" name=\"", f);
+    esc_html(f, w->device);
+    fputs("\">\n", f);
+    if (row_failing(w))
+        fprintf(f, "      <failure type=\"%s\" message=\"%s: before %s, since %s\"/>\n",
+                w->new_verdict, w->change, before, after);
+    else if (strcmp(w->change, "gone") == 0 || strcmp(w->change, "not judged") == 0)
+        fprintf(f, "      <skipped message=\"%s: before %s, since %s\"/>\n", w->change, before,
+                after);
+    fputs("    </testcase>\n", f);
+}
+
+static int write_junit(const transitions *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("report: cannot write %s: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    int failures = 0;
+    for (int i = 0; i < t->n; i++)
+        failures += row_failing(&t->rows[i]);
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite "
+               "name=\"transitions since ");
+    esc_html(f, t->since);
+    fprintf(f, "\" tests=\"%d\" failures=\"%d\" timestamp=\"%s\">\n", t->n, failures,
+            t->created);
+    for (int i = 0; i < t->n; i++)
+        junit_case(f, &t->rows[i]);
+    fputs("  </testsuite>\n</testsuites>\n", f);
+    return close_checked(f, path);
+}
+
+int transitions_write(const transitions *t, const char *out_dir)
+{
+    char md[4200], html[4200], xml[4200];
+    snprintf(md, sizeof md, "%s/transitions.md", out_dir);
+    snprintf(html, sizeof html, "%s/transitions.html", out_dir);
+    snprintf(xml, sizeof xml, "%s/transitions.xml", out_dir);
+    return write_md(t, md) || write_html(t, html) || write_junit(t, xml) ? EXIT_USAGE : 0;
+}

@@ -4,10 +4,10 @@
 # usage: test_opencl_fault.sh HARNESS_EXE SOURCE_DIR
 
 # Builds the harness a second time with -DHARNESS_OPENCL_FAULT=gelu_forward (the opencl
-# gelu_forward adds 1e-3 to every output) and shows that `harness ops` names that op as FAIL
+# gelu_forward adds 1e-3, or $HARNESS_OPENCL_FAULT_SIZE, to every output) and shows that `harness ops` names that op as FAIL
 # (exit 1) while every other op passes, and that `harness compare` fails a gpt2-tiny run of it
 # against the cpu run (the scenario's tolerances) while the real build passes; the same for the
-# error-ratio verdict (golden: cpu64) and the ensemble band (5 perturbed cpu runs). Exit 77 (skipped)
+# error-ratio verdict (golden: cpu64), also in bf16, and the ensemble band (5 perturbed cpu runs). Exit 77 (skipped)
 # without an OpenCL device.
 set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
@@ -75,6 +75,32 @@ again_run=$(run_id "$H" cpu)
 [ "$code" = 1 ] && pass || { fail "the fault build against the ensemble exits $code, want 1"; cat "$T/fault.ens"; }
 grep -q "^verdict: fail: loss at step .* vs ensemble mean" "$T/fault.ens" && pass || fail "compare does not give an ensemble failure"
 "$H" compare "$real_run" --baseline ens --db "$T/runs.db" >"$T/real.ens" 2>&1
+# ---- the same in bf16 (issue 13): the opencl bf16 run judged against the committed bf16 cpu
+# reference by its error to the bf16 scenario's cpu64 golden (fp64, no rounding). The fault is
+# 1e-2 here (HARNESS_OPENCL_FAULT_SIZE, about one bf16 ulp at 1): the default 1e-3 is below bf16's
+# resolution for most GELU outputs and measured inside the noise (ratio 1.95 of 3, printed) ----
+bf16="$SRC/scenarios/gpt2-tiny-bf16.json"
+bf16_base="$SRC/baselines/gpt2-tiny-bf16.cpu.baseline"
+bf16_run() { # EXE: trains the bf16 scenario on opencl, prints the new run's id
+  HARNESS_OPENCL_FAULT_SIZE=1e-2 "$1" run "$bf16" --device opencl --db "$T/bf16.db" --quiet 2>>"$T/run.err" |
+    sed -n 's/^run \([0-9]*\): ok,.*/\1/p'
+}
+"$H" run "$bf16" --golden --db "$T/bf16.db" --quiet >"$T/bf16.golden" 2>>"$T/run.err" &&
+  grep -q "golden run of gpt2-tiny-bf16" "$T/bf16.golden" && pass || fail "run --golden of the bf16 scenario failed"
+"$H" runs --db "$T/bf16.db" | grep -q " cpu64 *fp64 *ok" && pass || fail "the bf16 scenario's golden is not an fp64 cpu64 run"
+bf16_real=$(bf16_run "$H"); bf16_fault=$(bf16_run "$F")
+[ -n "$bf16_real" ] && [ -n "$bf16_fault" ] && pass || { fail "a bf16 opencl run did not finish ok"; tail -5 "$T/run.err"; }
+"$H" compare "$bf16_real" --baseline "$bf16_base" --verdict error_ratio --db "$T/bf16.db" >"$T/bf16.real" 2>&1; code=$?
+[ "$code" = 0 ] && pass || { fail "bf16 error ratio of the real opencl build exits $code, want 0"; cat "$T/bf16.real"; }
+grep -q "^golden .*cpu64, fp64" "$T/bf16.real" && pass || fail "the bf16 compare did not use the fp64 golden"
+"$H" compare "$bf16_fault" --baseline "$bf16_base" --verdict error_ratio --db "$T/bf16.db" >"$T/bf16.fault" 2>&1; code=$?
+[ "$code" = 1 ] && pass || { fail "bf16 error ratio of the fault build exits $code, want 1"; cat "$T/bf16.fault"; }
+grep -q "^verdict: fail: error ratio" "$T/bf16.fault" && pass || fail "the bf16 fault compare does not give an error-ratio failure"
+echo "bf16, real opencl build: $(grep '^error_ratio' "$T/bf16.real")"
+echo "bf16, with the $FAULT fault of 1e-2: $(grep '^error_ratio' "$T/bf16.fault")"
+small=$("$F" run "$bf16" --device opencl --db "$T/bf16.db" --quiet 2>>"$T/run.err" | sed -n 's/^run \([0-9]*\): ok,.*/\1/p')
+[ -n "$small" ] && "$H" compare "$small" --baseline "$bf16_base" --verdict error_ratio --db "$T/bf16.db" >"$T/bf16.small" 2>&1
+echo "bf16, with the $FAULT fault of 1e-3 (figure only): $(grep '^error_ratio' "$T/bf16.small")"
 echo "real opencl build: $(grep '^error_ratio' "$T/real.er")"
 echo "real opencl build: $(grep '^ensemble' "$T/real.ens")"
 echo "with the $FAULT fault: $(grep '^error_ratio' "$T/fault.er")"

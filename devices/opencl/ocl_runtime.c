@@ -1,6 +1,8 @@
 /* devices/opencl/ocl_runtime.c: the opencl backend's plumbing: CL error names, checked calls,
  * view checks, kernel argument packing and launch, op timing events, the error flag, faults. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ocl_internal.h"
@@ -229,7 +231,16 @@ double opencl_last_op_ns(device *d)
 
 /* ---- fault injection ---- */
 #ifdef HARNESS_OPENCL_FAULT
-#define FAULT_DELTA 1e-3
+/* what the wrong op adds (relative, for a scalar result): 1e-3, or HARNESS_OPENCL_FAULT_SIZE (a
+ * finite number; tests use 1e-2, one bf16 ulp at 1, where 1e-3 drowns in bf16's rounding) */
+static double fault_delta(void)
+{
+    const char *e = getenv("HARNESS_OPENCL_FAULT_SIZE");
+    char *end;
+    double v = e && *e ? strtod(e, &end) : 1e-3;
+    return e && *e && (*end || !isfinite(v)) ? 1e-3 : v;
+}
+#define FAULT_DELTA fault_delta()
 
 void ocl_fault(device *d, const char *op, dten t, size_t n)
 {

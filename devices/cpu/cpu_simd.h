@@ -24,6 +24,24 @@
  * and thread count. */
 #define CPU_LANES 16
 
+/* sum of f(i) for i < n in double, lane by lane (CPU_LANES); f is an expression in i */
+#define CPU_LANE_SUM(result, n, f)                                                              \
+    do {                                                                                        \
+        double lane_[CPU_LANES] = {0};                                                          \
+        long whole_ = (long)(n) - (long)(n) % CPU_LANES, i;                                     \
+        for (long base_ = 0; base_ < whole_; base_ += CPU_LANES)                                \
+            for (int j_ = 0; j_ < CPU_LANES; j_++) {                                            \
+                i = base_ + j_;                                                                 \
+                lane_[j_] += (f);                                                               \
+            }                                                                                   \
+        for (i = whole_; i < (long)(n); i++)                                                    \
+            lane_[i - whole_] += (f);                                                           \
+        double sum_ = 0;                                                                        \
+        for (int j_ = 0; j_ < CPU_LANES; j_++)                                                  \
+            sum_ += lane_[j_];                                                                  \
+        (result) = sum_;                                                                        \
+    } while (0)
+
 #ifdef CPU_REAL_DOUBLE
 /* exp(x) in double: x = n ln2 + r, |r| <= ln2/2, Cephes' rational for e^r (under 2 ulp), the
  * exponent n put in by bits; inf above 709.78, 0 below -708.39, NaN stays NaN */

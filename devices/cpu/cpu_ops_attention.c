@@ -2,6 +2,7 @@
  * optional key mask and probability dropout), parallel over (b, h) heads: per-head GEMMs plus
  * a softmax loop. */
 #include "cpu_real.h"
+#include "cpu_simd.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -58,23 +59,50 @@ static real drop_apply(drop_walk *w, size_t i, real x)
     return philox_keep(w->r.v[i & 3], w->dr->thr) ? x * w->dr->keep_scale : 0;
 }
 
+/* the largest visible score of row[0..send), lane by lane (the same value in any order);
+ * -inf when no key is visible */
+static inline real visible_max(const real *row, int send, const int32_t *km)
+{
+    real lane[CPU_LANES];
+    for (int j = 0; j < CPU_LANES; j++)
+        lane[j] = -INFINITY;
+    int whole = send - send % CPU_LANES;
+    for (int base = 0; base < whole; base += CPU_LANES)
+        for (int j = 0; j < CPU_LANES; j++)
+            lane[j] = VISIBLE(km, base + j) && row[base + j] > lane[j] ? row[base + j] : lane[j];
+    real mx = -INFINITY;
+    for (int s = whole; s < send; s++)
+        mx = VISIBLE(km, s) && row[s] > mx ? row[s] : mx;
+    for (int j = 0; j < CPU_LANES; j++)
+        mx = lane[j] > mx ? lane[j] : mx;
+    return mx;
+}
+
 /* row t of S (scores, already scaled) becomes softmax over the visible s < send, zero at the
  * others; a row with no visible key becomes all zero */
-static void softmax_row(real *row, int T, int send, const int32_t *km)
+CPU_CLONES static void softmax_row(real *restrict row, int T, int send, const int32_t *km)
 {
-    double mx = -INFINITY, sum = 0;
-    for (int s = 0; s < send; s++)
-        if (VISIBLE(km, s))
-            mx = row[s] > mx ? row[s] : mx;
-    for (int s = 0; s < send; s++) {
-        row[s] = VISIBLE(km, s) ? R_EXP(row[s] - (real)mx) : 0;
-        sum += row[s];
-    }
+    real mx = visible_max(row, send, km);
+    double sum;
+    CPU_LANE_SUM(sum, send, (double)(row[i] = VISIBLE(km, i) ? cpu_vexp(row[i] - mx) : 0));
     real inv = sum > 0 ? (real)(1.0 / sum) : 0;
     for (int s = 0; s < send; s++)
         row[s] *= inv;
     for (int s = send; s < T; s++)
         row[s] = 0;
+}
+
+/* the softmax backward of one row, scaled: wr[s] = scale * P[s] (wr[s] - sum_s' P[s'] wr[s'])
+ * over the visible s < send, zero at the others */
+CPU_CLONES static void softmax_backward_row(real *restrict wr, const real *restrict prow, int T,
+                                            int send, const int32_t *km, real scale)
+{
+    double dsum;
+    CPU_LANE_SUM(dsum, send, VISIBLE(km, i) ? (double)prow[i] * wr[i] : 0.0);
+    for (int s = 0; s < send; s++)
+        wr[s] = VISIBLE(km, s) ? (real)(prow[s] * (wr[s] - dsum)) * scale : 0;
+    for (int s = send; s < T; s++)
+        wr[s] = 0;
 }
 
 /* One head of one sequence: P = softmax(scale Q K^T) (causal and key masks), O = P V, or with
@@ -178,14 +206,7 @@ static void att_head_backward(real *dx, real *w, const real *x, const real *g, c
         if (dr)
             for (int s = 0; s < send; s++)
                 wr[s] = drop_apply(&dw, base + (size_t)t * T + s, wr[s]);
-        double dsum = 0;
-        for (int s = 0; s < send; s++)
-            if (VISIBLE(km, s))
-                dsum += (double)prow[s] * wr[s];
-        for (int s = 0; s < send; s++)
-            wr[s] = VISIBLE(km, s) ? (real)(prow[s] * (wr[s] - dsum)) * scale : 0;
-        for (int s = send; s < T; s++)
-            wr[s] = 0;
+        softmax_backward_row(wr, prow, T, send, km, scale);
     }
     cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, w, T, x + C, C3, 1, dx, C3);
     cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, x, C3, 1, dx + C, C3);

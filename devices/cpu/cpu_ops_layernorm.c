@@ -78,27 +78,39 @@ static void ln_backward_inp(real *dx, const real *dy, const real *x, const real 
     }
 }
 
+/* channels per block of the weight and bias gradients: each channel's sums run over the rows
+ * in order, so the width changes no bit; a wide block keeps the rows' reads long */
+#define LN_COL_BLOCK 64
+
+/* one block of nc channels: dw += sum_n dout*xhat, db += sum_n dout (rows ld apart) */
+CPU_CLONES static void ln_wb_block(real *restrict dw, real *restrict db, const real *restrict dy,
+                                   const real *restrict x, const real *restrict mu,
+                                   const real *restrict rs, long N, int ld, int nc)
+{
+    double aw[LN_COL_BLOCK] = {0}, ab[LN_COL_BLOCK] = {0};
+    for (long n = 0; n < N; n++) {
+        const real *xr = x + (size_t)n * ld, *gr = dy + (size_t)n * ld;
+        double m = mu[n], s = rs[n];
+        for (int j = 0; j < nc; j++) {
+            aw[j] += (double)gr[j] * ((xr[j] - m) * s);
+            ab[j] += gr[j];
+        }
+    }
+    for (int j = 0; j < nc; j++) {
+        dw[j] += (real)aw[j];
+        db[j] += (real)ab[j];
+    }
+}
+
 /* dw[c] += sum_n dout*xhat, db[c] += sum_n dout: channel blocks in parallel, rows in order */
 static void ln_backward_wb(real *dw, real *db, const real *dy, const real *x, const real *mu,
                            const real *rs, int N, int C)
 {
-    int nblocks = (C + CPU_COL_BLOCK - 1) / CPU_COL_BLOCK;
+    int nblocks = (C + LN_COL_BLOCK - 1) / LN_COL_BLOCK;
 #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < nblocks; blk++) {
-        int c0 = blk * CPU_COL_BLOCK, nc = C - c0 < CPU_COL_BLOCK ? C - c0 : CPU_COL_BLOCK;
-        double aw[CPU_COL_BLOCK] = {0}, ab[CPU_COL_BLOCK] = {0};
-        for (long n = 0; n < N; n++) {
-            const real *xr = x + (size_t)n * C + c0, *gr = dy + (size_t)n * C + c0;
-            double m = mu[n], s = rs[n];
-            for (int j = 0; j < nc; j++) {
-                aw[j] += (double)gr[j] * ((xr[j] - m) * s);
-                ab[j] += gr[j];
-            }
-        }
-        for (int j = 0; j < nc; j++) {
-            dw[c0 + j] += (real)aw[j];
-            db[c0 + j] += (real)ab[j];
-        }
+        int c0 = blk * LN_COL_BLOCK, nc = C - c0 < LN_COL_BLOCK ? C - c0 : LN_COL_BLOCK;
+        ln_wb_block(dw + c0, db + c0, dy + c0, x + c0, mu, rs, N, C, nc);
     }
 }
 

@@ -84,7 +84,10 @@ CPU_CLONES static void softmax_row(real *restrict row, int T, int send, const in
 {
     real mx = visible_max(row, send, km);
     double sum;
-    CPU_LANE_SUM(sum, send, (double)(row[i] = VISIBLE(km, i) ? cpu_vexp(row[i] - mx) : 0));
+    if (km)
+        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
+    else /* the same sums without the mask's loads */
+        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
     real inv = sum > 0 ? (real)(1.0 / sum) : 0;
     for (int s = 0; s < send; s++)
         row[s] *= inv;

@@ -66,7 +66,10 @@ CPU_CLONES static void gqa_softmax_row(real *restrict row, int T, int send, cons
 {
     real mx = seen_max(row, send, km);
     double sum;
-    CPU_LANE_SUM(sum, send, (double)(row[i] = SEEN(km, i) ? cpu_vexp(row[i] - mx) : 0));
+    if (km)
+        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
+    else /* the same sums without the mask's loads */
+        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
     real inv = sum > 0 ? (real)(1.0 / sum) : 0;
     for (int s = 0; s < send; s++)
         row[s] *= inv;

@@ -126,15 +126,20 @@ def make_batch(torch, a, gen):
 
 def main():
     a = parse_args()
+    if a.peer == "eager" and a.family != "gpt2":
+        print("torch_peer: the own eager module is written for gpt2 only", file=sys.stderr)
+        return 2
+    if min(a.threads, a.layers, a.embd, a.heads, a.seq, a.batch, a.vocab, a.steps) < 1 or \
+            a.warmup < 0 or not 0 <= a.dropout < 1:
+        print("torch_peer: sizes, threads and steps must be >= 1, warmup >= 0, dropout in [0, 1)",
+              file=sys.stderr)
+        return 2
     try:
         import torch
         import transformers
     except ImportError as e:
         print(f"torch_peer: cannot import torch/transformers: {e}", file=sys.stderr)
         return 3
-    if a.peer == "eager" and a.family != "gpt2":
-        print("torch_peer: the own eager module is written for gpt2 only", file=sys.stderr)
-        return 2
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     if a.family == "gpt2" and a.peer != "hf":

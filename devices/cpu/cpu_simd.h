@@ -13,7 +13,8 @@
  * loader picks the widest the machine has. The clones give the same bits: the sources build
  * with -std=c11, so GCC contracts no a*b+c into an FMA (-ffp-contract=off), and a kernel's
  * reductions keep their order in every clone (GCC reorders none without -ffast-math). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) &&   \
+    !defined(CPU_NO_CLONES) /* -DCPU_NO_CLONES: the baseline code only, to compare bits */
 #define CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CPU_CLONES
@@ -54,7 +55,7 @@ static inline double cpu_vexp(double x)
  * the exponent n put in by bits; inf above 88.72, 0 below -87.33, NaN stays NaN */
 static inline float cpu_vexp(float x)
 {
-    float xc = x > 88.72f ? 88.72f : x < -87.33f ? -87.33f : x;
+    float xc = x > 88.72f ? 88.72f : x < -87.33f ? -87.33f : x == x ? x : 0.0f; /* NaN: 0 */
     float n = xc * 1.44269504088896341f + 12582912.0f; /* round to nearest */
     n -= 12582912.0f;
     float r = xc - n * 0.693359375f - n * -2.12194440e-4f;
@@ -66,12 +67,12 @@ static inline float cpu_vexp(float x)
     p = p * r + 5.0000001201E-1f;
     float e = p * r * r + r + 1.0f;
     int32_t ni = (int32_t)n, top = ni > 127; /* n = 128: 2^127 * 2 */
-    int32_t bits = (ni - top + 127) << 23;
+    uint32_t bits = (uint32_t)(ni - top + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     e *= scale;
     e = top ? e * 2.0f : e;
-    return x > 88.72f ? INFINITY : x < -87.33f ? 0.0f : e;
+    return x > 88.72f ? INFINITY : x < -87.33f ? 0.0f : x == x ? e : x;
 }
 #endif
 

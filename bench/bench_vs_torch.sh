@@ -7,8 +7,9 @@
 # gpt2-124m: slow), and tools/bench_torch_peers.py's peers (gpt2: own module eager with SDPA,
 # its torch.compile, transformers' model; llama, bert: transformers' model and its
 # torch.compile). Each figure is the median over ROUNDS of each run's median (bench_llama: mean)
-# step. Dropout 0 on both sides. The torch peers need $HARNESS_PYTHON (or BUILD_DIR/venv) with
-# torch and transformers; without them the harness figures are printed alone, saying so.
+# step; every round's figure follows it. Dropout 0 on both sides. The torch peers need
+# $HARNESS_PYTHON (or BUILD_DIR/venv) with torch and transformers; without them the harness
+# figures are printed alone, saying so.
 # No figure is asserted.
 set -u
 BUILD="${1:-build}"; THREADS="${2:-2}"; ROUNDS="${3:-3}"
@@ -64,11 +65,12 @@ torch_ms() { # kind peer flags
 
 peers_of() { [ "$1" = gpt2 ] && echo "eager compile hf" || echo "hf compile"; }
 
-row() { # label ms tokens ref_ms ref_name
+row() { # label ms tokens ref_ms ref_name rounds_file
   if [ -z "$2" ]; then printf "  %-34s %12s\n" "$1" "failed"; return; fi
-  local ratio="-"
+  local ratio="-" rounds
   [ -n "$4" ] && ratio="$(awk -v a="$2" -v b="$4" 'BEGIN {printf "%.2fx", b / a}')"
-  printf "  %-34s %12.2f %12.0f %10s%s\n" "$1" "$2" "$(awk -v n="$3" -v ms="$2" 'BEGIN {print n / (ms / 1e3)}')" "$ratio" "${5:+ (vs $5)}"
+  rounds="$(tr '\n' ' ' <"$6" 2>/dev/null | sed 's/ $//')"
+  printf "  %-34s %12.2f %12.0f %10s%s  rounds: %s\n" "$1" "$2" "$(awk -v n="$3" -v ms="$2" 'BEGIN {print n / (ms / 1e3)}')" "$ratio" "${5:+ (vs $5)}" "$rounds"
 }
 
 echo "bench_vs_torch: $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $THREADS thread(s), $ROUNDS round(s), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -99,16 +101,16 @@ for c in "${all_configs[@]}"; do
   echo "== $name ($flags), $steps timed steps per run, load now $(cut -d' ' -f1 /proc/loadavg)"
   printf "  %-34s %12s %12s %10s\n" "" "ms/step" "tokens/s" "speed-up"
   cpu_ms="$(median <"$T/$name.cpu" 2>/dev/null)"
-  row "harness cpu (fp32)" "$cpu_ms" "$tokens" "$ref" "$refname"
+  row "harness cpu (fp32)" "$cpu_ms" "$tokens" "$ref" "$refname" "$T/$name.cpu"
   if [ "$devices" != cpu ]; then
     c64="$(median <"$T/$name.cpu64" 2>/dev/null)"
-    row "harness cpu64 (fp64, golden)" "$c64" "$tokens" "$ref" "$refname"
+    row "harness cpu64 (fp64, golden)" "$c64" "$tokens" "$ref" "$refname" "$T/$name.cpu64"
     [ -n "$c64" ] && [ -n "$cpu_ms" ] && awk -v a="$cpu_ms" -v b="$c64" 'BEGIN {printf "  cpu64 / cpu speed: %.2fx\n", a / b}'
   fi
   for p in $peers; do
     label="torch $p"; [ "$p" = hf ] && label="transformers ($kind, sdpa)"
     [ "$p" = compile ] && label="torch.compile"
-    row "$label" "$(median <"$T/$name.$p" 2>/dev/null)" "$tokens" "$ref" "$refname"
+    row "$label" "$(median <"$T/$name.$p" 2>/dev/null)" "$tokens" "$ref" "$refname" "$T/$name.$p"
   done
 done
 exit $status

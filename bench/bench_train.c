@@ -1,5 +1,5 @@
-/* bench/bench_train.c: GPT-2 training throughput on one device (tokens/s, achieved GFLOP/s)
- * beside OpenBLAS sgemm's GFLOP/s measured in the same run, and peak memory beside its parts. */
+/* bench/bench_train.c: GPT-2 (or BERT MLM) training throughput on one device (tokens/s, achieved
+ * GFLOP/s) beside OpenBLAS sgemm's GFLOP/s measured in the same run, and peak memory beside its parts. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,8 +11,9 @@
 #include "util/util.h"
 
 typedef struct {
-    const char *device;
-    int layers, embd, heads, seq, batch, vocab, steps;
+    const char *device, *family;
+    int layers, embd, heads, seq, batch, vocab, steps, inter;
+    double dropout; /* every dropout of the model; < 0: the family's default (0.1) */
 } bench_cfg;
 
 /* the machine's fp32 GEMM ceiling: square sgemm of size n, best of reps */
@@ -40,11 +41,32 @@ static double sgemm_gflops(int n, int reps)
 
 static int parse_args(int argc, char **argv, bench_cfg *c)
 {
-    *c = (bench_cfg){"cpu", 4, 256, 4, 128, 8, 256, 10};
+    *c = (bench_cfg){"cpu", "gpt2", 4, 256, 4, 128, 8, 256, 10, 0, -1};
+    if (argc % 2 == 0) {
+        fprintf(stderr, "bench_train: %s has no value\n", argv[argc - 1]);
+        return 2;
+    }
     for (int i = 1; i + 1 < argc; i += 2) {
         long v = 0;
         if (strcmp(argv[i], "--device") == 0) {
             c->device = argv[i + 1];
+            continue;
+        }
+        if (strcmp(argv[i], "--family") == 0) {
+            c->family = argv[i + 1];
+            if (strcmp(c->family, "gpt2") != 0 && strcmp(c->family, "bert") != 0) {
+                fprintf(stderr, "bench_train: --family '%s': gpt2 or bert\n", c->family);
+                return 2;
+            }
+            continue;
+        }
+        if (strcmp(argv[i], "--dropout") == 0) {
+            char *end = NULL;
+            c->dropout = strtod(argv[i + 1], &end);
+            if (!end || *end || end == argv[i + 1] || !(c->dropout >= 0 && c->dropout < 1)) {
+                fprintf(stderr, "bench_train: --dropout '%s' is not in [0, 1)\n", argv[i + 1]);
+                return 2;
+            }
             continue;
         }
         if (parse_long(argv[i + 1], &v) || v < 1) {
@@ -57,10 +79,12 @@ static int parse_args(int argc, char **argv, bench_cfg *c)
                    : strcmp(argv[i], "--seq") == 0 ? &c->seq
                    : strcmp(argv[i], "--batch") == 0 ? &c->batch
                    : strcmp(argv[i], "--vocab") == 0 ? &c->vocab
+                   : strcmp(argv[i], "--inter") == 0 ? &c->inter
                    : strcmp(argv[i], "--steps") == 0 ? &c->steps : NULL;
         if (!dst) {
-            fprintf(stderr, "usage: bench_train [--device SPEC] [--layers N] [--embd N] [--heads N]"
-                            " [--seq N] [--batch N] [--vocab N] [--steps N]\n");
+            fprintf(stderr, "usage: bench_train [--device SPEC] [--family gpt2|bert] [--layers N]"
+                            " [--embd N] [--heads N] [--inter N] [--seq N] [--batch N] [--vocab N]"
+                            " [--steps N] [--dropout P]\n");
             return 2;
         }
         *dst = (int)v;
@@ -68,34 +92,94 @@ static int parse_args(int argc, char **argv, bench_cfg *c)
     return 0;
 }
 
-static void random_batch(int32_t *in, int32_t *tg, int n, int T, int V, unsigned *seed)
+/* random tokens; causal labels (the next token, none at the last position), or with mlm every
+ * 7th position labelled with its own token (bert) */
+static void random_batch(int32_t *in, int32_t *tg, int n, int T, int V, int mlm, unsigned *seed)
 {
     for (int i = 0; i < n; i++) {
         *seed = *seed * 1664525u + 1013904223u;
         in[i] = (int32_t)((*seed >> 8) % (unsigned)V);
     }
     for (int i = 0; i < n; i++)
-        tg[i] = (i % T == T - 1) ? -100 : in[i + 1];
+        tg[i] = mlm ? (i % T % 7 == 0 ? in[i] : -100) : (i % T == T - 1) ? -100 : in[i + 1];
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* the median step time of `steps` steps (forward, backward, clip to 1, AdamW), -1 on failure */
 static double time_steps(model *m, device *d, const bench_cfg *c, int steps, int32_t *in, int32_t *tg)
 {
     adamw_params p = {1e-4, 0.9, 0.999, 1e-8, 0.1, 1};
     unsigned seed = 1;
-    double t0 = now_ms(), loss;
+    double loss, *ms = calloc((size_t)steps, sizeof *ms);
+    if (!ms)
+        return -1;
+    int mlm = strcmp(c->family, "bert") == 0;
     for (int s = 1; s <= steps; s++) {
-        random_batch(in, tg, c->batch * c->seq, c->seq, c->vocab, &seed);
-        if (model_forward(m, &(model_batch){c->batch, c->seq, in, NULL, NULL, tg, 0, 0}, &loss) ||
-            model_backward(m))
+        double t0 = now_ms();
+        random_batch(in, tg, c->batch * c->seq, c->seq, c->vocab, mlm, &seed);
+        if (model_forward(m, &(model_batch){c->batch, c->seq, in, NULL, NULL, tg, 1, (uint32_t)s},
+                          &loss) ||
+            model_backward(m)) {
+            free(ms);
             return -1;
+        }
         double norm = model_grad_norm(m);
         if (norm > 1.0)
             model_scale_grads(m, 1.0 / (norm + 1e-6));
-        if (model_adamw_step(m, &p, s))
+        if (model_adamw_step(m, &p, s)) {
+            free(ms);
             return -1;
+        }
         d->ops->synchronize(d);
+        ms[s - 1] = now_ms() - t0;
     }
-    return (now_ms() - t0) / steps;
+    qsort(ms, (size_t)steps, sizeof *ms, cmp_double);
+    double median = steps % 2 ? ms[steps / 2] : (ms[steps / 2 - 1] + ms[steps / 2]) / 2;
+    free(ms);
+    return median;
+}
+
+/* the family's config from the bench's sizes; the parameters without flops (position and token
+ * type embeddings) into *no_flop */
+static model *create_model(const bench_cfg *c, device *d, double *no_flop)
+{
+    model_config_u u;
+    memset(&u, 0, sizeof u);
+    if (strcmp(c->family, "bert") == 0) {
+        bert_config *b = &u.bert;
+        bert_config_defaults(b);
+        b->vocab_size = c->vocab;
+        b->hidden_size = c->embd;
+        b->num_hidden_layers = c->layers;
+        b->num_attention_heads = c->heads;
+        b->intermediate_size = c->inter ? c->inter : 4 * c->embd;
+        b->max_position_embeddings = c->seq;
+        if (c->dropout >= 0)
+            b->hidden_dropout_prob = b->attention_probs_dropout_prob = c->dropout;
+        *no_flop = (double)(c->seq + b->type_vocab_size) * c->embd;
+    } else {
+        gpt2_config *g = &u.gpt2;
+        gpt2_config_defaults(g);
+        g->vocab_size = c->vocab;
+        g->n_positions = c->seq;
+        g->n_embd = c->embd;
+        g->n_layer = c->layers;
+        g->n_head = c->heads;
+        if (c->dropout >= 0)
+            g->resid_pdrop = g->embd_pdrop = g->attn_pdrop = c->dropout;
+        *no_flop = (double)c->seq * c->embd; /* wpe */
+    }
+    model *m = model_create(model_family_find(c->family), d, &u, c->batch, c->seq);
+    if (m && model_init_weights(m, 1)) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
 }
 
 int main(int argc, char **argv)
@@ -109,19 +193,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train: %s\n", err);
         return 2;
     }
-    model_config_u u;
-    gpt2_config cfg;
-    gpt2_config_defaults(&cfg);
-    cfg.vocab_size = c.vocab;
-    cfg.n_positions = c.seq;
-    cfg.n_embd = c.embd;
-    cfg.n_layer = c.layers;
-    cfg.n_head = c.heads;
-    u.gpt2 = cfg;
-    model *m = model_create(model_family_find("gpt2"), d, &u, c.batch, c.seq);
-    if (!m || model_init_weights(m, 1))
+    double no_flop_params = 0;
+    model *m = create_model(&c, d, &no_flop_params);
+    if (!m) {
+        fprintf(stderr, "bench_train: cannot create the %s model on %s\n", c.family, c.device);
         return 1;
-    int32_t *in = malloc(sizeof(int32_t) * c.batch * c.seq), *tg = malloc(sizeof(int32_t) * c.batch * c.seq);
+    }
+    size_t n_tokens = (size_t)c.batch * (size_t)c.seq;
+    int32_t *in = malloc(sizeof(int32_t) * n_tokens), *tg = malloc(sizeof(int32_t) * n_tokens);
+    if (!in || !tg) {
+        fprintf(stderr, "bench_train: out of memory for the token buffers\n");
+        return 1;
+    }
     time_steps(m, d, &c, 2, in, tg); /* warm-up: first-touch pages, thread pools */
     double ms = time_steps(m, d, &c, c.steps, in, tg);
     if (ms < 0) {
@@ -130,13 +213,13 @@ int main(int argc, char **argv)
     }
     double ceiling = sgemm_gflops(1024, 5);
     double tokens = (double)c.batch * c.seq;
-    double n_flop_params = (double)model_param_count(m) - (double)c.seq * c.embd; /* wpe: no flops */
+    double n_flop_params = (double)model_param_count(m) - no_flop_params;
     double flops = tokens * (6.0 * n_flop_params + 12.0 * c.layers * c.embd * c.seq);
     double gflops = flops / (ms / 1e3) / 1e9;
-    printf("bench_train: device %s (%s), GPT-2 n_layer %d n_embd %d n_head %d seq %d batch %d vocab %d, "
-           "%zu params\n", d->backend, d->name, c.layers, c.embd, c.heads, c.seq, c.batch, c.vocab,
-           model_param_count(m));
-    printf("  step time          %10.2f ms (mean of %d steps)\n", ms, c.steps);
+    printf("bench_train: device %s (%s), %s n_layer %d n_embd %d n_head %d seq %d batch %d vocab %d, "
+           "%zu params\n", d->backend, d->name, c.family, c.layers, c.embd, c.heads, c.seq,
+           c.batch, c.vocab, model_param_count(m));
+    printf("  step time          %10.2f ms (median of %d steps)\n", ms, c.steps);
     printf("  tokens/s           %10.0f\n", tokens / (ms / 1e3));
     printf("  training GFLOP/s   %10.2f (6*params*tokens + attention)\n", gflops);
     printf("  sgemm GFLOP/s      %10.2f (OpenBLAS, 1024^3, same run)\n", ceiling);

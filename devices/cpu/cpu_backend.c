@@ -80,12 +80,22 @@ static void cpu_download_i32(device *d, int32_t *dst, dten src)
     memcpy(dst, IP(src), src.n * sizeof(int32_t));
 }
 
+/* bytes per chunk of a parallel zero; a smaller view is one memset */
+#define ZERO_CHUNK ((size_t)1 << 20)
+
 static void cpu_zero(device *d, dten t)
 {
     if (d->failed)
         return;
     size_t esize = t.buf->head.kind == DT_I32 ? sizeof(int32_t) : sizeof(real);
-    memset((char *)t.buf->data + t.off * esize, 0, t.n * esize);
+    char *p = (char *)t.buf->data + t.off * esize;
+    size_t bytes = t.n * esize;
+    long chunks = (long)((bytes + ZERO_CHUNK - 1) / ZERO_CHUNK);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (long ch = 0; ch < chunks; ch++) {
+        size_t lo = (size_t)ch * ZERO_CHUNK;
+        memset(p + lo, 0, bytes - lo < ZERO_CHUNK ? bytes - lo : ZERO_CHUNK);
+    }
 }
 
 static void cpu_copy(device *d, dten dst, dten src)

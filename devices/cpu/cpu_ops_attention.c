@@ -2,6 +2,7 @@
  * optional key mask and probability dropout), parallel over (b, h) heads: per-head GEMMs plus
  * a softmax loop. */
 #include "cpu_real.h"
+#include "cpu_simd.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -25,13 +26,6 @@ typedef struct {
     real keep_scale;
 } att_drop;
 
-typedef struct {
-    const att_drop *dr;
-    philox_u32 blk;
-    int have;
-    philox_ctr r;
-} drop_walk;
-
 /* drop (NULL or p = 0: none) as the op applies it into dr; returns dr, or NULL for no dropout */
 static const att_drop *att_drop_make(att_drop *dr, const attn_dropout *drop)
 {
@@ -45,36 +39,71 @@ static const att_drop *att_drop_make(att_drop *dr, const attn_dropout *drop)
     return dr;
 }
 
-/* x dropped or kept and scaled, as element i (flat index in att) of the dropout decides */
-static real drop_apply(drop_walk *w, size_t i, real x)
+/* dst[j] = src[j] dropped or kept and scaled, as element i0 + j (flat index in att) of the
+ * dropout decides, for j < n; dst may be src */
+static void drop_span(real *dst, const real *src, size_t i0, size_t n, const att_drop *dr)
 {
-    philox_u32 blk = (philox_u32)(i >> 2);
-    if (!w->have || blk != w->blk) {
-        w->r = philox_dropout_block(w->dr->seed, w->dr->step, w->dr->layer,
-                                    DROPOUT_SITE_ATTN_PROBS, blk);
-        w->blk = blk;
-        w->have = 1;
+    uint32_t words[4 * CPU_PHILOX_GROUP];
+    size_t first = i0 >> 2, last = (i0 + n + 3) >> 2; /* the Philox blocks [first, last) */
+    for (size_t blk = first; blk < last; blk += CPU_PHILOX_GROUP) {
+        int nb = last - blk < CPU_PHILOX_GROUP ? (int)(last - blk) : CPU_PHILOX_GROUP;
+        cpu_philox_words(words, (uint32_t)blk, nb, dr->seed, dr->step, dr->layer,
+                         DROPOUT_SITE_ATTN_PROBS);
+        size_t lo = blk * 4 > i0 ? blk * 4 : i0, hi = (blk + (size_t)nb) * 4;
+        hi = hi < i0 + n ? hi : i0 + n;
+        for (size_t i = lo; i < hi; i++)
+            dst[i - i0] = philox_keep(words[i - blk * 4], dr->thr) ? src[i - i0] * dr->keep_scale
+                                                                   : 0;
     }
-    return philox_keep(w->r.v[i & 3], w->dr->thr) ? x * w->dr->keep_scale : 0;
+}
+
+/* the largest visible score of row[0..send), lane by lane (the same value in any order);
+ * -inf when no key is visible */
+static inline real visible_max(const real *row, int send, const int32_t *km)
+{
+    real lane[CPU_LANES];
+    for (int j = 0; j < CPU_LANES; j++)
+        lane[j] = -INFINITY;
+    int whole = send - send % CPU_LANES;
+    for (int base = 0; base < whole; base += CPU_LANES)
+        for (int j = 0; j < CPU_LANES; j++)
+            lane[j] = VISIBLE(km, base + j) && row[base + j] > lane[j] ? row[base + j] : lane[j];
+    real mx = -INFINITY;
+    for (int s = whole; s < send; s++)
+        mx = VISIBLE(km, s) && row[s] > mx ? row[s] : mx;
+    for (int j = 0; j < CPU_LANES; j++)
+        mx = lane[j] > mx ? lane[j] : mx;
+    return mx;
 }
 
 /* row t of S (scores, already scaled) becomes softmax over the visible s < send, zero at the
  * others; a row with no visible key becomes all zero */
-static void softmax_row(real *row, int T, int send, const int32_t *km)
+CPU_CLONES static void softmax_row(real *restrict row, int T, int send, const int32_t *km)
 {
-    double mx = -INFINITY, sum = 0;
-    for (int s = 0; s < send; s++)
-        if (VISIBLE(km, s))
-            mx = row[s] > mx ? row[s] : mx;
-    for (int s = 0; s < send; s++) {
-        row[s] = VISIBLE(km, s) ? R_EXP(row[s] - (real)mx) : 0;
-        sum += row[s];
-    }
+    real mx = visible_max(row, send, km);
+    double sum;
+    if (km)
+        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
+    else /* the same sums without the mask's loads */
+        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
     real inv = sum > 0 ? (real)(1.0 / sum) : 0;
     for (int s = 0; s < send; s++)
         row[s] *= inv;
     for (int s = send; s < T; s++)
         row[s] = 0;
+}
+
+/* the softmax backward of one row, scaled: wr[s] = scale * P[s] (wr[s] - sum_s' P[s'] wr[s'])
+ * over the visible s < send, zero at the others */
+CPU_CLONES static void softmax_backward_row(real *restrict wr, const real *restrict prow, int T,
+                                            int send, const int32_t *km, real scale)
+{
+    double dsum;
+    CPU_LANE_SUM(dsum, send, VISIBLE(km, i) ? (double)prow[i] * wr[i] : 0.0);
+    for (int s = 0; s < send; s++)
+        wr[s] = VISIBLE(km, s) ? (real)(prow[s] * (wr[s] - dsum)) * scale : 0;
+    for (int s = send; s < T; s++)
+        wr[s] = 0;
 }
 
 /* One head of one sequence: P = softmax(scale Q K^T) (causal and key masks), O = P V, or with
@@ -92,9 +121,7 @@ static void att_head_forward(real *o, real *p, const real *x, int T, int C, int 
         softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T, km);
     const real *pv = p;
     if (dr) {
-        drop_walk w = {.dr = dr};
-        for (size_t j = 0; j < (size_t)T * T; j++)
-            pd[j] = drop_apply(&w, base + j, p[j]);
+        drop_span(pd, p, base, (size_t)T * T, dr);
         pv = pd;
     }
     cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, pv, T, x + 2 * C, C3, 0, o, C);
@@ -169,23 +196,14 @@ static void att_head_backward(real *dx, real *w, const real *x, const real *g, c
                               const att_drop *dr, size_t base)
 {
     int C3 = 3 * C;
-    drop_walk dw = {.dr = dr};
     cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, 1, g, C, x + 2 * C, C3, 0, w, T);
     for (int t = 0; t < T; t++) {
         int send = causal ? t + 1 : T;
         const real *prow = p + (size_t)t * T;
         real *wr = w + (size_t)t * T;
         if (dr)
-            for (int s = 0; s < send; s++)
-                wr[s] = drop_apply(&dw, base + (size_t)t * T + s, wr[s]);
-        double dsum = 0;
-        for (int s = 0; s < send; s++)
-            if (VISIBLE(km, s))
-                dsum += (double)prow[s] * wr[s];
-        for (int s = 0; s < send; s++)
-            wr[s] = VISIBLE(km, s) ? (real)(prow[s] * (wr[s] - dsum)) * scale : 0;
-        for (int s = send; s < T; s++)
-            wr[s] = 0;
+            drop_span(wr, wr, base + (size_t)t * T, (size_t)send, dr);
+        softmax_backward_row(wr, prow, T, send, km, scale);
     }
     cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, w, T, x + C, C3, 1, dx, C3);
     cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, x, C3, 1, dx + C, C3);
@@ -196,9 +214,8 @@ static void att_head_backward(real *dx, real *w, const real *x, const real *g, c
         for (int s = 0; s < T; s++)
             w[(size_t)t * T + s] = s < send && VISIBLE(km, s) ? p[(size_t)t * T + s] : 0;
         if (dr)
-            for (int s = 0; s < send; s++)
-                w[(size_t)t * T + s] = drop_apply(&dw, base + (size_t)t * T + s,
-                                                  w[(size_t)t * T + s]);
+            drop_span(w + (size_t)t * T, w + (size_t)t * T, base + (size_t)t * T, (size_t)send,
+                      dr);
     }
     cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, g, C, 1, dx + 2 * C, C3);
 }

@@ -1,6 +1,7 @@
 /* devices/cpu/cpu_ops_gemm.c: the cpu backend's strided-batched GEMM (OpenBLAS cblas_?gemm, one
  * or two calls per batch entry, OpenBLAS threads each call) and the bias add and gradient. */
 #include "cpu_real.h"
+#include "cpu_simd.h"
 
 #include <cblas.h>
 
@@ -91,18 +92,50 @@ static void cpu_gemm(device *d, int transA, int transB, int M, int N, int K, dou
                            ldc);
 }
 
+/* rows [0, n) of out[n, C] += bias */
+CPU_CLONES static void bias_add_rows(real *restrict o, const real *restrict b, long n, int C)
+{
+    for (long r = 0; r < n; r++) {
+        real *row = o + (size_t)r * C;
+        for (int c = 0; c < C; c++)
+            row[c] += b[c];
+    }
+}
+
+/* rows per chunk of the bias loops */
+#define BIAS_ROWS 16L
+
 static void cpu_bias_add(device *d, dten out, dten bias, int N, int C)
 {
     if (!op_bias_ok(d, "bias_add", out, bias, N, C))
         return;
     real *o = RP(out);
     const real *b = RP(bias);
+    long chunks = ((long)N + BIAS_ROWS - 1) / BIAS_ROWS;
 #pragma omp parallel for schedule(static)
-    for (long n = 0; n < N; n++) {
-        real *row = o + (size_t)n * C;
-        for (int c = 0; c < C; c++)
-            row[c] += b[c];
+    for (long ch = 0; ch < chunks; ch++) {
+        long r0 = ch * BIAS_ROWS;
+        bias_add_rows(o + (size_t)r0 * C, b, N - r0 < BIAS_ROWS ? N - r0 : BIAS_ROWS, C);
     }
+}
+
+/* channels per block of the column sums: each channel's sum runs over the rows in order, so
+ * the width changes no bit; a wide block keeps the rows' reads long */
+#define BIAS_COL_BLOCK 128
+
+/* db[0..nc) += the sums over rows [0, N) of g's columns (rows ldg apart), each in double in
+ * row order */
+CPU_CLONES static void column_sums(real *restrict db, const real *restrict g, long N, int ldg,
+                                   int nc)
+{
+    double acc[BIAS_COL_BLOCK] = {0};
+    for (long n = 0; n < N; n++) {
+        const real *row = g + (size_t)n * ldg;
+        for (int j = 0; j < nc; j++)
+            acc[j] += row[j];
+    }
+    for (int j = 0; j < nc; j++)
+        db[j] += (real)acc[j];
 }
 
 /* column sums in double: channel blocks in parallel, rows in order within a block */
@@ -112,18 +145,11 @@ static void cpu_bias_backward(device *d, dten dbias, dten dout, int N, int C)
         return;
     real *db = RP(dbias);
     const real *g = RP(dout);
-    int nblocks = (C + CPU_COL_BLOCK - 1) / CPU_COL_BLOCK;
+    int nblocks = (C + BIAS_COL_BLOCK - 1) / BIAS_COL_BLOCK;
 #pragma omp parallel for schedule(static)
     for (int blk = 0; blk < nblocks; blk++) {
-        int c0 = blk * CPU_COL_BLOCK, nc = C - c0 < CPU_COL_BLOCK ? C - c0 : CPU_COL_BLOCK;
-        double acc[CPU_COL_BLOCK] = {0};
-        for (long n = 0; n < N; n++) {
-            const real *row = g + (size_t)n * C + c0;
-            for (int j = 0; j < nc; j++)
-                acc[j] += row[j];
-        }
-        for (int j = 0; j < nc; j++)
-            db[c0 + j] += (real)acc[j];
+        int c0 = blk * BIAS_COL_BLOCK, nc = C - c0 < BIAS_COL_BLOCK ? C - c0 : BIAS_COL_BLOCK;
+        column_sums(db + c0, g + c0, N, C, nc);
     }
 }
 

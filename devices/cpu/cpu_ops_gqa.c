@@ -1,52 +1,96 @@
 /* devices/cpu/cpu_ops_gqa.c: the cpu backend's grouped-query attention (q with NH heads, k and
- * v with NKV), causal and key-masked, forward and backward; naive loops, sums in double. */
+ * v with NKV), causal and key-masked, forward and backward: per-head GEMMs plus softmax rows. */
 #include "cpu_real.h"
+#include "cpu_simd.h"
 
+#include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
+
+#define NT CblasNoTrans
+#define TR CblasTrans
 
 typedef struct {
     int B, T, NH, NKV, hs, causal;
-    double scale;
+    real scale;
     const int32_t *km; /* [B,T] or NULL */
 } gqa_dims;
 
-#define QI(g, b, t, h, c) ((((size_t)(b) * (g)->T + (t)) * (g)->NH + (h)) * (g)->hs + (c))
-#define KI(g, b, s, j, c) ((((size_t)(b) * (g)->T + (s)) * (g)->NKV + (j)) * (g)->hs + (c))
-#define AI(g, b, h, t, s) ((((size_t)(b) * (g)->NH + (h)) * (g)->T + (t)) * (g)->T + (s))
-
-/* query t of sequence b sees key s */
-static int gqa_sees(const gqa_dims *g, long b, int t, int s)
+/* the first element of query head h of sequence b (rows NH*hs apart), of key/value head j
+ * (rows NKV*hs apart), of the [T,T] probability block of (b, h) */
+static size_t q_at(const gqa_dims *g, long b, int h)
 {
-    return (!g->causal || s <= t) && (!g->km || g->km[(size_t)b * g->T + s] != 0);
+    return (size_t)b * g->T * g->NH * g->hs + (size_t)h * g->hs;
 }
 
-/* one query row (b, h, t): its att row and its out row */
-static void gqa_row_forward(const gqa_dims *g, real *o, real *a, const real *q, const real *k,
-                            const real *v, long b, int h, int t)
+static size_t kv_at(const gqa_dims *g, long b, int j)
 {
-    int j = h / (g->NH / g->NKV), hs = g->hs;
-    real *ar = a + AI(g, b, h, t, 0);
-    double mx = -INFINITY, sum = 0;
-    for (int s = 0; s < g->T; s++) {
-        if (!gqa_sees(g, b, t, s))
-            continue;
-        double dot = 0;
-        for (int c = 0; c < hs; c++)
-            dot += (double)q[QI(g, b, t, h, c)] * k[KI(g, b, s, j, c)];
-        ar[s] = (real)(dot * g->scale);
-        mx = ar[s] > mx ? ar[s] : mx;
-    }
-    for (int s = 0; s < g->T; s++)
-        if (gqa_sees(g, b, t, s))
-            sum += exp((double)ar[s] - mx);
-    for (int s = 0; s < g->T; s++)
-        ar[s] = gqa_sees(g, b, t, s) ? (real)(exp((double)ar[s] - mx) / sum) : 0;
-    for (int c = 0; c < hs; c++) {
-        double acc = 0;
-        for (int s = 0; s < g->T; s++)
-            acc += (double)ar[s] * v[KI(g, b, s, j, c)];
-        o[QI(g, b, t, h, c)] = (real)acc;
-    }
+    return (size_t)b * g->T * g->NKV * g->hs + (size_t)j * g->hs;
+}
+
+static size_t att_at(const gqa_dims *g, long b, int h)
+{
+    return ((size_t)b * g->NH + (size_t)h) * g->T * g->T;
+}
+
+/* key s is seen by every query of a row ending at send when the key mask allows it */
+#define SEEN(km, s) (!(km) || (km)[s] != 0)
+
+/* the keys query t sees: s < send (causal: t + 1) */
+static int row_end(const gqa_dims *g, int t)
+{
+    return g->causal ? t + 1 : g->T;
+}
+
+/* the largest seen score of row[0..send), lane by lane (the same value in any order) */
+static inline real seen_max(const real *row, int send, const int32_t *km)
+{
+    real lane[CPU_LANES];
+    for (int j = 0; j < CPU_LANES; j++)
+        lane[j] = -INFINITY;
+    int whole = send - send % CPU_LANES;
+    for (int base = 0; base < whole; base += CPU_LANES)
+        for (int j = 0; j < CPU_LANES; j++)
+            lane[j] = SEEN(km, base + j) && row[base + j] > lane[j] ? row[base + j] : lane[j];
+    real mx = -INFINITY;
+    for (int s = whole; s < send; s++)
+        mx = SEEN(km, s) && row[s] > mx ? row[s] : mx;
+    for (int j = 0; j < CPU_LANES; j++)
+        mx = lane[j] > mx ? lane[j] : mx;
+    return mx;
+}
+
+/* a row of scores becomes the softmax over the seen keys s < send, 0 elsewhere (all 0 when no
+ * key is seen) */
+CPU_CLONES static void gqa_softmax_row(real *restrict row, int T, int send, const int32_t *km)
+{
+    real mx = seen_max(row, send, km);
+    double sum;
+    if (km)
+        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
+    else /* the same sums without the mask's loads */
+        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
+    real inv = sum > 0 ? (real)(1.0 / sum) : 0;
+    for (int s = 0; s < send; s++)
+        row[s] *= inv;
+    for (int s = send; s < T; s++)
+        row[s] = 0;
+}
+
+/* query head h of sequence b: att = softmax(scale q k^T), out = att v */
+static void gqa_head_forward(const gqa_dims *g, real *o, real *a, const real *q, const real *k,
+                             const real *v, long b, int h)
+{
+    int j = h / (g->NH / g->NKV), T = g->T, hs = g->hs;
+    int ldq = g->NH * hs, ldk = g->NKV * hs;
+    const int32_t *km = g->km ? g->km + (size_t)b * T : NULL;
+    real *p = a + att_at(g, b, h);
+    cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, g->scale, q + q_at(g, b, h), ldq,
+                    k + kv_at(g, b, j), ldk, 0, p, T);
+    for (int t = 0; t < T; t++)
+        gqa_softmax_row(p + (size_t)t * T, T, row_end(g, t), km);
+    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, p, T, v + kv_at(g, b, j), ldk, 0,
+                    o + q_at(g, b, h), ldq);
 }
 
 static void cpu_attention_gqa_forward(device *d, dten out, dten att, dten q, dten k, dten v,
@@ -55,72 +99,53 @@ static void cpu_attention_gqa_forward(device *d, dten out, dten att, dten q, dte
 {
     if (!op_gqa_ok(d, "attention_gqa_forward", q, k, v, out, att, keymask, B, T, NH, NKV, hs))
         return;
-    gqa_dims g = {B, T, NH, NKV, hs, causal, 1.0 / sqrt((double)hs),
+    gqa_dims g = {B, T, NH, NKV, hs, causal, (real)(1.0 / sqrt((double)hs)),
                   keymask.buf ? IP(keymask) : NULL};
     real *o = RP(out), *a = RP(att);
     const real *qp = RP(q), *kp = RP(k), *vp = RP(v);
-    long rows = (long)B * NH * T;
+    long heads = (long)B * NH;
+    /* inside the parallel loop each GEMM runs on one thread: the same bits at any count */
 #pragma omp parallel for schedule(static)
-    for (long r = 0; r < rows; r++)
-        gqa_row_forward(&g, o, a, qp, kp, vp, r / ((long)NH * T), (int)(r / T % NH),
-                        (int)(r % T));
+    for (long bh = 0; bh < heads; bh++)
+        gqa_head_forward(&g, o, a, qp, kp, vp, bh / NH, (int)(bh % NH));
 }
 
-/* the probability of key s for query (b,h,t): att where seen, 0 elsewhere whatever att holds */
-static double gqa_p(const gqa_dims *g, const real *a, long b, int h, int t, int s)
+/* one row of the backward: p = att masked to the seen keys (0 elsewhere, whatever att holds);
+ * w = dP on entry, dS = scale-free p (dP - D) on return, D = sum_s p dP returned */
+CPU_CLONES static double gqa_softmax_backward_row(real *restrict w, real *restrict p,
+                                                  const real *restrict arow, int T, int send,
+                                                  const int32_t *km)
 {
-    return gqa_sees(g, b, t, s) ? (double)a[AI(g, b, h, t, s)] : 0;
+    for (int s = 0; s < T; s++)
+        p[s] = s < send && SEEN(km, s) ? arow[s] : 0;
+    double D;
+    CPU_LANE_SUM(D, send, (double)p[i] * w[i]);
+    for (int s = 0; s < T; s++)
+        w[s] = (real)(p[s] * (w[s] - D));
+    return D;
 }
 
-/* dp = dout[b,t,h] . v[b,s,j] */
-static double gqa_dp(const gqa_dims *g, const real *dy, const real *v, long b, int h, int t,
-                     int s)
+/* query head h of sequence b adds its part to dq, and to dk and dv of its key/value head;
+ * w and pm are [T,T] scratch */
+static void gqa_head_backward(const gqa_dims *g, real *dq, real *dk, real *dv, real *sc,
+                              const real *dy, const real *q, const real *k, const real *v,
+                              const real *a, long b, int h, real *w, real *pm)
 {
-    int j = h / (g->NH / g->NKV);
-    double dp = 0;
-    for (int c = 0; c < g->hs; c++)
-        dp += (double)dy[QI(g, b, t, h, c)] * v[KI(g, b, s, j, c)];
-    return dp;
-}
-
-/* row (b,h,t): D = sum_s p dp into scratch, dq += scale sum_s p (dp - D) k[s] */
-static void gqa_row_backward(const gqa_dims *g, real *dq, real *sc, const real *dy,
-                             const real *k, const real *v, const real *a, long b, int h, int t)
-{
-    int j = h / (g->NH / g->NKV);
-    double D = 0;
-    for (int s = 0; s < g->T; s++)
-        D += gqa_p(g, a, b, h, t, s) * gqa_dp(g, dy, v, b, h, t, s);
-    sc[((size_t)b * g->NH + h) * g->T + t] = (real)D;
-    for (int c = 0; c < g->hs; c++) {
-        double acc = 0;
-        for (int s = 0; s < g->T; s++) {
-            double p = gqa_p(g, a, b, h, t, s);
-            if (p != 0)
-                acc += p * (gqa_dp(g, dy, v, b, h, t, s) - D) * k[KI(g, b, s, j, c)];
-        }
-        dq[QI(g, b, t, h, c)] += (real)(acc * g->scale);
-    }
-}
-
-/* element (b,s,j,c) of dk and dv: sums over the group's query heads and every query */
-static void gqa_kv_backward(const gqa_dims *g, real *dk, real *dv, const real *sc,
-                            const real *dy, const real *q, const real *v, const real *a, long b,
-                            int s, int j, int c)
-{
-    int rep = g->NH / g->NKV;
-    double ak = 0, av = 0;
-    for (int h = j * rep; h < (j + 1) * rep; h++)
-        for (int t = 0; t < g->T; t++) {
-            double p = gqa_p(g, a, b, h, t, s);
-            if (p == 0)
-                continue;
-            double D = sc[((size_t)b * g->NH + h) * g->T + t];
-            ak += p * (gqa_dp(g, dy, v, b, h, t, s) - D) * q[QI(g, b, t, h, c)];
-            av += p * dy[QI(g, b, t, h, c)];
-        }
-    dk[KI(g, b, s, j, c)] += (real)(ak * g->scale);
-    dv[KI(g, b, s, j, c)] += (real)av;
+    int j = h / (g->NH / g->NKV), T = g->T, hs = g->hs;
+    int ldq = g->NH * hs, ldk = g->NKV * hs;
+    const int32_t *km = g->km ? g->km + (size_t)b * T : NULL;
+    const real *p = a + att_at(g, b, h), *dyh = dy + q_at(g, b, h), *qh = q + q_at(g, b, h);
+    cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, 1, dyh, ldq, v + kv_at(g, b, j), ldk, 0, w,
+                    T);
+    for (int t = 0; t < T; t++)
+        sc[((size_t)b * g->NH + h) * T + t] = (real)gqa_softmax_backward_row(
+            w + (size_t)t * T, pm + (size_t)t * T, p + (size_t)t * T, T, row_end(g, t), km);
+    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, g->scale, w, T, k + kv_at(g, b, j), ldk, 1,
+                    dq + q_at(g, b, h), ldq);
+    cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, g->scale, w, T, qh, ldq, 1,
+                    dk + kv_at(g, b, j), ldk);
+    cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, pm, T, dyh, ldq, 1, dv + kv_at(g, b, j),
+                    ldk);
 }
 
 static void cpu_attention_gqa_backward(device *d, dten dq, dten dk, dten dv, dten scratch,
@@ -132,20 +157,31 @@ static void cpu_attention_gqa_backward(device *d, dten dq, dten dk, dten dv, dte
         !op_gqa_ok(d, op, dq, dk, dv, dout, att, keymask, B, T, NH, NKV, hs) ||
         !device_view_ok(d, op, "scratch", scratch, (size_t)B * NH * (size_t)T, DT_REAL))
         return;
-    gqa_dims g = {B, T, NH, NKV, hs, causal, 1.0 / sqrt((double)hs),
+    gqa_dims g = {B, T, NH, NKV, hs, causal, (real)(1.0 / sqrt((double)hs)),
                   keymask.buf ? IP(keymask) : NULL};
     real *sc = RP(scratch);
     const real *dy = RP(dout), *qp = RP(q), *kp = RP(k), *vp = RP(v), *a = RP(att);
-    long rows = (long)B * NH * T;
-#pragma omp parallel for schedule(static)
-    for (long r = 0; r < rows; r++)
-        gqa_row_backward(&g, RP(dq), sc, dy, kp, vp, a, r / ((long)NH * T), (int)(r / T % NH),
-                         (int)(r % T));
-    long kv = (long)B * T * NKV * hs;
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < kv; i++)
-        gqa_kv_backward(&g, RP(dk), RP(dv), sc, dy, qp, vp, a, i / ((long)T * NKV * hs),
-                        (int)(i / ((long)NKV * hs) % T), (int)(i / hs % NKV), (int)(i % hs));
+    long groups = (long)B * NKV;
+    int rep = NH / NKV, short_of_memory = 0;
+    size_t TT = (size_t)T * (size_t)T;
+    /* one key/value head per item (its query heads in order: no two threads add into the same
+     * dk, dv); the GEMMs run on one thread each */
+#pragma omp parallel
+    {
+        real *w = malloc(2 * TT * sizeof *w); /* this thread's dP / dS and masked P */
+        if (!w) {
+#pragma omp atomic write
+            short_of_memory = 1;
+        }
+#pragma omp for schedule(static)
+        for (long bj = 0; bj < groups; bj++)
+            for (int h = (int)(bj % NKV) * rep; w && h < (int)(bj % NKV + 1) * rep; h++)
+                gqa_head_backward(&g, RP(dq), RP(dk), RP(dv), sc, dy, qp, kp, vp, a, bj / NKV,
+                                  h, w, w + TT);
+        free(w);
+    }
+    if (short_of_memory)
+        device_fail(d, "%s: %s: no memory for two %dx%d scratch blocks", d->backend, op, T, T);
 }
 
 void cpu_fill_gqa(device_i *ops)

@@ -1,6 +1,7 @@
 /* devices/cpu/cpu_ops_loss.c: the cpu backend's softmax cross-entropy, forward (row max
  * subtracted, sums in double) and backward; both parallel over rows. */
 #include "cpu_real.h"
+#include "cpu_simd.h"
 
 #include <math.h>
 
@@ -21,6 +22,38 @@ static int xent_ok(device *d, const char *op, dten probs, dten targets, int N, i
     return 1;
 }
 
+/* the largest of x[0..V), lane by lane (the same value in any order; NaNs are passed over
+ * here and come out of the exps) */
+static inline real row_max(const real *restrict x, int V)
+{
+    real lane[CPU_LANES];
+    for (int j = 0; j < CPU_LANES; j++)
+        lane[j] = x[0];
+    int whole = V - V % CPU_LANES;
+    for (int base = 0; base < whole; base += CPU_LANES)
+        for (int j = 0; j < CPU_LANES; j++)
+            lane[j] = x[base + j] > lane[j] ? x[base + j] : lane[j];
+    real mx = x[0];
+    for (int i = whole; i < V; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    for (int j = 0; j < CPU_LANES; j++)
+        mx = lane[j] > mx ? lane[j] : mx;
+    return mx;
+}
+
+/* one row: pr = softmax(xr), the loss -log pr[target] (0 when ignored) */
+CPU_CLONES static real xent_row(real *pr, const real *xr, int V, int target,
+                                int ignored)
+{
+    real mx = row_max(xr, V);
+    double zt = ignored ? 0 : (double)xr[target] - mx, sum;
+    CPU_LANE_SUM(sum, V, (double)(pr[i] = cpu_vexp(xr[i] - mx)));
+    real inv = (real)(1.0 / sum);
+    for (int i = 0; i < V; i++)
+        pr[i] *= inv;
+    return ignored ? 0 : (real)(log(sum) - zt);
+}
+
 /* probs may be the logits view itself: each row is read before it is overwritten */
 static void cpu_softmax_xent_forward(device *d, dten losses, dten probs, dten logits,
                                      dten targets, int N, int V, int ignore_index)
@@ -35,21 +68,8 @@ static void cpu_softmax_xent_forward(device *d, dten losses, dten probs, dten lo
     real *p = RP(probs), *loss = RP(losses);
 #pragma omp parallel for schedule(static)
     for (long n = 0; n < N; n++) {
-        const real *xr = x + (size_t)n * V;
-        real *pr = p + (size_t)n * V;
-        real mx = xr[0];
-        for (int i = 1; i < V; i++)
-            mx = xr[i] > mx ? xr[i] : mx;
         int ignored = tg[n] == ignore_index;
-        double zt = ignored ? 0 : (double)xr[tg[n]] - mx, sum = 0;
-        for (int i = 0; i < V; i++) {
-            pr[i] = R_EXP(xr[i] - mx);
-            sum += pr[i];
-        }
-        real inv = (real)(1.0 / sum);
-        for (int i = 0; i < V; i++)
-            pr[i] *= inv;
-        loss[n] = ignored ? 0 : (real)(log(sum) - zt);
+        loss[n] = xent_row(p + (size_t)n * V, x + (size_t)n * V, V, ignored ? 0 : tg[n], ignored);
     }
 }
 

@@ -1,8 +1,33 @@
 /* devices/cpu/cpu_ops_optim.c: the cpu backend's fused AdamW step (PyTorch's order, in double
  * per element) and the sum / sum-of-squares reductions (double, in a fixed chunk order). */
 #include "cpu_real.h"
+#include "cpu_simd.h"
 
 #include <math.h>
+
+/* elements per chunk of the AdamW loop */
+#define ADAMW_CHUNK 8192L
+
+typedef struct {
+    double beta1, beta2, eps, step_size, decay, bc2_sqrt;
+} adamw_consts;
+
+/* one chunk of the AdamW step, element by element in double */
+CPU_CLONES static void adamw_kernel(real *restrict pp, real *restrict mp, real *restrict vp,
+                                    const real *restrict gp, long n, const adamw_consts *k)
+{
+    const double beta1 = k->beta1, beta2 = k->beta2, eps = k->eps, step_size = k->step_size;
+    const double decay = k->decay, bc2_sqrt = k->bc2_sqrt;
+    for (long i = 0; i < n; i++) {
+        double gi = gp[i];
+        double mi = beta1 * mp[i] + (1 - beta1) * gi;
+        double vi = beta2 * vp[i] + (1 - beta2) * gi * gi;
+        double denom = sqrt(vi) / bc2_sqrt + eps;
+        pp[i] = (real)(pp[i] * decay - step_size * mi / denom);
+        mp[i] = (real)mi;
+        vp[i] = (real)vi;
+    }
+}
 
 /* As torch.optim.AdamW (single tensor, no amsgrad): param *= 1 - lr*wd; m, v updated;
  * step_size = lr / bc1; denom = sqrt(v) / sqrt(bc2) + eps; param -= step_size * m / denom. */
@@ -21,24 +46,31 @@ static void cpu_adamw(device *d, dten p, dten g, dten m, dten v, int n, double l
         !device_view_ok(d, op, "m", m, (size_t)n, DT_REAL) ||
         !device_view_ok(d, op, "v", v, (size_t)n, DT_REAL))
         return;
+    double bc1 = 1 - pow(beta1, t), bc2_sqrt = sqrt(1 - pow(beta2, t));
+    adamw_consts k = {beta1, beta2, eps, lr / bc1, 1 - lr * weight_decay, bc2_sqrt};
     real *pp = RP(p), *mp = RP(m), *vp = RP(v);
     const real *gp = RP(g);
-    double bc1 = 1 - pow(beta1, t), bc2_sqrt = sqrt(1 - pow(beta2, t));
-    double step_size = lr / bc1, decay = 1 - lr * weight_decay;
+    long chunks = ((long)n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; i++) {
-        double gi = gp[i];
-        double mi = beta1 * mp[i] + (1 - beta1) * gi;
-        double vi = beta2 * vp[i] + (1 - beta2) * gi * gi;
-        double denom = sqrt(vi) / bc2_sqrt + eps;
-        pp[i] = (real)(pp[i] * decay - step_size * mi / denom);
-        mp[i] = (real)mi;
-        vp[i] = (real)vi;
+    for (long ch = 0; ch < chunks; ch++) {
+        long lo = ch * ADAMW_CHUNK, len = n - lo < ADAMW_CHUNK ? n - lo : ADAMW_CHUNK;
+        adamw_kernel(pp + lo, mp + lo, vp + lo, gp + lo, len, &k);
     }
 }
 
 /* fixed chunks (not threads) so the sum is the same whatever the thread count */
 #define REDUCE_CHUNKS 64
+
+/* the sum (or the sum of squares) of one chunk, lane by lane */
+CPU_CLONES static double reduce_chunk(const real *restrict x, long n, int squares)
+{
+    double s;
+    if (squares)
+        CPU_LANE_SUM(s, n, (double)x[i] * x[i]);
+    else
+        CPU_LANE_SUM(s, n, (double)x[i]);
+    return s;
+}
 
 static double reduce(const real *x, long n, int squares)
 {
@@ -46,14 +78,7 @@ static double reduce(const real *x, long n, int squares)
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < REDUCE_CHUNKS; c++) {
         long lo = n * c / REDUCE_CHUNKS, hi = n * (c + 1) / REDUCE_CHUNKS;
-        double s = 0;
-        if (squares)
-            for (long i = lo; i < hi; i++)
-                s += (double)x[i] * x[i];
-        else
-            for (long i = lo; i < hi; i++)
-                s += x[i];
-        part[c] = s;
+        part[c] = reduce_chunk(x + lo, hi - lo, squares);
     }
     double s = 0;
     for (int c = 0; c < REDUCE_CHUNKS; c++)

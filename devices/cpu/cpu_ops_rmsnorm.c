@@ -1,6 +1,7 @@
 /* devices/cpu/cpu_ops_rmsnorm.c: the cpu backend's RMSNorm (HF LlamaRMSNorm) over the last
- * dimension, forward and backward. Row and column sums accumulate in double. */
+ * dimension, forward and backward. Row (lane by lane) and column sums accumulate in double. */
 #include "cpu_real.h"
+#include "cpu_simd.h"
 
 #include <math.h>
 
@@ -14,9 +15,8 @@ static void cpu_rmsnorm_forward(device *d, dten out, dten rstd, dten inp, dten w
 #pragma omp parallel for schedule(static)
     for (long n = 0; n < N; n++) {
         const real *xr = x + (size_t)n * C;
-        double ss = 0;
-        for (int c = 0; c < C; c++)
-            ss += (double)xr[c] * xr[c];
+        double ss;
+        CPU_LANE_SUM(ss, C, (double)xr[i] * xr[i]);
         real r = (real)(1.0 / sqrt(ss / C + eps));
         real *yr = y + (size_t)n * C;
         for (int c = 0; c < C; c++) {
@@ -34,9 +34,8 @@ static void rms_backward_inp(real *dx, const real *dy, const real *x, const real
 #pragma omp parallel for schedule(static)
     for (long n = 0; n < N; n++) {
         const real *xr = x + (size_t)n * C, *gr = dy + (size_t)n * C;
-        double r = rs[n], m = 0;
-        for (int c = 0; c < C; c++)
-            m += (double)gr[c] * w[c] * xr[c] * r;
+        double r = rs[n], m;
+        CPU_LANE_SUM(m, C, (double)gr[i] * w[i] * xr[i] * r);
         m /= C;
         real *dr = dx + (size_t)n * C;
         for (int c = 0; c < C; c++)

@@ -79,6 +79,14 @@ void cpu_fill_gqa(device_i *ops);
 void cpu_fill_gather(device_i *ops);
 void cpu_fill_topk(device_i *ops);
 
+/* Philox blocks cpu_philox_words makes per call, at most */
+#define CPU_PHILOX_GROUP 64
+/* words[4 l + j] = word j of the dropout Philox block b0 + l (philox_dropout_block of
+ * devices/philox.h, the same bits), for l < nb <= CPU_PHILOX_GROUP; vectorized over blocks */
+#define cpu_philox_words CPU_SYM(philox_words)
+void cpu_philox_words(uint32_t *words, uint32_t b0, int nb, uint64_t seed, uint32_t step,
+                      uint32_t layer, uint32_t site);
+
 /* channels per block in column reductions (bias and layernorm weight gradients, embedding
  * scatter): a block's sums run over rows in order, so results do not depend on threads */
 #define CPU_COL_BLOCK 32

@@ -85,12 +85,16 @@ show 5
 [ "$(field status)" = diverged ] && pass || fail "NaN loss: diverged, got $(field status)"
 
 echo "SIGTERM to the harness reaches the workload's process group"
+# the workload waits for the signal, ending by itself (exit 0) only after the longest wait of
+# this test, so that a signal that never reaches it fails the test rather than hanging it
+idle_limit=$((600 * SLOW))
 workload "$T/long.sh" "trap 'echo got-TERM; exit 143' TERM
 $(step_line 1 2.5)
-while :; do sleep 0.1; done"
+end=\$((\$(date +%s) + $idle_limit)); while [ \$(date +%s) -lt \$end ]; do sleep 0.1; done"
 "$H" exec --db "$db" -- "$T/long.sh" >"$T/out" 2>"$T/err" &
 hpid=$!
-for _ in $(seq 100); do grep -q HARNESS_STEP "$T/out" && break; sleep 0.1; done
+# its step passed through: the harness forwards signals and the workload's trap is set
+wait_until 120 "the workload's step on the harness's stdout" -- grep -q HARNESS_STEP "$T/out"
 kill -TERM "$hpid"; wait "$hpid"; rc=$?
 [ "$rc" = 1 ] && pass || fail "harness after SIGTERM: exit $rc, want 1"
 grep -q got-TERM "$T/out" && pass || fail "the workload did not get SIGTERM"
@@ -101,12 +105,14 @@ echo "kill -9 of the harness keeps every step seen"
 workload "$T/slow.sh" "echo \$\$ >$T/slow.pid
 $(step_line 1 2.5)
 $(step_line 2 2.4)
-exec sleep 30"
+end=\$((\$(date +%s) + $idle_limit)); while [ \$(date +%s) -lt \$end ]; do sleep 0.1; done"
 "$H" exec --db "$db" -- "$T/slow.sh" >"$T/out" 2>"$T/err" &
 hpid=$!
-for _ in $(seq 100); do show 7; [ "$(field steps)" = 2 ] && break; sleep 0.1; done
+steps_recorded() { show 7; [ "$(field steps)" = 2 ]; }
+wait_until 120 "run 7 to record its 2 steps" -- steps_recorded
 kill -KILL "$hpid"; wait "$hpid" 2>/dev/null
-[ -s "$T/slow.pid" ] && kill -TERM "$(cat "$T/slow.pid")" 2>/dev/null  # the orphaned workload
+# the orphaned workload leads its own process group (exec_child.c): end it and its sleep
+[ -s "$T/slow.pid" ] && kill -TERM -- "-$(cat "$T/slow.pid")" 2>/dev/null
 show 7
 [ "$(field steps)" = 2 ] && [ "$(field status)" = running ] && pass || fail "after kill -9: $(field steps) steps, $(field status)"
 

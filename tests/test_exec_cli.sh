@@ -87,17 +87,19 @@ show 5
 echo "SIGTERM to the harness reaches the workload's process group"
 # the workload waits for the signal, ending by itself (exit 0) only after the longest wait of
 # this test, so that a signal that never reaches it fails the test rather than hanging it
-idle_limit=$((600 * SLOW))
+idle_limit=$((300 * SLOW))
 workload "$T/long.sh" "trap 'echo got-TERM; exit 143' TERM
 $(step_line 1 2.5)
 end=\$((\$(date +%s) + $idle_limit)); while [ \$(date +%s) -lt \$end ]; do sleep 0.1; done"
-"$H" exec --db "$db" -- "$T/long.sh" >"$T/out" 2>"$T/err" &
+# a file of its own: $T/out still holds the HARNESS_STEP lines of the run before, which a poll
+# could read before the background shell truncates it, and signal a harness not yet started
+"$H" exec --db "$db" -- "$T/long.sh" >"$T/term.out" 2>"$T/err" &
 hpid=$!
 # its step passed through: the harness forwards signals and the workload's trap is set
-wait_until 120 "the workload's step on the harness's stdout" -- grep -q HARNESS_STEP "$T/out"
+wait_until 120 "the workload's step on the harness's stdout" -- grep -q HARNESS_STEP "$T/term.out"
 kill -TERM "$hpid"; wait "$hpid"; rc=$?
 [ "$rc" = 1 ] && pass || fail "harness after SIGTERM: exit $rc, want 1"
-grep -q got-TERM "$T/out" && pass || fail "the workload did not get SIGTERM"
+grep -q got-TERM "$T/term.out" && pass || fail "the workload did not get SIGTERM"
 show 6
 [ "$(field status)" = failed ] && [ "$(field steps)" = 1 ] && pass || fail "SIGTERM: failed, 1 step"
 

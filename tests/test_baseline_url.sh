@@ -15,7 +15,7 @@ S="$T/srv"; mkdir -p "$S/files"
 "$PY" "$SRC/tools/fake_hub.py" "$S" "$T/port" --lifetime 600 2>"$T/server.err" &
 SRV=$!
 trap 'kill $SRV 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+wait_until 60 "the loopback server's port file" -- test -s "$T/port"
 [ -s "$T/port" ] || { echo "test_baseline_url: the server did not start"; cat "$T/server.err"; exit 1; }
 EP="http://127.0.0.1:$(cat "$T/port")"
 export HARNESS_BASELINE_CACHE="$T/bcache" HARNESS_NET_BACKOFF_MS=1 HARNESS_NET_RETRIES=1

@@ -101,7 +101,8 @@ expect 0 "run the constant-lr baseline" -- "$H" run "$T/const.json" --db "$T/k.d
 expect 0 "record it" -- "$H" baseline record 1 --label const --dir "$T" --db "$T/k.db"
 "$H" run "$T/const.json" --db "$T/k.db" >"$T/kill.out" 2>&1 &
 pid=$!
-for _ in $(seq 200); do [ "$(grep -c '^step ' "$T/kill.out")" -ge 3 ] && break; sleep 0.05; done
+printed_at_least() { [ "$(grep -c '^step ' "$2")" -ge "$1" ]; }
+wait_until 120 "3 steps printed" -- printed_at_least 3 "$T/kill.out"
 kill -9 "$pid"; wait "$pid" 2>/dev/null
 expect 1 "incomplete verdict" -- "$H" compare 2 --baseline const --db "$T/k.db"; prints "verdict: incomplete"
 

@@ -54,8 +54,10 @@ if [ "$has_sqlite" = 1 ]; then
   for want in "env.CUDA_VISIBLE_DEVICES=3" "env.SLURM_JOB_ID=42" "command=$T/ok.sh" "exit_code=exit code 0" "log_format=harness" "cwd="; do
     echo "$extra" | grep -qF "$want" && pass || fail "run_extra lacks $want"
   done
-  sqlite3 "$db" "SELECT data FROM run_logs WHERE run_id = 1 AND source = 'stdout' ORDER BY seq" >"$T/log1"
-  printf '\n' >>"$T/direct.out"
+  # the chunks joined as they came (as hex: sqlite3 would end each row with a newline, and how
+  # many chunks there are depends on how the workload's writes met the harness's reads)
+  hex=$(sqlite3 "$db" "SELECT hex(data) FROM run_logs WHERE run_id = 1 AND source = 'stdout' ORDER BY seq" | tr -d '\n')
+  printf '%b' "$(printf '%s' "$hex" | sed 's/../\\x&/g')" >"$T/log1"
   cmp -s "$T/log1" "$T/direct.out" && pass || fail "raw stdout log not stored whole"
 fi
 
@@ -85,15 +87,21 @@ show 5
 [ "$(field status)" = diverged ] && pass || fail "NaN loss: diverged, got $(field status)"
 
 echo "SIGTERM to the harness reaches the workload's process group"
+# the workload waits for the signal, ending by itself (exit 0) only after the longest wait of
+# this test, so that a signal that never reaches it fails the test rather than hanging it
+idle_limit=$((300 * SLOW))
 workload "$T/long.sh" "trap 'echo got-TERM; exit 143' TERM
 $(step_line 1 2.5)
-while :; do sleep 0.1; done"
-"$H" exec --db "$db" -- "$T/long.sh" >"$T/out" 2>"$T/err" &
+end=\$((\$(date +%s) + $idle_limit)); while [ \$(date +%s) -lt \$end ]; do sleep 0.1; done"
+# a file of its own: $T/out still holds the HARNESS_STEP lines of the run before, which a poll
+# could read before the background shell truncates it, and signal a harness not yet started
+"$H" exec --db "$db" -- "$T/long.sh" >"$T/term.out" 2>"$T/err" &
 hpid=$!
-for _ in $(seq 100); do grep -q HARNESS_STEP "$T/out" && break; sleep 0.1; done
+# its step passed through: the harness forwards signals and the workload's trap is set
+wait_until 120 "the workload's step on the harness's stdout" -- grep -q HARNESS_STEP "$T/term.out"
 kill -TERM "$hpid"; wait "$hpid"; rc=$?
 [ "$rc" = 1 ] && pass || fail "harness after SIGTERM: exit $rc, want 1"
-grep -q got-TERM "$T/out" && pass || fail "the workload did not get SIGTERM"
+grep -q got-TERM "$T/term.out" && pass || fail "the workload did not get SIGTERM"
 show 6
 [ "$(field status)" = failed ] && [ "$(field steps)" = 1 ] && pass || fail "SIGTERM: failed, 1 step"
 
@@ -101,12 +109,14 @@ echo "kill -9 of the harness keeps every step seen"
 workload "$T/slow.sh" "echo \$\$ >$T/slow.pid
 $(step_line 1 2.5)
 $(step_line 2 2.4)
-exec sleep 30"
+end=\$((\$(date +%s) + $idle_limit)); while [ \$(date +%s) -lt \$end ]; do sleep 0.1; done"
 "$H" exec --db "$db" -- "$T/slow.sh" >"$T/out" 2>"$T/err" &
 hpid=$!
-for _ in $(seq 100); do show 7; [ "$(field steps)" = 2 ] && break; sleep 0.1; done
+steps_recorded() { show 7; [ "$(field steps)" = 2 ]; }
+wait_until 120 "run 7 to record its 2 steps" -- steps_recorded
 kill -KILL "$hpid"; wait "$hpid" 2>/dev/null
-[ -s "$T/slow.pid" ] && kill -TERM "$(cat "$T/slow.pid")" 2>/dev/null  # the orphaned workload
+# the orphaned workload leads its own process group (exec_child.c): end it and its sleep
+[ -s "$T/slow.pid" ] && kill -TERM -- "-$(cat "$T/slow.pid")" 2>/dev/null
 show 7
 [ "$(field steps)" = 2 ] && [ "$(field status)" = running ] && pass || fail "after kill -9: $(field steps) steps, $(field status)"
 

@@ -18,9 +18,9 @@ expect 2 "exec a directory found in PATH" -- env PATH="$T/bin:/usr/bin:/bin" "$H
 
 echo "ingest of what is not a regular file says what it is"
 mkfifo pipe
-expect 2 "ingest a FIFO" -- timeout 20 "$H" ingest pipe --device a100 --db x.db
+expect 2 "ingest a FIFO" -- timeout $((20 * SLOW)) "$H" ingest pipe --device a100 --db x.db
 says "FIFO"
-expect 2 "ingest /dev/zero" -- timeout 20 "$H" ingest /dev/zero --device a100 --db x.db
+expect 2 "ingest /dev/zero" -- timeout $((20 * SLOW)) "$H" ingest /dev/zero --device a100 --db x.db
 says "character device"
 expect 2 "ingest a directory" -- "$H" ingest prog.d --device a100 --db x.db
 says "directory"

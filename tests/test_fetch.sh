@@ -17,7 +17,7 @@ S="$T/srv"; mkdir -p "$S/hub/models/org" "$S/hub/datasets/org"
 "$PY" "$SRC/tools/fake_hub.py" "$S" "$T/port" --lifetime 900 2>"$T/server.err" &
 SRV=$!
 trap 'kill $SRV 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+wait_until 60 "the loopback server's port file" -- test -s "$T/port"
 [ -s "$T/port" ] || { echo "test_fetch: the fake hub did not start:"; cat "$T/server.err"; exit 1; }
 EP="http://127.0.0.1:$(cat "$T/port")"
 export HF_ENDPOINT="$EP" HF_HOME="$T/hfhome" HARNESS_NET_BACKOFF_MS=1 HARNESS_NET_RETRIES=2
@@ -205,7 +205,7 @@ if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
   "$PY" "$SRC/tools/fake_hub.py" "$S" "$T/tport" --lifetime 300 --tls "$T/cert.pem" "$T/key.pem" 2>"$T/tserver.err" &
   TSRV=$!
   trap 'kill $SRV $TSRV 2>/dev/null; rm -rf "$T"' EXIT
-  for _ in $(seq 100); do [ -s "$T/tport" ] && break; sleep 0.1; done
+  wait_until 60 "the second loopback server's port file" -- test -s "$T/tport"
   TEP="https://127.0.0.1:$(cat "$T/tport")"
   expect 2 "https with an unknown certificate authority" -- "$H" fetch org/tiny --cache "$T/c-tls0" --endpoint "$TEP"; says "certificate"
   expect 0 "https (CURL_CA_BUNDLE)" -- env CURL_CA_BUNDLE="$T/cert.pem" "$H" fetch org/tiny --cache "$T/c-tls" --endpoint "$TEP"

@@ -28,7 +28,7 @@ same_store() {
 # refused WHAT WANT -- CMD...: exit 2 (not a hang), WANT on stderr, no ESC, the store unchanged
 refused() {
   local what="$1" want="$2"; shift 3
-  expect 2 "$what" -- timeout 60 "$@"; says "$want"; no_esc "$what"; same_store "$what"
+  expect 2 "$what" -- timeout $((60 * SLOW)) "$@"; says "$want"; no_esc "$what"; same_store "$what"
 }
 
 # hostile KIND PATH [CAP]: PATH becomes a symlink to /dev/zero, a FIFO, a directory or a sparse
@@ -191,7 +191,7 @@ awk '{print} /"added_tokens": \[/ {for (i = 0; i < 100000; i++) printf "{\"id\":
 { for i in 1 2 3 4 5 6 7 8; do cat "$corpus"; done; } >"$T/many/data.txt"
 scenario many '"config": {"vocab_size": 100512, "n_positions": 64, "n_embd": 8, "n_layer": 1, "n_head": 2, '"$nodrop}" \
   "\"path\": \"$T/many/data.txt\", \"tokenizer\": \"bpe\", \"tokenizer_path\": \"$T/many/tokenizer.json\""
-expect 0 "a run with 100,000 added tokens ends" -- timeout 300 "$H" run "$T/many.json" --db "$T/b.db"
+expect 0 "a run with 100,000 added tokens ends" -- timeout $((300 * SLOW)) "$H" run "$T/many.json" --db "$T/b.db"
 
 echo "tokenizer: a catastrophic split regex"
 awk '/^  "pre_tokenizer": \{/ {print "  \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\\\\p{L}+)+\\\\d\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": false}]},"; skip = 1; next}

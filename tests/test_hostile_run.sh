@@ -194,8 +194,12 @@ cd - >/dev/null
 echo "# SIGTERM while a large data file is tokenized"
 for _ in $(seq 200); do cat "$corpus"; done >"$T/big.txt"
 scenario slow "$(cfg vocab_size=512)" "\"path\": \"$T/big.txt\", \"tokenizer\": \"bpe\", \"tokenizer_path\": \"$bpe_json\", \"seq_len\": 64"
+# harness_running PID: PID has exec'd the harness (a signal before that would reach the shell
+# forking it and prove nothing); then 0.3 s into its own time it is tokenizing big.txt (seconds)
+harness_running() { [ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$(readlink -f "$H")" ]; }
 "$H" run "$T/slow.json" --db "$fresh" >"$T/out" 2>"$T/err" &
 pid=$!
+[ -d /proc/self ] && wait_until 60 "the harness to start" -- harness_running "$pid"
 sleep 0.3
 if [ -e "$fresh" ]; then
   fail "the store exists 0.3 s in: it was opened before setup, or setup ended that soon (make big.txt larger)"
@@ -206,6 +210,7 @@ kill -TERM "$pid"; wait "$pid"; code=$?
 before=$(sha256sum "$db")
 "$H" run "$T/slow.json" --db "$db" >"$T/out" 2>"$T/err" &
 pid=$!
+[ -d /proc/self ] && wait_until 60 "the harness to start" -- harness_running "$pid"
 sleep 0.3; kill -TERM "$pid"; wait "$pid"; code=$?
 [ "$code" = 143 ] && pass || fail "SIGTERM during setup (existing store): exit $code, want 143"
 [ "$(sha256sum "$db")" = "$before" ] && pass || fail "SIGTERM during setup changed the store"

@@ -49,7 +49,7 @@ Trainer(model=model, args=args, train_dataset=data,
         callbacks=[HarnessCallback(tokens_per_step=32), Reference()]).train()
 P
 echo "a Mixtral Trainer with output_router_logits under harness exec"
-expect 0 "exec" -- timeout 300 "$H" exec --device pytorch-cpu --db "$db" -- "$PY" "$T/trainer.py" "$SRC/workloads" "$T/out-dir"
+expect 0 "exec" -- timeout $((300 * SLOW)) "$H" exec --device pytorch-cpu --db "$db" -- "$PY" "$T/trainer.py" "$SRC/workloads" "$T/out-dir"
 says "ok, 3 steps"
 grep -c '^HARNESS_STEP .*"expert_tokens":\[\[' "$T/out" | grep -qx 3 && pass || fail "not 3 steps with expert_tokens: $(grep HARNESS_STEP "$T/out" | head -3)"
 cp "$T/out" "$T/log"

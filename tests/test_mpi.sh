@@ -12,7 +12,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # Under ASan, Open MPI's components (dlopen'ed, unloaded in MPI_Finalize before LeakSanitizer
 # runs, so their frames have no module to suppress) report leaks of their own: leak checking is
 # off in the processes that start MPI; ASan's and UBSan's other checks stay on.
-MPI="timeout 120 mpirun -np 2 -x ASAN_OPTIONS=detect_leaks=0"
+MPI="timeout $((120 * SLOW)) mpirun -np 2 -x ASAN_OPTIONS=detect_leaks=0"
 $MPI "$H" comm-check --sizes 8B:8B --op allreduce --iters 1 --db "$T/probe.db" >/dev/null 2>"$T/probe"
 if grep -q "no MPI communicator" "$T/probe"; then echo "SKIP: harness built without MPI"; exit 77; fi
 
@@ -92,14 +92,14 @@ same "$T/cpu.db" 2 "$T/torch.db" 2 "np 2 with torchrun's variables differs from 
 expect 2 "RANK disagreeing with mpirun's" -- $MPI env RANK=0 WORLD_SIZE=2 "$H" run "$T/two4.json" --db "$T/none.db"
 says "disagree with mpirun's rank 1 of 2"
 
+steps_at_least() { [ "$(sqlite3 "$2" "select count(*) from steps" 2>/dev/null)" -ge "$1" ] 2>/dev/null; }
 # dead RANK SIGNAL: the long run under mpirun, rank 1 sent SIGNAL once rank 0 recorded 3 steps;
 # the run must end failed on rank 0 naming rank 1, within the test's bound
 dead() {
   local db="$T/dead$2.db"
   $MPI bash -c 'echo $$ >"$0.pid.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$T/long" "$H" run "$T/long.json" \
-    --db "$db" --comm-timeout 3 --quiet >"$T/out" 2>"$T/err" & local mp=$!
-  for _ in $(seq 600); do
-    [ "$(sqlite3 "$db" "select count(*) from steps" 2>/dev/null)" -ge 3 ] 2>/dev/null && break; sleep 0.1; done
+    --db "$db" --comm-timeout $((3 * SLOW)) --quiet >"$T/out" 2>"$T/err" & local mp=$!
+  wait_until 120 "rank 0 to record 3 steps" -- steps_at_least 3 "$db"
   kill -"$2" "$(cat "$T/long.pid.$1")"
   wait "$mp"; local rc=$?
   kill -CONT "$(cat "$T/long.pid.$1")" 2>/dev/null
@@ -107,7 +107,7 @@ dead() {
   local row; row=$(sqlite3 "$db" "select status || ': ' || error from runs")
   case "$row" in failed:*"rank $1"*) pass ;; *) fail "SIG$2 to rank $1: run row '$row'" ;; esac
 }
-echo "a hung rank (SIGSTOP): rank 0 times out after --comm-timeout 3 and names it"
+echo "a hung rank (SIGSTOP): rank 0 times out after --comm-timeout $((3 * SLOW)) and names it"
 dead 1 STOP
 echo "a killed rank (SIGKILL): the run ends failed naming it"
 dead 1 KILL

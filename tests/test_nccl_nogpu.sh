@@ -17,7 +17,7 @@ if command -v mpirun >/dev/null && [ -x "$UNIT" ] &&
    "$H" comm-check --help | grep -q "^Communicators in this build: single, mpi"; then
   expect 0 "mpirun -np 2 test_comm_device" -- env OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 HARNESS_SOURCE="$SRC" \
-    timeout 120 mpirun -np 2 -x ASAN_OPTIONS=detect_leaks=0 --output-filename "$T/unit" "$UNIT"
+    timeout $((120 * SLOW)) mpirun -np 2 -x ASAN_OPTIONS=detect_leaks=0 --output-filename "$T/unit" "$UNIT"
   for r in 0 1; do # cmocka's verdict, on each rank's own stderr
     if grep -q "PASSED.*1 test" "$T/unit/1/rank.$r/stderr" 2>/dev/null; then pass
     else fail "mpirun -np 2 test_comm_device: rank $r did not pass"; fi
@@ -86,7 +86,7 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # each rank's stderr in a file of its own (Open MPI's --output-filename DIR/1/rank.N/stderr): the
 # ranks' unbuffered writes would interleave on one stream
-MPI="timeout 120 mpirun -np 2 -x ASAN_OPTIONS=detect_leaks=0 --output-filename $T/ranks"
+MPI="timeout $((120 * SLOW)) mpirun -np 2 -x ASAN_OPTIONS=detect_leaks=0 --output-filename $T/ranks"
 # rank_says R TEXT: rank R's stderr of the last mpirun contains TEXT
 rank_says() {
   if grep -qF -- "$2" "$T/ranks/1/rank.$1/stderr" 2>/dev/null; then pass

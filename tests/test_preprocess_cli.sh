@@ -46,7 +46,7 @@ bad "a line that is no object" "a line must be a JSON object" '["text"]\n'
 bad "no document with tokens" "no document with any token" '{"text": ""}\n\n'
 bad "invalid UTF-8 in text" "bad.jsonl:1" 'caf\xe9\n'
 expect 2 "a missing input" -- pre --input "$T/absent.jsonl" --output-prefix "$T/keep"; says "absent.jsonl"
-expect 2 "a FIFO as input" -- timeout 30 "$H" preprocess --input /dev/stdin --output-prefix "$T/keep" --tokenizer byte </dev/null
+expect 2 "a FIFO as input" -- timeout $((30 * SLOW)) "$H" preprocess --input /dev/stdin --output-prefix "$T/keep" --tokenizer byte </dev/null
 
 echo "# GPT-2 trained on Alpaca data and on binarized datasets"
 cfg='"config": {"vocab_size": 512, "n_positions": 256, "n_embd": 32, "n_layer": 2, "n_head": 4, "attn_pdrop": 0, "embd_pdrop": 0, "resid_pdrop": 0}'

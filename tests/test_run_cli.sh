@@ -61,7 +61,9 @@ grep -q "diverged" "$T/out" && pass || fail "runs lists the diverged status"
 # killed mid-way (SIGKILL): the steps it recorded stay, the status never says ok
 "$H" run "$tiny" --steps 1000000 --db "$T/k.db" >"$T/kill.out" 2>&1 &
 pid=$!
-for _ in $(seq 100); do [ "$(grep -c '^step ' "$T/kill.out")" -ge 3 ] && break; sleep 0.1; done
+printed_at_least() { [ "$(grep -c '^step ' "$2")" -ge "$1" ]; }
+# a step is printed before it is stored, so a kill can lose the last one printed: 4 printed, 3 kept
+wait_until 120 "4 steps printed" -- printed_at_least 4 "$T/kill.out"
 kill -9 "$pid"; wait "$pid" 2>/dev/null
 printed=$(grep -c '^step ' "$T/kill.out")
 expect 0 "show killed run" -- "$H" show 1 --db "$T/k.db"
@@ -72,7 +74,7 @@ stored=$(grep -cE '^ *[0-9]+ ' "$T/out")
 # stopped by SIGTERM: status failed, exit 1
 "$H" run "$tiny" --steps 1000000 --db "$T/s.db" >"$T/term.out" 2>&1 &
 pid=$!
-for _ in $(seq 100); do [ "$(grep -c '^step ' "$T/term.out")" -ge 2 ] && break; sleep 0.1; done
+wait_until 120 "2 steps printed" -- printed_at_least 2 "$T/term.out"
 kill -TERM "$pid"; wait "$pid"; code=$?
 [ "$code" = 1 ] && pass || fail "SIGTERM run exits 1, got $code"
 grep -q "failed" "$T/term.out" && pass || fail "SIGTERM run ends as failed"

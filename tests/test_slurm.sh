@@ -56,16 +56,16 @@ slurmctld -i || skip "slurmctld did not start ($(tail -2 "$D/log/slurmctld.log" 
 slurmd || skip "slurmd did not start ($(tail -2 "$D/log/slurmd.log" 2>/dev/null))"
 for _ in $(seq 60); do sinfo -h -o %t 2>/dev/null | grep -q idle && break; sleep 0.5; done
 sinfo -h -o %t | grep -q idle || skip "the node did not become idle: $(tail -2 "$D/log/slurmd.log")"
-timeout 60 srun -n 2 --mpi=pmix true 2>"$T/probe" || skip "srun --mpi=pmix fails here: $(head -2 "$T/probe")"
+timeout $((60 * SLOW)) srun -n 2 --mpi=pmix true 2>"$T/probe" || skip "srun --mpi=pmix fails here: $(head -2 "$T/probe")"
 
 sed -e "s|\"data/corpus.txt\"|\"$SRC/scenarios/data/corpus.txt\"|" -e 's|"batch_size": 8|"batch_size": 4|' \
     -e 's|"steps": 40|"steps": 4|' -e 's|"world_size": 1|"world_size": 2|' \
     "$SRC/scenarios/gpt2-tiny.json" >"$T/two4.json"
 echo "srun -n 2 --mpi=pmix harness run"
-expect 0 "srun -n 2" -- timeout 120 srun -n 2 --mpi=pmix "$H" run "$T/two4.json" --db "$T/s.db" --quiet
+expect 0 "srun -n 2" -- timeout $((120 * SLOW)) srun -n 2 --mpi=pmix "$H" run "$T/two4.json" --db "$T/s.db" --quiet
 n=$(sqlite3 "$T/s.db" "select count(*) from rank_steps where run_id=1")
 [ "$n" = 8 ] && pass || fail "srun run: $n rank_steps rows, want 8 (2 ranks x 4 steps)"
-expect 2 "srun -n 2 with world_size 1" -- timeout 120 srun -n 2 --mpi=pmix "$H" run "$SRC/scenarios/gpt2-tiny.json" --db "$T/none.db"
+expect 2 "srun -n 2 with world_size 1" -- timeout $((120 * SLOW)) srun -n 2 --mpi=pmix "$H" run "$SRC/scenarios/gpt2-tiny.json" --db "$T/none.db"
 says "but slurm started 2 ranks"
 
 echo "sbatch scenarios/slurm/harness.sbatch"

@@ -29,7 +29,7 @@ cat > "$T/s/folder.json" <<'J'
  "data": {"path": "corpus.txt", "seq_len": 32}, "train": {"steps": 2, "batch_size": 1, "lr": 1e-3}}
 J
 expect 0 "init folder" -- "$H" init "$T/s/folder.json" "$T/init"
-expect 0 "exec folder scenario" -- timeout 300 "$H" exec --scenario "$T/s/folder.json" --device pytorch-cpu --db "$db" \
+expect 0 "exec folder scenario" -- timeout $((300 * SLOW)) "$H" exec --scenario "$T/s/folder.json" --device pytorch-cpu --db "$db" \
   -- "$PY" "$W" --scenario "$T/s/folder.json" --init "$T/init" --threads 1 --device cpu
 says "ok, 2 steps"
 
@@ -43,7 +43,7 @@ cat > "$T/s/hfdir.json" <<'J'
 J
 expect 0 "harness run hf dir" -- "$H" run "$T/s/hfdir.json" --device cpu --db "$db" --quiet
 ref=$(sqlite3 "$db" "select max(id) from runs")
-expect 0 "exec hf dir scenario" -- timeout 300 "$H" exec --scenario "$T/s/hfdir.json" --device pytorch-cpu --db "$db" \
+expect 0 "exec hf dir scenario" -- timeout $((300 * SLOW)) "$H" exec --scenario "$T/s/hfdir.json" --device pytorch-cpu --db "$db" \
   -- "$PY" "$W" --scenario "$T/s/hfdir.json" --threads 1 --device cpu
 says "ok, 3 steps"
 got=$(sqlite3 "$db" "select max(id) from runs")
@@ -53,7 +53,7 @@ grep -q '^verdict: pass' "$T/out" && pass || fail "verdict: $(grep verdict "$T/o
 echo "data smaller than one block: a message and exit 1, not a hang"
 printf 'too short' > "$T/s/short.txt"
 sed 's/corpus.txt/short.txt/' "$T/s/folder.json" > "$T/s/short.json"
-expect 1 "too little data" -- timeout 120 "$PY" "$W" --scenario "$T/s/short.json" --device cpu --threads 1
+expect 1 "too little data" -- timeout $((120 * SLOW)) "$PY" "$W" --scenario "$T/s/short.json" --device cpu --threads 1
 says "do not fill one block"
 
 echo "HarnessCallback in a real Trainer (a small GPT-2 built here, no hub) under harness exec"
@@ -71,7 +71,7 @@ args = TrainingArguments(output_dir=sys.argv[2], per_device_train_batch_size=2, 
 Trainer(model=model, args=args, train_dataset=data,
         callbacks=[HarnessCallback(tokens_per_step=32)]).train()
 P
-expect 0 "exec Trainer + HarnessCallback" -- timeout 300 "$H" exec --device pytorch-cpu --db "$db" \
+expect 0 "exec Trainer + HarnessCallback" -- timeout $((300 * SLOW)) "$H" exec --device pytorch-cpu --db "$db" \
   -- "$PY" "$T/trainer.py" "$SRC/workloads" "$T/trainer-out"
 says "ok, 5 steps"
 says "format harness"

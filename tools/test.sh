@@ -46,4 +46,6 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_odr_violation=0"
 # libraries linked in; leaving TLS out of the root set can only report more leaks, never fewer
 export LSAN_OPTIONS="use_tls=0:suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# the shell tests' waits and timeouts x4 (tests/lib.sh): the sanitized build runs 3-10x slower
+export HARNESS_TEST_SLOW=4
 (cd build-san && ctest --output-on-failure -j"$jobs")

@@ -38,12 +38,25 @@ static int install(void (*handler)(int))
     return 0;
 }
 
-/* in the child between fork and exec: only async-signal-safe calls */
+/* blocks (how SIG_BLOCK) or unblocks (SIG_UNBLOCK) the signals forward() passes on; 0 or -1 */
+static int mask_forwarded(int how)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    return sigprocmask(how, &set, NULL);
+}
+
+/* in the child between fork and exec: only async-signal-safe calls. The forwarded signals are
+ * blocked until their default action is back, so one sent to the group meanwhile is not lost */
 static void exec_in_child(char *const argv[], int out[2], int errp[2], int report[2])
 {
     setpgid(0, 0);
     install(SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
+    mask_forwarded(SIG_UNBLOCK);
     close(out[0]);
     close(errp[0]);
     close(report[0]);
@@ -77,10 +90,17 @@ int child_start(char *const argv[], child_proc *c, char *err, size_t n)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN); /* a closed terminal must not kill the recorder */
-    install(forward);
+    /* a signal that comes before the child's group is known waits (blocked) until it is, then
+     * forward() passes it on: none is lost between here and the fork */
+    if (install(forward) != 0 || mask_forwarded(SIG_BLOCK) != 0) {
+        snprintf(err, n, "exec: setting up signal forwarding: %s", strerror(errno));
+        close_pair(out), close_pair(errp), close_pair(report);
+        return 2;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         snprintf(err, n, "fork: %s", strerror(errno));
+        mask_forwarded(SIG_UNBLOCK);
         close_pair(out), close_pair(errp), close_pair(report);
         return 2;
     }
@@ -88,6 +108,7 @@ int child_start(char *const argv[], child_proc *c, char *err, size_t n)
         exec_in_child(argv, out, errp, report);
     setpgid(pid, pid); /* also here: no race with a signal before the child's own call */
     child_group = pid;
+    mask_forwarded(SIG_UNBLOCK);
     close(out[1]), close(errp[1]), close(report[1]);
     int e = 0;
     ssize_t got;

@@ -629,7 +629,7 @@ int bert_forward(bert *m, const int32_t *input_ids, const int32_t *token_type_id
     }
     head_forward(m, h);
     double total = o->sum(d, m->losses, BT);
-    *loss = m->n_valid ? total / m->n_valid : 0.0;
+    *loss = m->n_valid ? total / m->n_valid : NAN; /* PyTorch's mean over no label: 0/0 */
     return check_device(m, "forward");
 }
 

@@ -451,7 +451,7 @@ int gpt2_forward(gpt2 *m, const model_batch *b, double *loss)
             V, 0, 1);
     o->softmax_xent_forward(d, m->losses, m->probs, m->logits, m->targets, BT, V, IGNORE_INDEX);
     double total = o->sum(d, m->losses, BT);
-    *loss = m->n_valid ? total / m->n_valid : 0.0;
+    *loss = m->n_valid ? total / m->n_valid : NAN; /* PyTorch's mean over no label: 0/0 */
     return check_device(m, "forward");
 }
 

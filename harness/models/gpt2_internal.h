@@ -34,7 +34,8 @@ int gpt2_init_weights(const gpt2 *m, uint64_t seed, float *host);
 
 /* forward on b (B and T as created; input_ids and labels, MODEL_IGNORE_INDEX where there is
  * none; GPT-2 reads no token types, and a causal model no attention mask). *loss = mean
- * cross-entropy over the labels that are not ignored. Dropout as HF GPT2LMHeadModel in training:
+ * cross-entropy over the labels that are not ignored (NaN when there are none: PyTorch's 0/0).
+ * Dropout as HF GPT2LMHeadModel in training:
  * embd_pdrop after wte + wpe (site EMBED, layer 0), attn_pdrop on the attention probabilities,
  * resid_pdrop on each block's attn.c_proj (ATTN_OUT) and mlp.c_proj (MLP_OUT) output, layer l,
  * masks keyed by b->seed and b->step; a dropout of 0 runs no dropout code at all. Returns 0, or

@@ -638,7 +638,7 @@ int llama_forward(llama *m, const model_batch *b, double *loss)
     o->softmax_xent_forward(d, m->losses, m->probs, m->logits, m->labels, BT, V,
                             MODEL_IGNORE_INDEX);
     double total = o->sum(d, m->losses, BT);
-    *loss = m->n_valid ? total / m->n_valid : 0.0;
+    *loss = m->n_valid ? total / m->n_valid : NAN; /* PyTorch's mean over no label: 0/0 */
     if (z->moe && m->c.output_router_logits)
         *loss += m->c.router_aux_loss_coef * llama_moe_aux_loss(m);
     return check_device(m, "forward");

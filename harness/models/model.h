@@ -115,7 +115,8 @@ typedef struct model_family {
     void (*state)(void *impl, model_state *st);
     /* transformers' _init_weights from seed into host (param_count floats, at the offsets) */
     int (*init_weights)(void *impl, uint64_t seed, float *host);
-    /* forward to the mean loss over the labels that are not ignored; 0, or 1 (device error) */
+    /* forward to the mean loss over the labels that are not ignored (NaN when there are none,
+     * as PyTorch's mean cross-entropy); 0, or 1 (device error) */
     int (*forward)(void *impl, const model_batch *b, double *loss);
     /* zeroes the gradients, backpropagates the last forward's loss; 0 or 1 */
     int (*backward)(void *impl);

@@ -58,6 +58,8 @@ struct trainer {
     train_lowp lowp;             /* bf16/fp16: the device's mode, fp16 loss scaling */
     int applied;                 /* optimizer steps applied so far: AdamW's t and the LR
                                     scheduler's count (an fp16 step skipped moves neither) */
+    int unlabelled;              /* the step's first micro-batch (from 1) on this rank whose
+                                    labels are all -100, 0 when none: its loss is NaN */
 };
 
 /* the buffers of the model's per-expert token counts, when it has MoE layers: their shape
@@ -136,6 +138,15 @@ static model_batch next_batch(struct trainer *tr, int load, int step, int64_t *t
                          s->seed, (uint32_t)step};
 }
 
+/* 1 when some label of b is not -100 */
+static int has_label(const model_batch *b)
+{
+    for (size_t i = 0; i < (size_t)b->B * (size_t)b->T; i++)
+        if (b->labels[i] != MODEL_IGNORE_INDEX)
+            return 1;
+    return 0;
+}
+
 /* forward and backward of the step's micro-batches (train.gradient_accumulation_steps), their
  * gradients summed and reduced over the ranks when there is more than one of either; *loss the
  * mean of the micro-batches' losses. 0, or 1 after a device or communicator error (err) */
@@ -145,6 +156,7 @@ static int micro_batches(struct trainer *tr, int step, double *loss, int64_t *to
     int A = tr->s->grad_accum;
     *loss = 0;
     *tokens = 0;
+    tr->unlabelled = 0;
     for (int a = 0; a < A; a++) {
         int64_t n;
         double l = 0;
@@ -156,6 +168,8 @@ static int micro_batches(struct trainer *tr, int step, double *loss, int64_t *to
         if (model_forward(tr->model, &b, &l) || routing_add(tr, a) ||
             model_backward(tr->model) || dist_accumulate(&tr->dist, tr->model, a))
             return 1;
+        if (!tr->unlabelled && !has_label(&b))
+            tr->unlabelled = a + 1;
         *loss += l / A;
         *tokens += n;
     }
@@ -487,6 +501,19 @@ static int gather_ranks(struct trainer *tr, const train_options *o, step_record 
     return 0;
 }
 
+/* why step r diverged; an unlabelled micro-batch named (docs/scenario.md, "A batch without
+ * labels") */
+static void diverged_error(const struct trainer *tr, int step, const step_record *r, char *out,
+                           size_t n)
+{
+    int len = snprintf(out, n, "loss %g, grad norm %g at step %d", r->loss, r->grad_norm, step);
+    if (tr->unlabelled && len >= 0 && (size_t)len < n)
+        snprintf(out + len, n - (size_t)len,
+                 ": micro-batch %d of rank %d has every label -100 (ignore_index), and the "
+                 "mean cross-entropy over no label is 0/0, NaN in PyTorch too",
+                 tr->unlabelled, tr->rank);
+}
+
 /* one rank stops only with all: with several, a signal on any rank counts at the next gather */
 static int stop_now(const struct trainer *tr, const train_options *o, int stop_all)
 {
@@ -522,8 +549,7 @@ int train_loop(trainer *tr, const train_options *o, train_result *res)
             break;
         }
         if (!isfinite(r.loss) || (!isfinite(r.grad_norm) && !r.skipped)) {
-            snprintf(res->error, sizeof res->error, "loss %g, grad norm %g at step %d", r.loss,
-                     r.grad_norm, step);
+            diverged_error(tr, step, &r, res->error, sizeof res->error);
             rc = finish(res, TRAIN_DIVERGED, NULL, NULL);
             break;
         }

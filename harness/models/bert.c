@@ -629,7 +629,10 @@ int bert_forward(bert *m, const int32_t *input_ids, const int32_t *token_type_id
     }
     head_forward(m, h);
     double total = o->sum(d, m->losses, BT);
-    *loss = m->n_valid ? total / m->n_valid : NAN; /* PyTorch's mean over no label: 0/0 */
+    /* no masked position: 0 (PyTorch's mean gives 0/0 = NaN). Unlike an SFT batch without
+     * labels (a data error, docs/scenario.md), this is a chance of the 15 % masking in a small
+     * batch: the step trains nothing (zero gradient, as in PyTorch) and the run goes on */
+    *loss = m->n_valid ? total / m->n_valid : 0.0;
     return check_device(m, "forward");
 }
 

@@ -78,8 +78,8 @@ void bert_set_dropout_counters(bert *m, uint64_t seed, uint32_t step);
 /* forward on input_ids[B*T] with token_type_ids[B*T] (NULL: all 0, as transformers) and
  * attention_mask[B*T] (NULL: all 1; 0 = padding, a key no query attends to), position ids
  * 0..T-1; labels[B*T] (-100: no prediction). *loss = mean cross-entropy over the labels that are
- * not -100 (NaN when there are none: PyTorch's 0/0). Ids out of range are refused with their
- * position. 0 or 1. */
+ * not -100 (0 when there are none, where PyTorch gives 0/0 = NaN: docs/scenario.md). Ids out of
+ * range are refused with their position. 0 or 1. */
 int bert_forward(bert *m, const int32_t *input_ids, const int32_t *token_type_ids,
                  const int32_t *attention_mask, const int32_t *labels, double *loss);
 /* zeroes the gradients and backpropagates the last forward's loss. As torch's nn.Embedding with

@@ -154,7 +154,8 @@ expect 0 "report --since t2: fixed" -- "$H" report --since "$t2" --db "$db4"
 prints "| gpt2-tiny | cpu | fail (run $t2) | pass (run $t3) | **fixed** |"
 expect 0 "report --since a date before every run: all new" -- "$H" report --since 2000-01-01 --db "$db4"
 prints "| gpt2-tiny | cpu | - | pass (run $t3) | **new** |"
-for bad in 2026-13 2026-01-01T25 yesterday -1 ''; do
+expect 0 "report --since a leap day" -- "$H" report --since 2024-02-29 --db "$db4"
+for bad in 2026-13 2026-01-01T25 yesterday -1 '' 2026-13-40 2026-00-10 2026-02-29 2026-11-24T24:00 2026-11-24T10:60 2026-11-24T10:59:60Z; do
   unwritten "report --since '$bad'" -- "$H" report --since "$bad" --db "$db4"
 done
 unwritten "report --since a missing run" -- "$H" report --since 9999 --db "$db4"

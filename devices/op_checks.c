@@ -1,6 +1,7 @@
 /* devices/op_checks.c: the argument checks of each op, shared by the backends; built on
  * device_view_ok and device_dims_ok, so messages name the backend as d->backend. */
 #include "op_checks.h"
+#include "lowp.h"
 #include "topk_select.h"
 
 int op_elementwise_ok(device *d, const char *op, int n, dten a, dten b, dten c)
@@ -42,6 +43,18 @@ int op_layernorm_backward_ok(device *d, dten dinp, dten dw, dten db, dten dout, 
     return op_layernorm_ok(d, op, inp, dout, dw, db, mean, rstd, N, C) &&
            device_view_ok(d, op, "dinp", dinp, (size_t)N * (size_t)C, DT_REAL) &&
            device_view_ok(d, op, "w", w, (size_t)C, DT_REAL);
+}
+
+int op_round_lowp_ok(device *d, dten x, int n, int mode)
+{
+    if (!device_view_ok(d, "round_lowp", "x", x, n > 0 ? (size_t)n : 0, DT_REAL))
+        return 0;
+    if (mode != LOWP_BF16 && mode != LOWP_FP16) {
+        device_fail(d, "%s: round_lowp: mode %d is neither bf16 (1) nor fp16 (2)", d->backend,
+                    mode);
+        return 0;
+    }
+    return 1;
 }
 
 int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C)

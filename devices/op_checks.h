@@ -15,6 +15,8 @@ int op_layernorm_ok(device *d, const char *op, dten x, dten y, dten w, dten b, d
 int op_layernorm_backward_ok(device *d, dten dinp, dten dw, dten db, dten dout, dten inp, dten w,
                              dten mean, dten rstd, int N, int C);
 int op_bias_ok(device *d, const char *op, dten mat, dten bias, int N, int C);
+/* round_lowp's arguments: x a DT_REAL view of n elements, mode bf16 (1) or fp16 (2) */
+int op_round_lowp_ok(device *d, dten x, int n, int mode);
 /* A, B and C of a batched gemm: ld and strides valid, each view holding every element reached */
 int op_gemm_ok(device *d, int transA, int transB, int M, int N, int K, dten A, int lda,
               long strideA, dten Bm, int ldb, long strideB, dten Cm, int ldc, long strideC,

@@ -57,42 +57,6 @@ static void drop_span(real *dst, const real *src, size_t i0, size_t n, const att
     }
 }
 
-/* the largest visible score of row[0..send), lane by lane (the same value in any order);
- * -inf when no key is visible */
-static inline real visible_max(const real *row, int send, const int32_t *km)
-{
-    real lane[CPU_LANES];
-    for (int j = 0; j < CPU_LANES; j++)
-        lane[j] = -INFINITY;
-    int whole = send - send % CPU_LANES;
-    for (int base = 0; base < whole; base += CPU_LANES)
-        for (int j = 0; j < CPU_LANES; j++)
-            lane[j] = VISIBLE(km, base + j) && row[base + j] > lane[j] ? row[base + j] : lane[j];
-    real mx = -INFINITY;
-    for (int s = whole; s < send; s++)
-        mx = VISIBLE(km, s) && row[s] > mx ? row[s] : mx;
-    for (int j = 0; j < CPU_LANES; j++)
-        mx = lane[j] > mx ? lane[j] : mx;
-    return mx;
-}
-
-/* row t of S (scores, already scaled) becomes softmax over the visible s < send, zero at the
- * others; a row with no visible key becomes all zero */
-CPU_CLONES static void softmax_row(real *restrict row, int T, int send, const int32_t *km)
-{
-    real mx = visible_max(row, send, km);
-    double sum;
-    if (km)
-        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
-    else /* the same sums without the mask's loads */
-        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
-    real inv = sum > 0 ? (real)(1.0 / sum) : 0;
-    for (int s = 0; s < send; s++)
-        row[s] *= inv;
-    for (int s = send; s < T; s++)
-        row[s] = 0;
-}
-
 /* the softmax backward of one row, scaled: wr[s] = scale * P[s] (wr[s] - sum_s' P[s'] wr[s'])
  * over the visible s < send, zero at the others */
 CPU_CLONES static void softmax_backward_row(real *restrict wr, const real *restrict prow, int T,
@@ -118,7 +82,7 @@ static void att_head_forward(real *o, real *p, const real *x, int T, int C, int 
     int C3 = 3 * C;
     cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, scale, x, C3, x + C, C3, 0, p, T);
     for (int t = 0; t < T; t++)
-        softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T, km);
+        cpu_softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T, km);
     const real *pv = p;
     if (dr) {
         drop_span(pd, p, base, (size_t)T * T, dr);

@@ -42,41 +42,6 @@ static int row_end(const gqa_dims *g, int t)
     return g->causal ? t + 1 : g->T;
 }
 
-/* the largest seen score of row[0..send), lane by lane (the same value in any order) */
-static inline real seen_max(const real *row, int send, const int32_t *km)
-{
-    real lane[CPU_LANES];
-    for (int j = 0; j < CPU_LANES; j++)
-        lane[j] = -INFINITY;
-    int whole = send - send % CPU_LANES;
-    for (int base = 0; base < whole; base += CPU_LANES)
-        for (int j = 0; j < CPU_LANES; j++)
-            lane[j] = SEEN(km, base + j) && row[base + j] > lane[j] ? row[base + j] : lane[j];
-    real mx = -INFINITY;
-    for (int s = whole; s < send; s++)
-        mx = SEEN(km, s) && row[s] > mx ? row[s] : mx;
-    for (int j = 0; j < CPU_LANES; j++)
-        mx = lane[j] > mx ? lane[j] : mx;
-    return mx;
-}
-
-/* a row of scores becomes the softmax over the seen keys s < send, 0 elsewhere (all 0 when no
- * key is seen) */
-CPU_CLONES static void gqa_softmax_row(real *restrict row, int T, int send, const int32_t *km)
-{
-    real mx = seen_max(row, send, km);
-    double sum;
-    if (km)
-        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
-    else /* the same sums without the mask's loads */
-        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
-    real inv = sum > 0 ? (real)(1.0 / sum) : 0;
-    for (int s = 0; s < send; s++)
-        row[s] *= inv;
-    for (int s = send; s < T; s++)
-        row[s] = 0;
-}
-
 /* query head h of sequence b: att = softmax(scale q k^T), out = att v */
 static void gqa_head_forward(const gqa_dims *g, real *o, real *a, const real *q, const real *k,
                              const real *v, long b, int h)
@@ -88,7 +53,7 @@ static void gqa_head_forward(const gqa_dims *g, real *o, real *a, const real *q,
     cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, g->scale, q + q_at(g, b, h), ldq,
                     k + kv_at(g, b, j), ldk, 0, p, T);
     for (int t = 0; t < T; t++)
-        gqa_softmax_row(p + (size_t)t * T, T, row_end(g, t), km);
+        cpu_softmax_row(p + (size_t)t * T, T, row_end(g, t), km);
     cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, p, T, v + kv_at(g, b, j), ldk, 0,
                     o + q_at(g, b, h), ldq);
 }

@@ -6,13 +6,8 @@
 
 void cpu_round_lowp(device *d, dten x, int n, int mode)
 {
-    if (!device_view_ok(d, "round_lowp", "x", x, n > 0 ? (size_t)n : 0, DT_REAL))
+    if (!op_round_lowp_ok(d, x, n, mode))
         return;
-    if (mode != LOWP_BF16 && mode != LOWP_FP16) {
-        device_fail(d, "%s: round_lowp: mode %d is neither bf16 (1) nor fp16 (2)", d->backend,
-                    mode);
-        return;
-    }
     real *p = RP(x);
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) {

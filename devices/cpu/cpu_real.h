@@ -79,6 +79,12 @@ void cpu_fill_gqa(device_i *ops);
 void cpu_fill_gather(device_i *ops);
 void cpu_fill_topk(device_i *ops);
 
+/* row[0..T) of scaled attention scores becomes the softmax over the seen keys s < send (km: the
+ * key mask row, NULL for none; 0 = padding), 0 at the others; all 0 when no key is seen.
+ * Sums lane by lane (CPU_LANE_SUM): the same bits at any vector width (cpu_softmax_row.c) */
+#define cpu_softmax_row CPU_SYM(softmax_row)
+void cpu_softmax_row(real *row, int T, int send, const int32_t *km);
+
 /* Philox blocks cpu_philox_words makes per call, at most */
 #define CPU_PHILOX_GROUP 64
 /* words[4 l + j] = word j of the dropout Philox block b0 + l (philox_dropout_block of

@@ -5,12 +5,8 @@
 void cu_round_lowp(device *d, dten x, int n, int mode)
 {
     const char *op = "round_lowp";
-    if (!device_view_ok(d, op, "x", x, n > 0 ? (size_t)n : 0, DT_REAL))
+    if (!op_round_lowp_ok(d, x, n, mode))
         return;
-    if (mode != 1 && mode != 2) {
-        device_fail(d, "%s: %s: mode %d is neither bf16 (1) nor fp16 (2)", d->backend, op, mode);
-        return;
-    }
     if (n <= 0)
         return;
     cu_op_begin(d);

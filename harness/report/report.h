@@ -55,6 +55,10 @@ void report_scenario_fields(const char *scenario_json, report_row *row);
 void report_fill_row(report_row *row, const judgement *j);
 /* Worst verdict of the rows with a baseline; pass when none. */
 verdict report_worst(const report *r);
+/* a report file opened for writing, NULL after a message naming it */
+FILE *report_open(const char *path);
+/* closes f: 0, or EXIT_FAIL after a message when a write or the close failed */
+int report_close(FILE *f, const char *path);
 /* "1.2 MiB", "23.5 GiB", "-" for NaN/0 into out */
 void format_bytes(double bytes, char *out, size_t len);
 /* short verdict label of a row: "pass", "fail", "diverged", "incomplete", "no baseline" */

@@ -1,5 +1,6 @@
-/* harness/report/report_data.c: the rows of a report: model, overrides, batch size and ranks from a run's
- * scenario JSON; figures and verdict from its judgement; byte and verdict formatting. */
+/* harness/report/report_data.c: the rows of a report (model, overrides, batch, ranks, figures,
+ * verdict), byte and verdict formatting, and opening/closing the files the writers write. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "util/util.h"
 
 static long long json_int_at(json_t *o, const char *key, long long dflt)
 {
@@ -228,4 +230,22 @@ void row_routing_text(const report_row *row, char *out, size_t len)
         snprintf(out, len, "identical (%d steps)", d->compared);
     else
         drift_text(row, out, len);
+}
+
+FILE *report_open(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        log_error("report: cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+int report_close(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        log_error("report: writing %s failed: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    return 0;
 }

@@ -137,11 +137,9 @@ static void html_details(FILE *f, const report *r)
 
 int report_html(const report *r, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("report: cannot write %s: %s", path, strerror(errno));
+    FILE *f = report_open(path);
+    if (!f)
         return EXIT_FAIL;
-    }
     const char *mark = strstr(report_template_html, REPORT_BODY_MARK);
     if (!mark) { /* reports/template.html lost its marker: refused rather than half written */
         log_error("report: the embedded reports/template.html has no line '@BODY@'");
@@ -168,10 +166,5 @@ int report_html(const report *r, const char *path)
     }
     html_details(f, r);
     fputs(mark + strlen(REPORT_BODY_MARK), f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        log_error("report: writing %s failed: %s", path, strerror(errno));
-        return EXIT_FAIL;
-    }
-    return 0;
+    return report_close(f, path);
 }

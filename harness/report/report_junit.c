@@ -110,11 +110,9 @@ static void junit_suite(FILE *f, const report *r, const char *s)
 
 int report_junit(const report *r, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("report: cannot write %s: %s", path, strerror(errno));
+    FILE *f = report_open(path);
+    if (!f)
         return EXIT_FAIL;
-    }
     int failures = 0, skipped = 0;
     for (int i = 0; i < r->n; i++) {
         failures += failed(&r->rows[i]);
@@ -127,10 +125,5 @@ int report_junit(const report *r, const char *path)
         if (!seen_before(r, i))
             junit_suite(f, r, r->rows[i].scenario);
     fputs("</testsuites>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        log_error("report: writing %s failed: %s", path, strerror(errno));
-        return EXIT_FAIL;
-    }
-    return 0;
+    return report_close(f, path);
 }

@@ -8,24 +8,6 @@
 #include "util/util.h"
 #include "report.h"
 
-static FILE *open_out(const char *path)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        log_error("report: cannot write %s: %s", path, strerror(errno));
-    return f;
-}
-
-static int close_out(FILE *f, const char *path)
-{
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        log_error("report: writing %s failed: %s", path, strerror(errno));
-        return EXIT_FAIL;
-    }
-    return 0;
-}
-
 static void md_row(FILE *f, const report_row *w)
 {
     char peak[32], total[32];
@@ -113,7 +95,7 @@ static void md_details(FILE *f, const report *r)
 
 int report_markdown(const report *r, const char *path)
 {
-    FILE *f = open_out(path);
+    FILE *f = report_open(path);
     if (!f)
         return EXIT_FAIL;
     int counts[4] = {0}, none = 0;
@@ -144,7 +126,7 @@ int report_markdown(const report *r, const char *path)
               "when there is a golden run), `plots/routing_N.png` (a MoE run's share of "
               "tokens per expert over the steps), `plots/throughput.png`, `plots/memory.png` "
               "(N = the row); SVG alongside.\n", f);
-    return close_out(f, path);
+    return report_close(f, path);
 }
 
 /* ---- CSV ---- */
@@ -220,7 +202,7 @@ static void csv_row(FILE *f, const report_row *w)
 
 int report_csv(const report *r, const char *path)
 {
-    FILE *f = open_out(path);
+    FILE *f = report_open(path);
     if (!f)
         return EXIT_FAIL;
     fputs("run,scenario,model,ranks,overrides,batch_size,device,device_name,dtype,status,steps,"
@@ -232,5 +214,5 @@ int report_csv(const report *r, const char *path)
           f);
     for (int i = 0; i < r->n; i++)
         csv_row(f, &r->rows[i]);
-    return close_out(f, path);
+    return report_close(f, path);
 }

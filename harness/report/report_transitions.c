@@ -244,25 +244,13 @@ static void transitions_html_body(FILE *f, const transitions *t)
     fputs("</table>\n", f);
 }
 
-static int close_checked(FILE *f, const char *path)
-{
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        log_error("report: writing %s failed: %s", path, strerror(errno));
-        return EXIT_FAIL;
-    }
-    return 0;
-}
-
 static int write_md(const transitions *t, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("report: cannot write %s: %s", path, strerror(errno));
+    FILE *f = report_open(path);
+    if (!f)
         return EXIT_FAIL;
-    }
     transitions_markdown(f, t);
-    return close_checked(f, path);
+    return report_close(f, path);
 }
 
 static int write_html(const transitions *t, const char *path)
@@ -272,15 +260,13 @@ static int write_html(const transitions *t, const char *path)
         log_error("report: the embedded reports/template.html has no line '@BODY@'");
         return EXIT_FAIL;
     }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("report: cannot write %s: %s", path, strerror(errno));
+    FILE *f = report_open(path);
+    if (!f)
         return EXIT_FAIL;
-    }
     fwrite(report_template_html, 1, (size_t)(mark - report_template_html), f);
     transitions_html_body(f, t);
     fputs(mark + strlen(REPORT_BODY_MARK), f);
-    return close_checked(f, path);
+    return report_close(f, path);
 }
 
 /* 1 when the row's newest run does not pass (as transitions_failing counts) */
@@ -314,11 +300,9 @@ static void junit_case(FILE *f, const transition_row *w)
 
 static int write_junit(const transitions *t, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        log_error("report: cannot write %s: %s", path, strerror(errno));
+    FILE *f = report_open(path);
+    if (!f)
         return EXIT_FAIL;
-    }
     int failures = 0;
     for (int i = 0; i < t->n; i++)
         failures += row_failing(&t->rows[i]);
@@ -330,7 +314,7 @@ static int write_junit(const transitions *t, const char *path)
     for (int i = 0; i < t->n; i++)
         junit_case(f, &t->rows[i]);
     fputs("  </testsuite>\n</testsuites>\n", f);
-    return close_checked(f, path);
+    return report_close(f, path);
 }
 
 int transitions_write(const transitions *t, const char *out_dir)

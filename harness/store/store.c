@@ -942,11 +942,11 @@ int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, con
     return rc;
 }
 
-int store_last_verdict(store *st, int64_t run_id, char verdict[16])
+/* the verdict column of the first row of sql (run_id as ?1) into verdict: 0, 1 none, 2 error */
+static int first_verdict(store *st, int64_t run_id, const char *sql, char verdict[16])
 {
     sqlite3_stmt *s;
-    if (prepare_for_run(st, "SELECT verdict FROM comparisons WHERE run_id = ?1"
-                            " ORDER BY id DESC LIMIT 1", run_id, "reading a verdict", &s))
+    if (prepare_for_run(st, sql, run_id, "reading a verdict", &s))
         return 2;
     int rc = sqlite3_step(s), ret = 1;
     if (rc == SQLITE_ROW) {
@@ -959,22 +959,22 @@ int store_last_verdict(store *st, int64_t run_id, char verdict[16])
     return ret;
 }
 
+int store_last_verdict(store *st, int64_t run_id, char verdict[16])
+{
+    return first_verdict(st, run_id,
+                         "SELECT verdict FROM comparisons WHERE run_id = ?1"
+                         " ORDER BY id DESC LIMIT 1",
+                         verdict);
+}
+
 int store_last_baseline_verdict(store *st, int64_t run_id, char verdict[16])
 {
-    sqlite3_stmt *s; /* history details are compact JSON that opens {"kind":"history" */
-    if (prepare_for_run(st, "SELECT verdict FROM comparisons WHERE run_id = ?1 AND"
-                            " details_json NOT LIKE '{\"kind\":\"history\"%'"
-                            " ORDER BY id DESC LIMIT 1", run_id, "reading a verdict", &s))
-        return 2;
-    int rc = sqlite3_step(s), ret = 1;
-    if (rc == SQLITE_ROW) {
-        column_copy(verdict, 16, s, 0);
-        ret = 0;
-    } else if (rc != SQLITE_DONE) {
-        ret = db_fail(st, "reading a verdict", 2);
-    }
-    sqlite3_finalize(s);
-    return ret;
+    /* history details are compact JSON that opens {"kind":"history" */
+    return first_verdict(st, run_id,
+                         "SELECT verdict FROM comparisons WHERE run_id = ?1 AND"
+                         " details_json NOT LIKE '{\"kind\":\"history\"%'"
+                         " ORDER BY id DESC LIMIT 1",
+                         verdict);
 }
 
 int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n)

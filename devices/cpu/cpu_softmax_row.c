@@ -1,0 +1,45 @@
+/* devices/cpu/cpu_softmax_row.c: one row of attention scores to its softmax over the keys a
+ * query sees (causal end, key mask), lane-ordered sums; shared by cpu_ops_attention and _gqa. */
+#include "cpu_real.h"
+#include "cpu_simd.h"
+
+#include <math.h>
+
+/* key s is seen by a query when the key mask row km (NULL: no mask) does not mark it padding */
+#define VISIBLE(km, s) (!(km) || (km)[s] != 0)
+
+/* the largest visible score of row[0..send), lane by lane (the same value in any order);
+ * -inf when no key is visible */
+static inline real visible_max(const real *row, int send, const int32_t *km)
+{
+    real lane[CPU_LANES];
+    for (int j = 0; j < CPU_LANES; j++)
+        lane[j] = -INFINITY;
+    int whole = send - send % CPU_LANES;
+    for (int base = 0; base < whole; base += CPU_LANES)
+        for (int j = 0; j < CPU_LANES; j++)
+            lane[j] = VISIBLE(km, base + j) && row[base + j] > lane[j] ? row[base + j] : lane[j];
+    real mx = -INFINITY;
+    for (int s = whole; s < send; s++)
+        mx = VISIBLE(km, s) && row[s] > mx ? row[s] : mx;
+    for (int j = 0; j < CPU_LANES; j++)
+        mx = lane[j] > mx ? lane[j] : mx;
+    return mx;
+}
+
+/* row t of S (scores, already scaled) becomes softmax over the visible s < send, zero at the
+ * others; a row with no visible key becomes all zero */
+CPU_CLONES void cpu_softmax_row(real *restrict row, int T, int send, const int32_t *km)
+{
+    real mx = visible_max(row, send, km);
+    double sum;
+    if (km)
+        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
+    else /* the same sums without the mask's loads */
+        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
+    real inv = sum > 0 ? (real)(1.0 / sum) : 0;
+    for (int s = 0; s < send; s++)
+        row[s] *= inv;
+    for (int s = send; s < T; s++)
+        row[s] = 0;
+}

@@ -10,7 +10,9 @@
 # with two GPUs `mpirun -np 2 harness comm-check --comm nccl` and gpt2-tiny on 2 ranks over NCCL
 # (twice: identical; and within tolerance of one rank), else why skipped; and tokens/s of
 # GPT-2 124M (n_layer 12, n_embd 768, vocab 50257) trained by bench_train on cuda beside PyTorch
-# eager (workloads/bench_gpt2_torch.py) on the same GPU in the same run. Without --harness it
+# eager (workloads/bench_gpt2_torch.py) on the same GPU in the same run, and a mid-size Llama
+# (bench_llama) beside transformers' LlamaForCausalLM (tools/bench_llama_torch.py --device cuda).
+# Without --harness it
 # configures and builds build-gpu/ with -DHARNESS_CUDA=ON; --harness/--bench take prebuilt ones
 # (a machine without the -dev packages). Python: $HARNESS_PYTHON, else python3 (needs torch
 # and transformers; the benchmark's torch half is skipped, said so, without them).
@@ -52,7 +54,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 if [ -z "$H" ]; then
   section "build (build-gpu, Release, HARNESS_CUDA=ON)"
   if ! cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DHARNESS_CUDA=ON >>"$OUT" 2>&1 ||
-     ! cmake --build build-gpu -j"$(nproc)" --target harness bench_train >>"$OUT" 2>&1; then
+     ! cmake --build build-gpu -j"$(nproc)" --target harness bench_train bench_llama >>"$OUT" 2>&1; then
     echo "build failed; see $OUT" | tee -a "$OUT"; exit 2
   fi
   H=build-gpu/harness; BENCH=build-gpu/bench_train
@@ -135,9 +137,10 @@ else
   step "2-rank NCCL training (gpt2-tiny)" two_rank_run
 fi
 
-section "benchmark: GPT-2 124M (n_layer 12, n_embd 768, n_head 12, vocab 50257, seq $SEQ, batch $BATCH), fp32"
+section "benchmark: GPT-2 124M (n_layer 12, n_embd 768, n_head 12, vocab 50257, seq $SEQ, batch $BATCH), fp32, dropout 0"
 ARGS=(--layers 12 --embd 768 --heads 12 --seq "$SEQ" --batch "$BATCH" --vocab 50257 --steps "$STEPS")
-step "bench_train on $DEV" "$BENCH" --device "$DEV" "${ARGS[@]}"
+# dropout 0 on both sides, as workloads/bench_gpt2_torch.py builds its model
+step "bench_train on $DEV" "$BENCH" --device "$DEV" "${ARGS[@]}" --dropout 0
 harness_tps="$(grep -oE 'tokens/s +[0-9.]+' "$OUT.tmp" | awk '{print $2}')"
 torch_line=""
 if "$PY" -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
@@ -150,10 +153,30 @@ if "$PY" -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/de
 else
   torch_line="PyTorch: skipped ($PY has no torch/transformers with CUDA)"$'\n'
 fi
+section "benchmark: Llama (n_layer 4, hidden 512, 8 heads / 4 kv heads, inter 1376, vocab 32000, seq 1024, batch 4), fp32"
+LARGS=(--layers 4 --hidden 512 --heads 8 --kv-heads 4 --inter 1376 --vocab 32000 --seq 1024 --batch 4 --steps "$STEPS")
+LBENCH="$(dirname "$BENCH")/bench_llama"
+llama_line=""
+if [ -x "$LBENCH" ]; then
+  step "bench_llama on $DEV" "$LBENCH" --device "$DEV" "${LARGS[@]}"
+  llama_tps="$(grep -oE 'tokens/s +[0-9.]+' "$OUT.tmp" | head -1 | awk '{print $2}')"
+  llama_line="$(printf '%-34s %12s tokens/s' "harness on $DEV (bench_llama)" "${llama_tps:-?}")"$'\n'
+  if "$PY" -c 'import torch, transformers; assert torch.cuda.is_available()' 2>/dev/null; then
+    for attn in eager sdpa; do
+      step "transformers Llama ($attn attention)" "$PY" tools/bench_llama_torch.py --device cuda \
+        --attn "$attn" "${LARGS[@]}"
+      tps="$(grep -oE 'tokens/s +[0-9.]+' "$OUT.tmp" | awk '{print $2}')"
+      llama_line="$llama_line$(printf '%-34s %12s tokens/s' "transformers Llama, $attn" "${tps:-?}")"$'\n'
+    done
+  fi
+else
+  llama_line="bench_llama: not found beside $BENCH, skipped"$'\n'
+fi
 section "summary"
 {
   printf '%-34s %12s tokens/s\n' "harness on $DEV (bench_train)" "${harness_tps:-?}"
   printf '%s' "$torch_line"
+  printf '%s' "$llama_line"
   if [ -n "${harness_tps:-}" ] && [ -n "${torch_eager_tps:-}" ]; then
     awk -v h="$harness_tps" -v t="$torch_eager_tps" 'BEGIN { printf "harness / PyTorch eager (eager attention): %.3f\n", h / t }'
   fi

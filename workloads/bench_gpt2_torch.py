@@ -51,7 +51,7 @@ def main():
 
     def step():
         ids = torch.randint(0, a.vocab, (a.batch, a.seq), generator=gen).to(a.device)
-        targets = torch.cat([ids[:, 1:], torch.full((a.batch, 1), -100)], dim=1)
+        targets = torch.cat([ids[:, 1:], torch.full((a.batch, 1), -100, device=a.device)], dim=1)
         logits = model(input_ids=ids).logits
         loss = F.cross_entropy(logits.view(-1, a.vocab), targets.reshape(-1), ignore_index=-100)
         opt.zero_grad(set_to_none=True)

@@ -69,6 +69,21 @@ static inline void cu_op_begin(device *d)
     (void)d;
 }
 
+/* ---- row-major sgemm on device pointers (cu_ops_gemm.c), for ops built from products ---- */
+/* C_i = alpha op(A_i) op(B_i) + beta C_i for i < batch (A_i = A + i * sA, likewise B and C) */
+typedef struct {
+    int transA, transB, M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    int lda, ldb, ldc;
+    long long sA, sB, sC;
+    int batch;
+} cu_sgemm_call;
+/* one cuBLAS call (Sgemm, or SgemmStridedBatched when batch > 1); 1, or 0 after device_fail
+ * naming op */
+int cu_sgemm(device *d, const char *op, const cu_sgemm_call *g);
+
 /* ---- dropout (cu_ops_dropout.c), also the attention ops' probability dropout ---- */
 int cu_dropout_launch(device *d, const char *op, dten y, dten mask, dten x, size_t n,
                       int accumulate, double p, uint64_t seed, uint32_t step, uint32_t layer,

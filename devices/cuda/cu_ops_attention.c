@@ -1,7 +1,9 @@
 /* devices/cuda/cu_ops_attention.c: the cuda backend's multi-head self-attention (causal or
- * not, optional key mask and probability dropout): forward (softmax rows, then att . v) and
- * backward (softmax backward into scratch, then dq, dk and dv), each kernel owning whole outputs
- * so no atomics are needed. */
+ * not, optional key mask and probability dropout). Without dropout: cuBLAS products batched over
+ * the heads with row kernels between them (the scores, softmax, att . v; backward the visible
+ * probabilities for dv, dout . v^T, the softmax backward, dq, dk). With dropout: the
+ * per-element kernels of attention.cl, each owning whole outputs, as the opencl backend runs
+ * them. No atomics either way. */
 #include <math.h>
 
 #include "cu_internal.h"
@@ -43,6 +45,66 @@ static void drop_args(cu_args *a, const attn_dropout *drop)
     ca_ulong(a, DROPOUT_SITE_ATTN_PROBS);
 }
 
+/* a view's first element */
+static float *view_ptr(dten t)
+{
+    return (float *)t.buf->ptr + t.off;
+}
+
+/* one product batched over the NH heads: head h at +h*hs of a qkv or [T,C] operand (sX = hs),
+ * at +h*T*T of an att block (sX = T*T) */
+static int heads_product(device *d, const char *op, int tA, int tB, int M, int N, int K,
+                         float alpha, const float *A, int lda, long long sA, const float *Bm,
+                         int ldb, long long sB, float beta, float *Cm, int ldc, long long sC,
+                         int NH)
+{
+    cu_sgemm_call g = {.transA = tA, .transB = tB, .M = M, .N = N, .K = K, .alpha = alpha,
+                       .beta = beta, .A = A, .B = Bm, .C = Cm, .lda = lda, .ldb = ldb,
+                       .ldc = ldc, .sA = sA, .sB = sB, .sC = sC, .batch = NH};
+    return cu_sgemm(d, op, &g);
+}
+
+/* the row kernels' shared arguments after the buffers: T, NH, causal [, scale], key mask */
+static void row_args(device *d, cu_args *a, int T, int NH, int causal, int with_scale,
+                     double scale, dten keymask)
+{
+    ca_int(a, T);
+    ca_int(a, NH);
+    ca_int(a, causal);
+    if (with_scale)
+        ca_float(a, scale);
+    mask_args(d, a, keymask);
+}
+
+/* forward without dropout: att = softmax(q k^T * scale) per head, out = att v */
+static int forward_by_products(device *d, const char *op, dten out, dten att, dten qkv,
+                               dten keymask, int B, int T, int C, int NH, int causal,
+                               double scale)
+{
+    int hs = C / NH;
+    long long tt = (long long)T * T;
+    for (int b = 0; b < B; b++) {
+        const float *q = view_ptr(qkv) + (size_t)b * T * 3 * C;
+        float *a = view_ptr(att) + (size_t)b * NH * tt;
+        if (!heads_product(d, op, 0, 1, T, T, hs, (float)scale, q, 3 * C, hs, q + C, 3 * C, hs,
+                           0, a, T, tt, NH))
+            return 0;
+    }
+    cu_args s = {0};
+    ca_ten(&s, att);
+    row_args(d, &s, T, NH, causal, 0, 0, keymask);
+    if (!cu_launch(d, op, K_ATTENTION_SOFTMAX_ROWS, &s, (size_t)B * NH * T * CU(d)->wg))
+        return 0;
+    for (int b = 0; b < B; b++) {
+        const float *v = view_ptr(qkv) + (size_t)b * T * 3 * C + 2 * C;
+        const float *a = view_ptr(att) + (size_t)b * NH * tt;
+        float *o = view_ptr(out) + (size_t)b * T * C;
+        if (!heads_product(d, op, 0, 0, T, hs, T, 1, a, T, tt, v, 3 * C, hs, 0, o, C, hs, NH))
+            return 0;
+    }
+    return 1;
+}
+
 static void attention_forward_op(device *d, const char *op, dten out, dten att, dten qkv,
                                  dten keymask, int B, int T, int C, int NH, int causal,
                                  const attn_dropout *drop)
@@ -63,8 +125,11 @@ static void attention_forward_op(device *d, const char *op, dten out, dten att, 
     ca_ten(&v, qkv);
     shape_args(&v, B, T, C, NH, causal);
     drop_args(&v, drop);
-    if (cu_launch(d, op, K_ATTENTION_SOFTMAX, &s, (size_t)B * NH * T) &&
-        cu_launch(d, op, K_ATTENTION_VALUE, &v, (size_t)B * T * C))
+    int ok = drop && drop->p != 0
+                 ? cu_launch(d, op, K_ATTENTION_SOFTMAX, &s, (size_t)B * NH * T) &&
+                       cu_launch(d, op, K_ATTENTION_VALUE, &v, (size_t)B * T * C)
+                 : forward_by_products(d, op, out, att, qkv, keymask, B, T, C, NH, causal, scale);
+    if (ok)
         cu_fault(d, op, out, (size_t)B * T * C);
 }
 
@@ -103,16 +168,59 @@ static int launch_dkv_dropped(device *d, const char *op, dten dqkv, dten scratch
            cu_launch(d, op, K_ATTENTION_BACKWARD_DKV, &v, btc);
 }
 
-static void attention_backward_op(device *d, const char *op, dten dqkv, dten scratch, dten dout,
-                                  dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
-                                  int causal, const attn_dropout *drop)
+/* backward without dropout, per head: scratch = att at the visible keys and dv += scratch^T
+ * dout; scratch = dout v^T, then the softmax backward in place (dpre), dq += dpre k, dk +=
+ * dpre^T q */
+static int backward_by_products(device *d, const char *op, dten dqkv, dten scratch, dten dout,
+                                dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
+                                int causal)
 {
-    if (!op_attention_backward_ok(d, op, dqkv, scratch, dout, qkv, att, B, T, C, NH) ||
-        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
-        return;
-    cu_op_begin(d);
-    int dropped = drop && drop->p != 0;
-    cu_args p = {0}, q = {0}, kv = {0};
+    int hs = C / NH, c3 = 3 * C;
+    long long tt = (long long)T * T;
+    size_t rows = (size_t)B * NH * T * CU(d)->wg;
+    cu_args pr = {0}, dp = {0};
+    ca_ten(&pr, scratch);
+    ca_ten(&pr, att);
+    row_args(d, &pr, T, NH, causal, 0, 0, keymask);
+    ca_ten(&dp, scratch);
+    ca_ten(&dp, att);
+    row_args(d, &dp, T, NH, causal, 1, 1.0 / sqrt((double)hs), keymask);
+    if (!cu_launch(d, op, K_ATTENTION_PROBS_ROWS, &pr, rows))
+        return 0;
+    for (int b = 0; b < B; b++) {
+        const float *g = view_ptr(dout) + (size_t)b * T * C;
+        const float *w = view_ptr(scratch) + (size_t)b * NH * tt;
+        float *dv = view_ptr(dqkv) + (size_t)b * T * c3 + 2 * C;
+        if (!heads_product(d, op, 1, 0, T, hs, T, 1, w, T, tt, g, C, hs, 1, dv, c3, hs, NH))
+            return 0;
+    }
+    for (int b = 0; b < B; b++) {
+        const float *v = view_ptr(qkv) + (size_t)b * T * c3 + 2 * C;
+        const float *g = view_ptr(dout) + (size_t)b * T * C;
+        float *w = view_ptr(scratch) + (size_t)b * NH * tt;
+        if (!heads_product(d, op, 0, 1, T, T, hs, 1, g, C, hs, v, c3, hs, 0, w, T, tt, NH))
+            return 0;
+    }
+    if (!cu_launch(d, op, K_ATTENTION_DPRE_ROWS, &dp, rows))
+        return 0;
+    for (int b = 0; b < B; b++) {
+        const float *q = view_ptr(qkv) + (size_t)b * T * c3, *k = q + C;
+        const float *w = view_ptr(scratch) + (size_t)b * NH * tt;
+        float *dq = view_ptr(dqkv) + (size_t)b * T * c3;
+        if (!heads_product(d, op, 0, 0, T, hs, T, 1, w, T, tt, k, c3, hs, 1, dq, c3, hs, NH) ||
+            !heads_product(d, op, 1, 0, T, hs, T, 1, w, T, tt, q, c3, hs, 1, dq + C, c3, hs,
+                           NH))
+            return 0;
+    }
+    return 1;
+}
+
+/* backward with dropout: the per-element kernels (dpre rows, dq, then dk and dv) */
+static int backward_dropped(device *d, const char *op, dten dqkv, dten scratch, dten dout,
+                            dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
+                            int causal, const attn_dropout *drop)
+{
+    cu_args p = {0}, q = {0};
     ca_ten(&p, scratch);
     ca_ten(&p, dout);
     ca_ten(&p, qkv);
@@ -125,14 +233,27 @@ static void attention_backward_op(device *d, const char *op, dten dqkv, dten scr
     ca_ten(&q, scratch);
     ca_ten(&q, qkv);
     shape_args(&q, B, T, C, NH, causal);
-    dkv_args(d, &kv, dqkv, scratch, dout, qkv, att, keymask, B, T, C, NH, causal, 1, 1);
-    size_t btc = (size_t)B * T * C;
-    if (cu_launch(d, op, K_ATTENTION_BACKWARD_DPRE, &p, (size_t)B * NH * T) &&
-        cu_launch(d, op, K_ATTENTION_BACKWARD_DQ, &q, btc) &&
-        (dropped ? launch_dkv_dropped(d, op, dqkv, scratch, dout, qkv, att, keymask, B, T, C,
-                                      NH, causal, drop)
-                 : cu_launch(d, op, K_ATTENTION_BACKWARD_DKV, &kv, btc)))
-        cu_fault(d, op, dqkv, 3 * btc);
+    return cu_launch(d, op, K_ATTENTION_BACKWARD_DPRE, &p, (size_t)B * NH * T) &&
+           cu_launch(d, op, K_ATTENTION_BACKWARD_DQ, &q, (size_t)B * T * C) &&
+           launch_dkv_dropped(d, op, dqkv, scratch, dout, qkv, att, keymask, B, T, C, NH, causal,
+                              drop);
+}
+
+static void attention_backward_op(device *d, const char *op, dten dqkv, dten scratch, dten dout,
+                                  dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
+                                  int causal, const attn_dropout *drop)
+{
+    if (!op_attention_backward_ok(d, op, dqkv, scratch, dout, qkv, att, B, T, C, NH) ||
+        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
+        return;
+    cu_op_begin(d);
+    int ok = drop && drop->p != 0
+                 ? backward_dropped(d, op, dqkv, scratch, dout, qkv, att, keymask, B, T, C, NH,
+                                    causal, drop)
+                 : backward_by_products(d, op, dqkv, scratch, dout, qkv, att, keymask, B, T, C,
+                                        NH, causal);
+    if (ok)
+        cu_fault(d, op, dqkv, (size_t)3 * B * T * C);
 }
 
 static void cu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,

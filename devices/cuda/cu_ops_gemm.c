@@ -25,25 +25,35 @@ typedef struct {
     long sA, sB, sC;
 } gemm_args;
 
-/* one cuBLAS call: Sgemm for one matrix, SgemmStridedBatched for several. Row-major C = op(A)
- * op(B) is column-major C^T = op(B)^T op(A)^T: the operands go in swapped, M and N too. */
-static int cublas_call(device *d, const gemm_args *g, size_t off_a, size_t off_b, size_t off_c,
-                       int batch)
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the operands go in swapped,
+ * M and N too. */
+int cu_sgemm(device *d, const char *op, const cu_sgemm_call *g)
 {
     cu_ctx *c = CU(d);
     cublasOperation_t ta = g->transA ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = g->transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const float *A = (const float *)g->A.buf->ptr + off_a;
-    const float *B = (const float *)g->B.buf->ptr + off_b;
-    float *C = (float *)g->C.buf->ptr + off_c;
-    if (batch == 1)
-        return cu_blas_ok(d, "gemm", "cublasSgemm",
-                          cublasSgemm(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha, B, g->ldb, A,
-                                      g->lda, &g->beta, C, g->ldc));
-    return cu_blas_ok(d, "gemm", "cublasSgemmStridedBatched",
-                      cublasSgemmStridedBatched(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha, B,
-                                                g->ldb, g->sB, A, g->lda, g->sA, &g->beta, C,
-                                                g->ldc, g->sC, batch));
+    if (g->batch == 1)
+        return cu_blas_ok(d, op, "cublasSgemm",
+                          cublasSgemm(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha, g->B, g->ldb,
+                                      g->A, g->lda, &g->beta, g->C, g->ldc));
+    return cu_blas_ok(d, op, "cublasSgemmStridedBatched",
+                      cublasSgemmStridedBatched(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha,
+                                                g->B, g->ldb, g->sB, g->A, g->lda, g->sA,
+                                                &g->beta, g->C, g->ldc, g->sC, g->batch));
+}
+
+/* the gemm op's call on its views at element offsets off_a, off_b, off_c */
+static int cublas_call(device *d, const gemm_args *g, size_t off_a, size_t off_b, size_t off_c,
+                       int batch)
+{
+    cu_sgemm_call s = {.transA = g->transA, .transB = g->transB, .M = g->M, .N = g->N,
+                       .K = g->K, .alpha = g->alpha, .beta = g->beta, .lda = g->lda,
+                       .ldb = g->ldb, .ldc = g->ldc, .sA = g->sA, .sB = g->sB, .sC = g->sC,
+                       .batch = batch};
+    s.A = (const float *)g->A.buf->ptr + off_a;
+    s.B = (const float *)g->B.buf->ptr + off_b;
+    s.C = (float *)g->C.buf->ptr + off_c;
+    return cu_sgemm(d, "gemm", &s);
 }
 
 static void cu_gemm(device *d, int transA, int transB, int M, int N, int K, double alpha, dten A,

@@ -195,3 +195,71 @@ KERNEL void attention_backward_dkv(GLOBAL float *dqkv, ulong dqkv_off,
     if (do_dv)
         row[2 * C + c] += dv;
 }
+
+/* The GEMM form (the cuda backend without dropout): batched GEMMs write q . k * scale into att
+ * (and dout . v into scratch); these two kernels, one work-group per query row (b,h,t), do
+ * what lies between the products. */
+
+/* att[b,h,t,:] = softmax over the visible s < send of the scores the GEMM left there, in place;
+ * 0 past send, at masked keys, and on a row without a visible key */
+KERNEL void attention_softmax_rows(GLOBAL float *att, ulong att_off, int T, int NH, int causal,
+                                   GLOBAL const int *km, ulong km_off, int has_mask)
+{
+    LOCAL_MEM float mbuf[WG_BUF];
+    LOCAL_MEM acc_t sbuf[WG_BUF];
+    size_t r = GROUP_ID;
+    int t = r % T, lid = LOCAL_ID, send = causal ? t + 1 : T;
+    size_t b = r / ((size_t)NH * T);
+    GLOBAL float *a = att + att_off + r * T;
+    float mx = -INFINITY;
+    for (int s = lid; s < send; s += WG)
+        if (VISIBLE(b, s))
+            mx = fmax(mx, a[s]);
+    mx = wg_max(mbuf, mx);
+    acc_t sum = 0;
+    for (int s = lid; s < send; s += WG) {
+        float e = VISIBLE(b, s) ? exp(a[s] - mx) : 0.0f;
+        a[s] = e;
+        sum += e;
+    }
+    sum = wg_sum(sbuf, sum);
+    float inv = sum > 0 ? (float)((acc_t)1 / sum) : 0.0f;
+    for (int s = lid; s < T; s += WG)
+        a[s] = s < send ? a[s] * inv : 0.0f;
+}
+
+/* scratch[b,h,t,:] holds datt[s] = dout_t . v_s; in place it becomes dpre[s] = att[s] (datt[s] -
+ * sum_s' att datt) * scale over the visible s < send, 0 past send and at masked keys */
+KERNEL void attention_dpre_rows(GLOBAL float *scratch, ulong sc_off, GLOBAL const float *att,
+                                ulong att_off, int T, int NH, int causal, float scale,
+                                GLOBAL const int *km, ulong km_off, int has_mask)
+{
+    LOCAL_MEM acc_t sbuf[WG_BUF];
+    size_t r = GROUP_ID;
+    int t = r % T, lid = LOCAL_ID, send = causal ? t + 1 : T;
+    size_t b = r / ((size_t)NH * T);
+    GLOBAL const float *a = att + att_off + r * T;
+    GLOBAL float *w = scratch + sc_off + r * T;
+    acc_t dsum = 0;
+    for (int s = lid; s < send; s += WG)
+        if (VISIBLE(b, s))
+            dsum += (acc_t)a[s] * w[s];
+    dsum = wg_sum(sbuf, dsum);
+    for (int s = lid; s < T; s += WG)
+        w[s] = s < send && VISIBLE(b, s) ? (float)(a[s] * (w[s] - dsum)) * scale : 0.0f;
+}
+
+/* scratch[b,h,t,:] = att[b,h,t,:] at the visible s < send, 0 elsewhere: the probabilities dv is
+ * made of, whatever att holds where no key is seen */
+KERNEL void attention_probs_rows(GLOBAL float *scratch, ulong sc_off, GLOBAL const float *att,
+                                 ulong att_off, int T, int NH, int causal, GLOBAL const int *km,
+                                 ulong km_off, int has_mask)
+{
+    size_t r = GROUP_ID;
+    int t = r % T, send = causal ? t + 1 : T;
+    size_t b = r / ((size_t)NH * T);
+    GLOBAL const float *a = att + att_off + r * T;
+    GLOBAL float *w = scratch + sc_off + r * T;
+    for (int s = LOCAL_ID; s < T; s += WG)
+        w[s] = s < send && VISIBLE(b, s) ? a[s] : 0.0f;
+}

@@ -25,6 +25,9 @@
     X(K_ATTENTION_BACKWARD_DPRE, attention_backward_dpre)                                       \
     X(K_ATTENTION_BACKWARD_DQ, attention_backward_dq)                                           \
     X(K_ATTENTION_BACKWARD_DKV, attention_backward_dkv)                                         \
+    X(K_ATTENTION_SOFTMAX_ROWS, attention_softmax_rows)                                         \
+    X(K_ATTENTION_DPRE_ROWS, attention_dpre_rows)                                               \
+    X(K_ATTENTION_PROBS_ROWS, attention_probs_rows)                                             \
     X(K_SOFTMAX_XENT_FORWARD, softmax_xent_forward)                                             \
     X(K_SOFTMAX_XENT_BACKWARD, softmax_xent_backward)                                           \
     X(K_ADAMW, adamw)                                                                           \

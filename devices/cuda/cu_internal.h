@@ -83,6 +83,20 @@ typedef struct {
 /* one cuBLAS call (Sgemm, or SgemmStridedBatched when batch > 1); 1, or 0 after device_fail
  * naming op */
 int cu_sgemm(device *d, const char *op, const cu_sgemm_call *g);
+/* the same with the arguments spelled out: batch products, operand i at A + i*sA etc. (a stride
+ * 0 operand is shared by the batch) */
+int cu_sgemm_batch(device *d, const char *op, int tA, int tB, int M, int N, int K, float alpha,
+                   const float *A, int lda, long long sA, const float *Bm, int ldb, long long sB,
+                   float beta, float *Cm, int ldc, long long sC, int batch);
+/* a view's first element on the device */
+static inline float *cu_view_ptr(dten t)
+{
+    return (float *)t.buf->ptr + t.off;
+}
+/* the attention row kernels' arguments after their two buffers (cu_ops_attention.c): T, NH,
+ * causal, the scale when with_scale, the key mask (km, km_off, has_mask) */
+void cu_attn_row_args(device *d, cu_args *a, int T, int NH, int causal, int with_scale,
+                      double scale, dten keymask);
 
 /* ---- dropout (cu_ops_dropout.c), also the attention ops' probability dropout ---- */
 int cu_dropout_launch(device *d, const char *op, dten y, dten mask, dten x, size_t n,

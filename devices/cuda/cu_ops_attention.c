@@ -45,28 +45,8 @@ static void drop_args(cu_args *a, const attn_dropout *drop)
     ca_ulong(a, DROPOUT_SITE_ATTN_PROBS);
 }
 
-/* a view's first element */
-static float *view_ptr(dten t)
-{
-    return (float *)t.buf->ptr + t.off;
-}
-
-/* one product batched over the NH heads: head h at +h*hs of a qkv or [T,C] operand (sX = hs),
- * at +h*T*T of an att block (sX = T*T) */
-static int heads_product(device *d, const char *op, int tA, int tB, int M, int N, int K,
-                         float alpha, const float *A, int lda, long long sA, const float *Bm,
-                         int ldb, long long sB, float beta, float *Cm, int ldc, long long sC,
-                         int NH)
-{
-    cu_sgemm_call g = {.transA = tA, .transB = tB, .M = M, .N = N, .K = K, .alpha = alpha,
-                       .beta = beta, .A = A, .B = Bm, .C = Cm, .lda = lda, .ldb = ldb,
-                       .ldc = ldc, .sA = sA, .sB = sB, .sC = sC, .batch = NH};
-    return cu_sgemm(d, op, &g);
-}
-
-/* the row kernels' shared arguments after the buffers: T, NH, causal [, scale], key mask */
-static void row_args(device *d, cu_args *a, int T, int NH, int causal, int with_scale,
-                     double scale, dten keymask)
+void cu_attn_row_args(device *d, cu_args *a, int T, int NH, int causal, int with_scale,
+                      double scale, dten keymask)
 {
     ca_int(a, T);
     ca_int(a, NH);
@@ -84,22 +64,22 @@ static int forward_by_products(device *d, const char *op, dten out, dten att, dt
     int hs = C / NH;
     long long tt = (long long)T * T;
     for (int b = 0; b < B; b++) {
-        const float *q = view_ptr(qkv) + (size_t)b * T * 3 * C;
-        float *a = view_ptr(att) + (size_t)b * NH * tt;
-        if (!heads_product(d, op, 0, 1, T, T, hs, (float)scale, q, 3 * C, hs, q + C, 3 * C, hs,
+        const float *q = cu_view_ptr(qkv) + (size_t)b * T * 3 * C;
+        float *a = cu_view_ptr(att) + (size_t)b * NH * tt;
+        if (!cu_sgemm_batch(d, op, 0, 1, T, T, hs, (float)scale, q, 3 * C, hs, q + C, 3 * C, hs,
                            0, a, T, tt, NH))
             return 0;
     }
     cu_args s = {0};
     ca_ten(&s, att);
-    row_args(d, &s, T, NH, causal, 0, 0, keymask);
+    cu_attn_row_args(d, &s, T, NH, causal, 0, 0, keymask);
     if (!cu_launch(d, op, K_ATTENTION_SOFTMAX_ROWS, &s, (size_t)B * NH * T * CU(d)->wg))
         return 0;
     for (int b = 0; b < B; b++) {
-        const float *v = view_ptr(qkv) + (size_t)b * T * 3 * C + 2 * C;
-        const float *a = view_ptr(att) + (size_t)b * NH * tt;
-        float *o = view_ptr(out) + (size_t)b * T * C;
-        if (!heads_product(d, op, 0, 0, T, hs, T, 1, a, T, tt, v, 3 * C, hs, 0, o, C, hs, NH))
+        const float *v = cu_view_ptr(qkv) + (size_t)b * T * 3 * C + 2 * C;
+        const float *a = cu_view_ptr(att) + (size_t)b * NH * tt;
+        float *o = cu_view_ptr(out) + (size_t)b * T * C;
+        if (!cu_sgemm_batch(d, op, 0, 0, T, hs, T, 1, a, T, tt, v, 3 * C, hs, 0, o, C, hs, NH))
             return 0;
     }
     return 1;
@@ -181,34 +161,34 @@ static int backward_by_products(device *d, const char *op, dten dqkv, dten scrat
     cu_args pr = {0}, dp = {0};
     ca_ten(&pr, scratch);
     ca_ten(&pr, att);
-    row_args(d, &pr, T, NH, causal, 0, 0, keymask);
+    cu_attn_row_args(d, &pr, T, NH, causal, 0, 0, keymask);
     ca_ten(&dp, scratch);
     ca_ten(&dp, att);
-    row_args(d, &dp, T, NH, causal, 1, 1.0 / sqrt((double)hs), keymask);
+    cu_attn_row_args(d, &dp, T, NH, causal, 1, 1.0 / sqrt((double)hs), keymask);
     if (!cu_launch(d, op, K_ATTENTION_PROBS_ROWS, &pr, rows))
         return 0;
     for (int b = 0; b < B; b++) {
-        const float *g = view_ptr(dout) + (size_t)b * T * C;
-        const float *w = view_ptr(scratch) + (size_t)b * NH * tt;
-        float *dv = view_ptr(dqkv) + (size_t)b * T * c3 + 2 * C;
-        if (!heads_product(d, op, 1, 0, T, hs, T, 1, w, T, tt, g, C, hs, 1, dv, c3, hs, NH))
+        const float *g = cu_view_ptr(dout) + (size_t)b * T * C;
+        const float *w = cu_view_ptr(scratch) + (size_t)b * NH * tt;
+        float *dv = cu_view_ptr(dqkv) + (size_t)b * T * c3 + 2 * C;
+        if (!cu_sgemm_batch(d, op, 1, 0, T, hs, T, 1, w, T, tt, g, C, hs, 1, dv, c3, hs, NH))
             return 0;
     }
     for (int b = 0; b < B; b++) {
-        const float *v = view_ptr(qkv) + (size_t)b * T * c3 + 2 * C;
-        const float *g = view_ptr(dout) + (size_t)b * T * C;
-        float *w = view_ptr(scratch) + (size_t)b * NH * tt;
-        if (!heads_product(d, op, 0, 1, T, T, hs, 1, g, C, hs, v, c3, hs, 0, w, T, tt, NH))
+        const float *v = cu_view_ptr(qkv) + (size_t)b * T * c3 + 2 * C;
+        const float *g = cu_view_ptr(dout) + (size_t)b * T * C;
+        float *w = cu_view_ptr(scratch) + (size_t)b * NH * tt;
+        if (!cu_sgemm_batch(d, op, 0, 1, T, T, hs, 1, g, C, hs, v, c3, hs, 0, w, T, tt, NH))
             return 0;
     }
     if (!cu_launch(d, op, K_ATTENTION_DPRE_ROWS, &dp, rows))
         return 0;
     for (int b = 0; b < B; b++) {
-        const float *q = view_ptr(qkv) + (size_t)b * T * c3, *k = q + C;
-        const float *w = view_ptr(scratch) + (size_t)b * NH * tt;
-        float *dq = view_ptr(dqkv) + (size_t)b * T * c3;
-        if (!heads_product(d, op, 0, 0, T, hs, T, 1, w, T, tt, k, c3, hs, 1, dq, c3, hs, NH) ||
-            !heads_product(d, op, 1, 0, T, hs, T, 1, w, T, tt, q, c3, hs, 1, dq + C, c3, hs,
+        const float *q = cu_view_ptr(qkv) + (size_t)b * T * c3, *k = q + C;
+        const float *w = cu_view_ptr(scratch) + (size_t)b * NH * tt;
+        float *dq = cu_view_ptr(dqkv) + (size_t)b * T * c3;
+        if (!cu_sgemm_batch(d, op, 0, 0, T, hs, T, 1, w, T, tt, k, c3, hs, 1, dq, c3, hs, NH) ||
+            !cu_sgemm_batch(d, op, 1, 0, T, hs, T, 1, w, T, tt, q, c3, hs, 1, dq + C, c3, hs,
                            NH))
             return 0;
     }

@@ -42,6 +42,16 @@ int cu_sgemm(device *d, const char *op, const cu_sgemm_call *g)
                                                 &g->beta, g->C, g->ldc, g->sC, g->batch));
 }
 
+int cu_sgemm_batch(device *d, const char *op, int tA, int tB, int M, int N, int K, float alpha,
+                   const float *A, int lda, long long sA, const float *Bm, int ldb, long long sB,
+                   float beta, float *Cm, int ldc, long long sC, int batch)
+{
+    cu_sgemm_call g = {.transA = tA, .transB = tB, .M = M, .N = N, .K = K, .alpha = alpha,
+                       .beta = beta, .A = A, .B = Bm, .C = Cm, .lda = lda, .ldb = ldb,
+                       .ldc = ldc, .sA = sA, .sB = sB, .sC = sC, .batch = batch};
+    return cu_sgemm(d, op, &g);
+}
+
 /* the gemm op's call on its views at element offsets off_a, off_b, off_c */
 static int cublas_call(device *d, const gemm_args *g, size_t off_a, size_t off_b, size_t off_c,
                        int batch)

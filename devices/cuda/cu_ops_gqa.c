@@ -1,26 +1,104 @@
 /* devices/cuda/cu_ops_gqa.c: the cuda backend's grouped-query attention (causal, key mask):
- * forward one kernel; backward dq (and the row sums D in scratch), then dk and dv. */
+ * cuBLAS products per key/value head batched over its query heads, attention.cl's row kernels. */
 #include <math.h>
 
 #include "cu_internal.h"
 
-/* T, NH, NKV, hs, causal, scale, then the key mask (km, km_off, has_mask) */
-static void gqa_dim_args(device *d, cu_args *a, dten keymask, int T, int NH, int NKV, int hs,
-                         int causal)
+/* the shape of one call: G = NH / NKV query heads per key/value head; row strides of q/out
+ * (qld = NH*hs) and k/v (kld = NKV*hs) */
+typedef struct {
+    int B, T, NH, NKV, hs, G, qld, kld, causal;
+    long long tt;
+} gqa_shape;
+
+static gqa_shape gqa_shape_of(int B, int T, int NH, int NKV, int hs, int causal)
 {
-    ca_int(a, T);
-    ca_int(a, NH);
-    ca_int(a, NKV);
-    ca_int(a, hs);
-    ca_int(a, causal);
-    ca_acc(a, CU(d), 1.0 / sqrt((double)hs));
-    if (keymask.buf) {
-        ca_ten(a, keymask);
-    } else { /* any buffer stands in, unread */
-        ca_ptr(a, CU(d)->flag);
-        ca_ulong(a, 0);
+    gqa_shape g = {B, T, NH, NKV, hs, NH / NKV, NH * hs, NKV * hs, causal, (long long)T * T};
+    return g;
+}
+
+/* att = softmax(q k^T / sqrt(hs)) over the keys each query sees, out = att v: per sequence b
+ * and key/value head j, products batched over its G query heads (k and v shared: stride 0) */
+static int gqa_forward_by_products(device *d, const char *op, dten out, dten att, dten q, dten k,
+                                   dten v, dten keymask, const gqa_shape *g)
+{
+    int T = g->T, hs = g->hs, G = g->G;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int b = 0; b < g->B; b++)
+            for (int j = 0; j < g->NKV; j++) {
+                size_t qo = (size_t)b * T * g->qld + (size_t)j * G * hs;
+                size_t ko = (size_t)b * T * g->kld + (size_t)j * hs;
+                float *a = cu_view_ptr(att) + ((size_t)b * g->NH + (size_t)j * G) * g->tt;
+                int ok = pass == 0
+                             ? cu_sgemm_batch(d, op, 0, 1, T, T, hs, (float)(1.0 / sqrt(hs)),
+                                              cu_view_ptr(q) + qo, g->qld, hs,
+                                              cu_view_ptr(k) + ko, g->kld, 0, 0, a, T, g->tt, G)
+                             : cu_sgemm_batch(d, op, 0, 0, T, hs, T, 1, a, T, g->tt,
+                                              cu_view_ptr(v) + ko, g->kld, 0, 0,
+                                              cu_view_ptr(out) + qo, g->qld, hs, G);
+                if (!ok)
+                    return 0;
+            }
+        if (pass == 0) {
+            cu_args s = {0};
+            ca_ten(&s, att);
+            cu_attn_row_args(d, &s, T, g->NH, g->causal, 0, 0, keymask);
+            if (!cu_launch(d, op, K_ATTENTION_SOFTMAX_ROWS, &s,
+                           (size_t)g->B * g->NH * T * CU(d)->wg))
+                return 0;
+        }
     }
-    ca_int(a, keymask.buf != NULL);
+    return 1;
+}
+
+/* row kernel k over sequence b's NH*T rows: w (one sequence's [NH,T,T]) from att's block b */
+static int gqa_rows(device *d, const char *op, cu_kernel_id k, dten w, dten att, dten keymask,
+                    const gqa_shape *g, int b, int with_scale)
+{
+    size_t blk = (size_t)g->NH * g->tt;
+    cu_args a = {0};
+    ca_ten(&a, w);
+    ca_ten(&a, dten_view(att, (size_t)b * blk, blk));
+    cu_attn_row_args(d, &a, g->T, g->NH, g->causal, with_scale, 1.0 / sqrt(g->hs),
+                     keymask.buf ? dten_view(keymask, (size_t)b * g->T, g->T) : keymask);
+    return cu_launch(d, op, k, &a, (size_t)g->NH * g->T * CU(d)->wg);
+}
+
+/* sequence b's backward in w ([NH,T,T]): w = the probabilities the queries see, dv_j +=
+ * sum over j's heads of w_h^T dout_h; w = dout v^T, then dpre in place; dq_h += dpre_h k_j,
+ * dk_j += sum over j's heads of dpre_h^T q_h (heads added in order) */
+static int gqa_backward_seq(device *d, const char *op, dten dq, dten dk, dten dv, dten w,
+                            dten dout, dten q, dten k, dten v, dten att, dten keymask,
+                            const gqa_shape *g, int b)
+{
+    int T = g->T, hs = g->hs, G = g->G;
+    float *wp = cu_view_ptr(w);
+    size_t qb = (size_t)b * T * g->qld, kb = (size_t)b * T * g->kld;
+    if (!gqa_rows(d, op, K_ATTENTION_PROBS_ROWS, w, att, keymask, g, b, 0))
+        return 0;
+    for (int h = 0; h < g->NH; h++)
+        if (!cu_sgemm_batch(d, op, 1, 0, T, hs, T, 1, wp + h * g->tt, T, 0,
+                            cu_view_ptr(dout) + qb + (size_t)h * hs, g->qld, 0, 1,
+                            cu_view_ptr(dv) + kb + (size_t)(h / G) * hs, g->kld, 0, 1))
+            return 0;
+    for (int j = 0; j < g->NKV; j++)
+        if (!cu_sgemm_batch(d, op, 0, 1, T, T, hs, 1, cu_view_ptr(dout) + qb + (size_t)j * G * hs,
+                            g->qld, hs, cu_view_ptr(v) + kb + (size_t)j * hs, g->kld, 0, 0,
+                            wp + (size_t)j * G * g->tt, T, g->tt, G))
+            return 0;
+    if (!gqa_rows(d, op, K_ATTENTION_DPRE_ROWS, w, att, keymask, g, b, 1))
+        return 0;
+    for (int j = 0; j < g->NKV; j++)
+        if (!cu_sgemm_batch(d, op, 0, 0, T, hs, T, 1, wp + (size_t)j * G * g->tt, T, g->tt,
+                            cu_view_ptr(k) + kb + (size_t)j * hs, g->kld, 0, 1,
+                            cu_view_ptr(dq) + qb + (size_t)j * G * hs, g->qld, hs, G))
+            return 0;
+    for (int h = 0; h < g->NH; h++)
+        if (!cu_sgemm_batch(d, op, 1, 0, T, hs, T, 1, wp + h * g->tt, T, 0,
+                            cu_view_ptr(q) + qb + (size_t)h * hs, g->qld, 0, 1,
+                            cu_view_ptr(dk) + kb + (size_t)(h / G) * hs, g->kld, 0, 1))
+            return 0;
+    return 1;
 }
 
 static void cu_attention_gqa_forward(device *d, dten out, dten att, dten q, dten k, dten v,
@@ -30,18 +108,10 @@ static void cu_attention_gqa_forward(device *d, dten out, dten att, dten q, dten
     const char *op = "attention_gqa_forward";
     if (!op_gqa_ok(d, op, q, k, v, out, att, keymask, B, T, NH, NKV, hs))
         return;
-    size_t rows = (size_t)B * NH * (size_t)T;
     cu_op_begin(d);
-    cu_args a = {0};
-    ca_ten(&a, out);
-    ca_ten(&a, att);
-    ca_ten(&a, q);
-    ca_ten(&a, k);
-    ca_ten(&a, v);
-    gqa_dim_args(d, &a, keymask, T, NH, NKV, hs, causal);
-    ca_ulong(&a, rows);
-    if (cu_launch(d, op, K_GQA_FORWARD, &a, rows))
-        cu_fault(d, op, out, rows * hs);
+    gqa_shape g = gqa_shape_of(B, T, NH, NKV, hs, causal);
+    if (gqa_forward_by_products(d, op, out, att, q, k, v, keymask, &g))
+        cu_fault(d, op, out, (size_t)B * NH * T * hs);
 }
 
 static void cu_attention_gqa_backward(device *d, dten dq, dten dk, dten dv, dten scratch,
@@ -49,33 +119,22 @@ static void cu_attention_gqa_backward(device *d, dten dq, dten dk, dten dv, dten
                                       int B, int T, int NH, int NKV, int hs, int causal)
 {
     const char *op = "attention_gqa_backward";
-    size_t rows = (size_t)B * NH * (size_t)T, kv = (size_t)B * T * (size_t)NKV * hs;
+    size_t rows = (size_t)B * NH * (size_t)T;
     if (!op_gqa_ok(d, op, q, k, v, dout, att, keymask, B, T, NH, NKV, hs) ||
         !op_gqa_ok(d, op, dq, dk, dv, dout, att, keymask, B, T, NH, NKV, hs) ||
         !device_view_ok(d, op, "scratch", scratch, rows, DT_REAL))
         return;
     cu_op_begin(d);
-    cu_args a = {0};
-    ca_ten(&a, dq);
-    ca_ten(&a, scratch);
-    ca_ten(&a, dout);
-    ca_ten(&a, k);
-    ca_ten(&a, v);
-    ca_ten(&a, att);
-    gqa_dim_args(d, &a, keymask, T, NH, NKV, hs, causal);
-    ca_ulong(&a, rows);
-    cu_args b = {0};
-    ca_ten(&b, dk);
-    ca_ten(&b, dv);
-    ca_ten(&b, scratch);
-    ca_ten(&b, dout);
-    ca_ten(&b, q);
-    ca_ten(&b, v);
-    ca_ten(&b, att);
-    gqa_dim_args(d, &b, keymask, T, NH, NKV, hs, causal);
-    ca_ulong(&b, kv);
-    if (cu_launch(d, op, K_GQA_BACKWARD_DQ, &a, rows) &&
-        cu_launch(d, op, K_GQA_BACKWARD_DKV, &b, kv))
+    /* scratch ([B,NH,T]) is too small for the products: a [NH,T,T] workspace of the call's own */
+    gqa_shape g = gqa_shape_of(B, T, NH, NKV, hs, causal);
+    dten w = device_alloc(d, (size_t)NH * g.tt, DT_REAL);
+    if (!w.buf)
+        return;
+    int ok = 1;
+    for (int b = 0; b < B && ok; b++)
+        ok = gqa_backward_seq(d, op, dq, dk, dv, w, dout, q, k, v, att, keymask, &g, b);
+    device_free(d, w);
+    if (ok)
         cu_fault(d, op, dq, rows * hs);
 }
 

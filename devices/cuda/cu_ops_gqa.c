@@ -64,6 +64,19 @@ static int gqa_rows(device *d, const char *op, cu_kernel_id k, dten w, dten att,
     return cu_launch(d, op, k, &a, (size_t)g->NH * g->T * CU(d)->wg);
 }
 
+/* dst_j += w_h^T src_h over the query heads h of sequence b, each into its key/value head
+ * j = h / G, heads in order (src rows [T, NH*hs] at qb, dst rows [T, NKV*hs] at kb) */
+static int add_head_products(device *d, const char *op, const float *wp, const float *src,
+                             float *dst, const gqa_shape *g, size_t qb, size_t kb)
+{
+    for (int h = 0; h < g->NH; h++)
+        if (!cu_sgemm_batch(d, op, 1, 0, g->T, g->hs, g->T, 1, wp + h * g->tt, g->T, 0,
+                            src + qb + (size_t)h * g->hs, g->qld, 0, 1,
+                            dst + kb + (size_t)(h / g->G) * g->hs, g->kld, 0, 1))
+            return 0;
+    return 1;
+}
+
 /* sequence b's backward in w ([NH,T,T]): w = the probabilities the queries see, dv_j +=
  * sum over j's heads of w_h^T dout_h; w = dout v^T, then dpre in place; dq_h += dpre_h k_j,
  * dk_j += sum over j's heads of dpre_h^T q_h (heads added in order) */
@@ -76,11 +89,8 @@ static int gqa_backward_seq(device *d, const char *op, dten dq, dten dk, dten dv
     size_t qb = (size_t)b * T * g->qld, kb = (size_t)b * T * g->kld;
     if (!gqa_rows(d, op, K_ATTENTION_PROBS_ROWS, w, att, keymask, g, b, 0))
         return 0;
-    for (int h = 0; h < g->NH; h++)
-        if (!cu_sgemm_batch(d, op, 1, 0, T, hs, T, 1, wp + h * g->tt, T, 0,
-                            cu_view_ptr(dout) + qb + (size_t)h * hs, g->qld, 0, 1,
-                            cu_view_ptr(dv) + kb + (size_t)(h / G) * hs, g->kld, 0, 1))
-            return 0;
+    if (!add_head_products(d, op, wp, cu_view_ptr(dout), cu_view_ptr(dv), g, qb, kb))
+        return 0;
     for (int j = 0; j < g->NKV; j++)
         if (!cu_sgemm_batch(d, op, 0, 1, T, T, hs, 1, cu_view_ptr(dout) + qb + (size_t)j * G * hs,
                             g->qld, hs, cu_view_ptr(v) + kb + (size_t)j * hs, g->kld, 0, 0,
@@ -93,12 +103,7 @@ static int gqa_backward_seq(device *d, const char *op, dten dq, dten dk, dten dv
                             cu_view_ptr(k) + kb + (size_t)j * hs, g->kld, 0, 1,
                             cu_view_ptr(dq) + qb + (size_t)j * G * hs, g->qld, hs, G))
             return 0;
-    for (int h = 0; h < g->NH; h++)
-        if (!cu_sgemm_batch(d, op, 1, 0, T, hs, T, 1, wp + h * g->tt, T, 0,
-                            cu_view_ptr(q) + qb + (size_t)h * hs, g->qld, 0, 1,
-                            cu_view_ptr(dk) + kb + (size_t)(h / G) * hs, g->kld, 0, 1))
-            return 0;
-    return 1;
+    return add_head_products(d, op, wp, cu_view_ptr(q), cu_view_ptr(dk), g, qb, kb);
 }
 
 static void cu_attention_gqa_forward(device *d, dten out, dten att, dten q, dten k, dten v,

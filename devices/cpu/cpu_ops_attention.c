@@ -64,11 +64,25 @@ CPU_CLONES static void softmax_backward_row(real *restrict wr, const real *restr
 {
     int vend = cpu_padded_end(send, W);
     double dsum;
-    CPU_LANE_SUM(dsum, vend, i < send && VISIBLE(km, i) ? (double)prow[i] * wr[i] : 0.0);
-    for (int s = 0; s < vend; s++)
-        wr[s] = s < send && VISIBLE(km, s) ? (real)(prow[s] * (wr[s] - dsum)) * scale : 0;
+    /* the mask's case apart and selects without branches: GCC vectorizes no load the mask guards */
+    if (km)
+        CPU_LANE_SUM(dsum, vend, (i < send) & (km[i] != 0) ? (double)prow[i] * wr[i] : 0.0);
+    else
+        CPU_LANE_SUM(dsum, vend, i < send ? (double)prow[i] * wr[i] : 0.0);
+    for (int s = 0; s < vend; s++) {
+        real g = (real)(prow[s] * (wr[s] - dsum)) * scale;
+        wr[s] = (s < send) & (!km || km[s] != 0) ? g : 0;
+    }
     for (int s = vend; s < W; s++)
         wr[s] = 0;
+}
+
+/* wr[s] = prow[s] at the visible s < send, zero at the others up to W */
+CPU_CLONES static void visible_row(real *restrict wr, const real *restrict prow, int W, int send,
+                                   const int32_t *km)
+{
+    for (int s = 0; s < W; s++)
+        wr[s] = (s < send) & (!km || km[s] != 0) ? prow[s] : 0;
 }
 
 /* Queries per block of the per-head GEMMs. Causal, the queries of a block see only the keys up
@@ -220,9 +234,7 @@ static void att_head_backward(real *dx, real *w, const real *x, const real *g, c
         for (int t = k.r0; t < k.r1; t++) {
             int send = causal ? t + 1 : T;
             real *wr = w + (size_t)t * T;
-            const real *prow = p + (size_t)t * T;
-            for (int s = 0; s < k.keys; s++)
-                wr[s] = s < send && VISIBLE(km, s) ? prow[s] : 0;
+            visible_row(wr, p + (size_t)t * T, k.keys, send, km);
             if (dr)
                 drop_span(wr, wr, base + (size_t)t * T, (size_t)send, dr);
         }

@@ -58,17 +58,21 @@ static void drop_span(real *dst, const real *src, size_t i0, size_t n, const att
 }
 
 /* the softmax backward of one row, scaled: wr[s] = scale * P[s] (wr[s] - sum_s' P[s'] wr[s'])
- * over the visible s < send, zero at the others up to W (the row's width the caller reads) */
+ * over the visible s < send, zero at the others up to W (the row's width the caller reads).
+ * wr is zeroed at the keys not seen first, so the sum takes every term without a branch
+ * (GCC vectorizes no conditional term): those terms are P[s] * 0, zeros that change no lane. */
 CPU_CLONES static void softmax_backward_row(real *restrict wr, const real *restrict prow, int W,
                                             int send, const int32_t *km, real scale)
 {
     int vend = cpu_padded_end(send, W);
-    double dsum;
-    /* the mask's case apart and selects without branches: GCC vectorizes no load the mask guards */
     if (km)
-        CPU_LANE_SUM(dsum, vend, (i < send) & (km[i] != 0) ? (double)prow[i] * wr[i] : 0.0);
+        for (int s = 0; s < vend; s++)
+            wr[s] = (s < send) & (km[s] != 0) ? wr[s] : 0;
     else
-        CPU_LANE_SUM(dsum, vend, i < send ? (double)prow[i] * wr[i] : 0.0);
+        for (int s = 0; s < vend; s++)
+            wr[s] = s < send ? wr[s] : 0;
+    double dsum;
+    CPU_LANE_SUM(dsum, vend, (double)prow[i] * wr[i]);
     for (int s = 0; s < vend; s++) {
         real g = (real)(prow[s] * (wr[s] - dsum)) * scale;
         wr[s] = (s < send) & (!km || km[s] != 0) ? g : 0;

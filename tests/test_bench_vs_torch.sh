@@ -44,6 +44,14 @@ if "$PY" -c 'import torch, transformers' 2>/dev/null; then
     --threads 1 --layers 1 --embd 32 --heads 2 --inter 64 --seq 16 --batch 2 --vocab 100 \
     --steps 1 --warmup 0
   grep -Eq "^torch_peer: hf bert .* median_ms [0-9.]+" "$T/out" && pass || fail "no torch_peer line"
+  # --profile: the ops' table and the matmul split of the profiled steps
+  expect 0 "torch peer profiled" -- "$PY" "$SRC/tools/bench_torch_peers.py" --family gpt2 \
+    --peer eager --threads 1 --layers 1 --embd 32 --heads 2 --seq 16 --batch 2 --vocab 100 \
+    --steps 1 --warmup 0 --profile
+  grep -Eq "^torch_profile: aten::(mm|addmm) +[0-9.]+ ms/step" "$T/out" && pass ||
+    fail "no matmul op in the profile table"
+  grep -Eq "^torch_profile: matmul .* [0-9.]+ ms/step, the rest [0-9.]+ ms/step" "$T/out" && pass ||
+    fail "no matmul split line"
 else
   echo "no Python with torch at $PY: the peer's run skipped"
 fi

@@ -4,7 +4,7 @@
 # torch.compile, and transformers' GPT2LMHeadModel / LlamaForCausalLM / BertForMaskedLM.
 """Usage: python tools/bench_torch_peers.py --family gpt2|llama|bert --threads N --peer P
           [--layers N] [--embd N] [--heads N] [--kv-heads N] [--inter N] [--seq N]
-          [--batch N] [--vocab N] [--steps N] [--warmup N] [--dropout P]
+          [--batch N] [--vocab N] [--steps N] [--warmup N] [--dropout P] [--profile]
 
 peer: eager (own module, SDPA attention; gpt2 only), compile (torch.compile of the own module
 for gpt2, of the transformers model otherwise), hf (the transformers model, sdpa attention).
@@ -13,6 +13,9 @@ labelled), backward, clip_grad_norm_(1.0), AdamW(lr 1e-4, betas (0.9, 0.999), ep
 weight decay 0.1) -- bench_train's step. Prints one line
 "torch_peer: PEER FAMILY ... median_ms X mean_ms Y tokens/s Z" after --warmup steps, the
 median of --steps timed steps. torch.set_num_threads(N); exits 3 when torch is not importable.
+--profile: after the timed steps, --steps more under torch.profiler, then the ops' self CPU
+time per step (top 25) and the split "matmul ms/step" (aten::mm, addmm, bmm, matmul's
+kernels) against the rest (the harness's GEMM-against-rest split in docs/benchmarks.md).
 """
 import argparse
 import math
@@ -29,6 +32,7 @@ def parse_args():
                      batch=8, vocab=256, steps=10, warmup=3).items():
         ap.add_argument("--" + k.replace("_", "-"), type=int, default=v)
     ap.add_argument("--dropout", type=float, default=0.0)
+    ap.add_argument("--profile", action="store_true")
     return ap.parse_args()
 
 
@@ -124,6 +128,28 @@ def make_batch(torch, a, gen):
     return ids, targets
 
 
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def profile_steps(torch, step, n):
+    """n steps under torch.profiler: the top ops by self CPU time and the matmul split, per step"""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        wall_ms = (time.perf_counter() - t0) * 1e3 / n
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total_us = sum(e.self_cpu_time_total for e in events)
+    print(f"torch_profile: {n} steps, wall {wall_ms:.2f} ms/step (profiled), "
+          f"self CPU {total_us / 1e3 / n:.2f} ms/step")
+    for e in events[:25]:
+        print(f"torch_profile: {e.key:<48} {e.self_cpu_time_total / 1e3 / n:9.2f} ms/step "
+              f"{100 * e.self_cpu_time_total / total_us:6.2f} % calls/step {e.count / n:.0f}")
+    mm_us = sum(e.self_cpu_time_total for e in events if e.key in GEMM_OPS)
+    print(f"torch_profile: matmul (self time of {', '.join(GEMM_OPS)}) {mm_us / 1e3 / n:.2f} "
+          f"ms/step, the rest {(total_us - mm_us) / 1e3 / n:.2f} ms/step")
+
+
 def main():
     a = parse_args()
     if a.peer == "eager" and a.family != "gpt2":
@@ -168,6 +194,8 @@ def main():
         t0 = time.perf_counter()
         loss = step()
         times.append((time.perf_counter() - t0) * 1e3)
+    if a.profile:
+        profile_steps(torch, step, a.steps)
     if not math.isfinite(loss):
         print(f"torch_peer: loss {loss} is not finite", file=sys.stderr)
         return 1

@@ -58,37 +58,79 @@ static void drop_span(real *dst, const real *src, size_t i0, size_t n, const att
 }
 
 /* the softmax backward of one row, scaled: wr[s] = scale * P[s] (wr[s] - sum_s' P[s'] wr[s'])
- * over the visible s < send, zero at the others */
-CPU_CLONES static void softmax_backward_row(real *restrict wr, const real *restrict prow, int T,
+ * over the visible s < send, zero at the others up to W (the row's width the caller reads).
+ * wr is zeroed at the keys not seen first, so the sum takes every term without a branch
+ * (GCC vectorizes no conditional term): those terms are P[s] * 0, zeros that change no lane. */
+CPU_CLONES static void softmax_backward_row(real *restrict wr, const real *restrict prow, int W,
                                             int send, const int32_t *km, real scale)
 {
+    int vend = cpu_padded_end(send, W);
+    if (km)
+        for (int s = 0; s < vend; s++)
+            wr[s] = (s < send) & (km[s] != 0) ? wr[s] : 0;
+    else
+        for (int s = 0; s < vend; s++)
+            wr[s] = s < send ? wr[s] : 0;
     double dsum;
-    CPU_LANE_SUM(dsum, send, VISIBLE(km, i) ? (double)prow[i] * wr[i] : 0.0);
-    for (int s = 0; s < send; s++)
-        wr[s] = VISIBLE(km, s) ? (real)(prow[s] * (wr[s] - dsum)) * scale : 0;
-    for (int s = send; s < T; s++)
+    CPU_LANE_SUM(dsum, vend, (double)prow[i] * wr[i]);
+    for (int s = 0; s < vend; s++) {
+        real g = (real)(prow[s] * (wr[s] - dsum)) * scale;
+        wr[s] = (s < send) & (!km || km[s] != 0) ? g : 0;
+    }
+    for (int s = vend; s < W; s++)
         wr[s] = 0;
+}
+
+/* wr[s] = prow[s] at the visible s < send, zero at the others up to W */
+CPU_CLONES static void visible_row(real *restrict wr, const real *restrict prow, int W, int send,
+                                   const int32_t *km)
+{
+    for (int s = 0; s < W; s++)
+        wr[s] = (s < send) & (!km || km[s] != 0) ? prow[s] : 0;
+}
+
+/* Queries per block of the per-head GEMMs. Causal, the queries of a block see only the keys up
+ * to the block's last row, so the GEMMs leave out the blocks above the diagonal (about 3/8 of
+ * the work at T = 128): the terms left out are the zeros of P, so each sum is the same. Not
+ * causal, one block of all T rows. */
+#define ATT_ROW_BLOCK 32
+
+/* the queries [r0, r1) of block r0 and the keys [0, keys) they see */
+typedef struct {
+    int r0, r1, keys;
+} att_block;
+
+static att_block block_at(int r0, int T, int causal)
+{
+    int rb = causal ? ATT_ROW_BLOCK : T, r1 = r0 + rb < T ? r0 + rb : T;
+    return (att_block){r0, r1, causal ? r1 : T};
 }
 
 /* One head of one sequence: P = softmax(scale Q K^T) (causal and key masks), O = P V, or with
  * dropout dr O = Pd V, Pd = dropout(P) made in pd ([T,T]; base: the flat index of P[0,0] in
  * att). x points at the head's q channels of row 0 (k at +C, v at +2C, rows 3C apart), o at
  * its output channels (rows C apart), p at its [T,T] att block, km at the sequence's key mask
- * row (or NULL). The GEMMs run single-threaded inside the parallel loop. */
+ * row (or NULL). The GEMMs run single-threaded inside the parallel loop, a block of queries
+ * (ATT_ROW_BLOCK) at a time. */
 static void att_head_forward(real *o, real *p, const real *x, int T, int C, int hs, int causal,
                              real scale, const int32_t *km, const att_drop *dr, size_t base,
                              real *pd)
 {
     int C3 = 3 * C;
-    cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, scale, x, C3, x + C, C3, 0, p, T);
-    for (int t = 0; t < T; t++)
-        cpu_softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T, km);
+    for (att_block k = block_at(0, T, causal); k.r0 < T; k = block_at(k.r1, T, causal)) {
+        cblas_real_gemm(CblasRowMajor, NT, TR, k.r1 - k.r0, k.keys, hs, scale,
+                        x + (size_t)k.r0 * C3, C3, x + C, C3, 0, p + (size_t)k.r0 * T, T);
+        for (int t = k.r0; t < k.r1; t++)
+            cpu_softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T, km);
+    }
     const real *pv = p;
     if (dr) {
         drop_span(pd, p, base, (size_t)T * T, dr);
         pv = pd;
     }
-    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, pv, T, x + 2 * C, C3, 0, o, C);
+    for (att_block k = block_at(0, T, causal); k.r0 < T; k = block_at(k.r1, T, causal))
+        cblas_real_gemm(CblasRowMajor, NT, NT, k.r1 - k.r0, hs, k.keys, 1, pv + (size_t)k.r0 * T,
+                        T, x + 2 * C, C3, 0, o + (size_t)k.r0 * C, C);
 }
 
 /* the key mask row of sequence b, or NULL without a mask */
@@ -150,38 +192,57 @@ static void cpu_attention_masked_forward(device *d, dten out, dten att, dten qkv
                          causal, drop);
 }
 
+/* dst[c0:c1, :] += w[t0:T, c0:c1]^T src[t0:T, :] for every key block [c0, c1) (src rows lds
+ * apart, dst rows C3 apart), t0 = c0 when causal (w is zero above the diagonal) */
+static void att_key_blocks(real *dst, const real *w, const real *src, int lds, int T, int C3,
+                           int hs, int causal)
+{
+    for (att_block k = block_at(0, T, causal); k.r0 < T; k = block_at(k.r1, T, causal)) {
+        int t0 = causal ? k.r0 : 0;
+        cblas_real_gemm(CblasRowMajor, TR, NT, k.r1 - k.r0, hs, T - t0, 1,
+                        w + (size_t)t0 * T + k.r0, T, src + (size_t)t0 * lds, lds, 1,
+                        dst + (size_t)k.r0 * C3, C3);
+    }
+}
+
 /* Backward of one head (pointers as in att_head_forward; g at its dout channels, w its [T,T]
- * scratch): w = dO V^T (with dropout dr: w = dropout(w), the forward's keep decisions); the
- * softmax backward scaled by 1/sqrt(hs): w[t,s] = scale * P[t,s] (w[t,s] - sum_s' P[t,s']
- * w[t,s']); then dQ += w K, dK += w^T Q; then w = P (masked; with dr dropout(P)) and
- * dV += w^T dO. */
+ * scratch), a block of queries at a time: w = dO V^T (with dropout dr: w = dropout(w), the
+ * forward's keep decisions); the softmax backward scaled by 1/sqrt(hs): w[t,s] = scale *
+ * P[t,s] (w[t,s] - sum_s' P[t,s'] w[t,s']); dQ += w K; then dK += w^T Q; then w = P (masked;
+ * with dr dropout(P)) and dV += w^T dO. Causal, w is written and read only left of each
+ * block's last key. */
 static void att_head_backward(real *dx, real *w, const real *x, const real *g, const real *p,
                               int T, int C, int hs, int causal, real scale, const int32_t *km,
                               const att_drop *dr, size_t base)
 {
     int C3 = 3 * C;
-    cblas_real_gemm(CblasRowMajor, NT, TR, T, T, hs, 1, g, C, x + 2 * C, C3, 0, w, T);
-    for (int t = 0; t < T; t++) {
-        int send = causal ? t + 1 : T;
-        const real *prow = p + (size_t)t * T;
-        real *wr = w + (size_t)t * T;
-        if (dr)
-            drop_span(wr, wr, base + (size_t)t * T, (size_t)send, dr);
-        softmax_backward_row(wr, prow, T, send, km, scale);
+    for (att_block k = block_at(0, T, causal); k.r0 < T; k = block_at(k.r1, T, causal)) {
+        int rows = k.r1 - k.r0;
+        real *wb = w + (size_t)k.r0 * T;
+        cblas_real_gemm(CblasRowMajor, NT, TR, rows, k.keys, hs, 1, g + (size_t)k.r0 * C, C,
+                        x + 2 * C, C3, 0, wb, T);
+        for (int t = k.r0; t < k.r1; t++) {
+            int send = causal ? t + 1 : T;
+            real *wr = w + (size_t)t * T;
+            if (dr)
+                drop_span(wr, wr, base + (size_t)t * T, (size_t)send, dr);
+            softmax_backward_row(wr, p + (size_t)t * T, k.keys, send, km, scale);
+        }
+        cblas_real_gemm(CblasRowMajor, NT, NT, rows, hs, k.keys, 1, wb, T, x + C, C3, 1,
+                        dx + (size_t)k.r0 * C3, C3);
     }
-    cblas_real_gemm(CblasRowMajor, NT, NT, T, hs, T, 1, w, T, x + C, C3, 1, dx, C3);
-    cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, x, C3, 1, dx + C, C3);
+    att_key_blocks(dx + C, w, x, C3, T, C3, hs, causal);
     /* dV from P as the forward left it: zero past the causal edge and at masked keys whatever
      * the buffer holds */
-    for (int t = 0; t < T; t++) {
-        int send = causal ? t + 1 : T;
-        for (int s = 0; s < T; s++)
-            w[(size_t)t * T + s] = s < send && VISIBLE(km, s) ? p[(size_t)t * T + s] : 0;
-        if (dr)
-            drop_span(w + (size_t)t * T, w + (size_t)t * T, base + (size_t)t * T, (size_t)send,
-                      dr);
-    }
-    cblas_real_gemm(CblasRowMajor, TR, NT, T, hs, T, 1, w, T, g, C, 1, dx + 2 * C, C3);
+    for (att_block k = block_at(0, T, causal); k.r0 < T; k = block_at(k.r1, T, causal))
+        for (int t = k.r0; t < k.r1; t++) {
+            int send = causal ? t + 1 : T;
+            real *wr = w + (size_t)t * T;
+            visible_row(wr, p + (size_t)t * T, k.keys, send, km);
+            if (dr)
+                drop_span(wr, wr, base + (size_t)t * T, (size_t)send, dr);
+        }
+    att_key_blocks(dx + 2 * C, w, g, C, T, C3, hs, causal);
 }
 
 static void attention_backward_op(device *d, const char *op, dten dqkv, dten scratch, dten dout,

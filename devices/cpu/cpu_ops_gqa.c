@@ -82,9 +82,10 @@ CPU_CLONES static double gqa_softmax_backward_row(real *restrict w, real *restri
                                                   const int32_t *km)
 {
     for (int s = 0; s < T; s++)
-        p[s] = s < send && SEEN(km, s) ? arow[s] : 0;
+        p[s] = (s < send) & (!km || km[s] != 0) ? arow[s] : 0;
+    /* to a whole lane past send (p is 0 there: no lane changes) and no branch: vectorized */
     double D;
-    CPU_LANE_SUM(D, send, (double)p[i] * w[i]);
+    CPU_LANE_SUM(D, cpu_padded_end(send, T), (double)p[i] * w[i]);
     for (int s = 0; s < T; s++)
         w[s] = (real)(p[s] * (w[s] - D));
     return D;

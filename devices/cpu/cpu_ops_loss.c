@@ -47,7 +47,10 @@ CPU_CLONES static real xent_row(real *pr, const real *xr, int V, int target,
 {
     real mx = row_max(xr, V);
     double zt = ignored ? 0 : (double)xr[target] - mx, sum;
-    CPU_LANE_SUM(sum, V, (double)(pr[i] = cpu_vexp(xr[i] - mx)));
+    /* the exps in a loop of their own: GCC vectorizes no store inside the lane sum */
+    for (int i = 0; i < V; i++)
+        pr[i] = cpu_vexp(xr[i] - mx);
+    CPU_LANE_SUM(sum, V, (double)pr[i]);
     real inv = (real)(1.0 / sum);
     for (int i = 0; i < V; i++)
         pr[i] *= inv;

@@ -43,6 +43,20 @@
         (result) = sum_;                                                                        \
     } while (0)
 
+/* the end of the vector loops over a row's first send of T elements: send rounded up to whole
+ * lanes (at most T), so no element goes through a scalar tail; the loops mask the elements past
+ * send out (a max's -inf, a sum's +0 term: the same lanes, the same bits as stopping at send) */
+static inline int cpu_padded_end(int send, int T)
+{
+#ifdef CPU_REAL_DOUBLE
+    (void)T; /* cpu64's exp is libm's, its loops scalar: padding would only add exps */
+    return send;
+#else
+    int up = send + (CPU_LANES - send % CPU_LANES) % CPU_LANES;
+    return up < T ? up : T;
+#endif
+}
+
 #ifdef CPU_REAL_DOUBLE
 /* exp in double is libm's (correctly rounded or within 1 ulp): the golden device keeps it;
  * loops calling it stay scalar in cpu64 */

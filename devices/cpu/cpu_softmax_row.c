@@ -9,16 +9,18 @@
 #define VISIBLE(km, s) (!(km) || (km)[s] != 0)
 
 /* the largest visible score of row[0..send), lane by lane (the same value in any order);
- * -inf when no key is visible */
-static inline real visible_max(const real *row, int send, const int32_t *km)
+ * -inf when no key is visible; vend = cpu_padded_end(send, T) */
+static inline real visible_max(const real *row, int send, int vend, const int32_t *km)
 {
     real lane[CPU_LANES];
     for (int j = 0; j < CPU_LANES; j++)
         lane[j] = -INFINITY;
-    int whole = send - send % CPU_LANES;
+    int whole = vend - vend % CPU_LANES;
     for (int base = 0; base < whole; base += CPU_LANES)
-        for (int j = 0; j < CPU_LANES; j++)
-            lane[j] = VISIBLE(km, base + j) && row[base + j] > lane[j] ? row[base + j] : lane[j];
+        for (int j = 0; j < CPU_LANES; j++) {
+            int s = base + j;
+            lane[j] = s < send && VISIBLE(km, s) && row[s] > lane[j] ? row[s] : lane[j];
+        }
     real mx = -INFINITY;
     for (int s = whole; s < send; s++)
         mx = VISIBLE(km, s) && row[s] > mx ? row[s] : mx;
@@ -31,15 +33,23 @@ static inline real visible_max(const real *row, int send, const int32_t *km)
  * others; a row with no visible key becomes all zero */
 CPU_CLONES void cpu_softmax_row(real *restrict row, int T, int send, const int32_t *km)
 {
-    real mx = visible_max(row, send, km);
+    int vend = cpu_padded_end(send, T);
+    real mx = visible_max(row, send, vend, km);
     double sum;
+    /* the exps in a loop of their own and a select without a branch: GCC vectorizes neither a
+     * store inside the lane sum nor a load the mask guards (5 ns an element scalar) */
     if (km)
-        CPU_LANE_SUM(sum, send, (double)(row[i] = km[i] ? cpu_vexp(row[i] - mx) : 0));
-    else /* the same sums without the mask's loads */
-        CPU_LANE_SUM(sum, send, (double)(row[i] = cpu_vexp(row[i] - mx)));
+        for (int s = 0; s < vend; s++) {
+            real e = cpu_vexp(row[s] - mx);
+            row[s] = (s < send) & (km[s] != 0) ? e : 0;
+        }
+    else
+        for (int s = 0; s < vend; s++)
+            row[s] = s < send ? cpu_vexp(row[s] - mx) : 0;
+    CPU_LANE_SUM(sum, vend, (double)row[i]);
     real inv = sum > 0 ? (real)(1.0 / sum) : 0;
-    for (int s = 0; s < send; s++)
-        row[s] *= inv;
-    for (int s = send; s < T; s++)
+    for (int s = 0; s < vend; s++)
+        row[s] = s < send ? row[s] * inv : 0;
+    for (int s = vend; s < T; s++)
         row[s] = 0;
 }

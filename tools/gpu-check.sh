@@ -5,7 +5,8 @@
 # usage: tools/gpu-check.sh [--out FILE] [--harness EXE --bench EXE] [--device SPEC]
 #                           [--seq N] [--batch N] [--steps N]
 # Writes one report (default gpu-check-report.txt) with: the GPU and driver; `harness ops
-# --device cuda` in test, grad and perf modes; `harness run scenarios/*tiny*.json --compare` on
+# --device cuda` in test, grad and perf modes, and test mode under compute-sanitizer's memcheck
+# and racecheck (when it is installed); `harness run scenarios/*tiny*.json --compare` on
 # cuda against the committed cpu baselines; gpt2-tiny twice on cuda with identical losses;
 # with two GPUs `mpirun -np 2 harness comm-check --comm nccl` and gpt2-tiny on 2 ranks over NCCL
 # (twice: identical; and within tolerance of one rank), else why skipped; and tokens/s of
@@ -69,6 +70,18 @@ section "ops --device $DEV --mode grad"
 step "ops grad" "$H" ops --device "$DEV" --mode grad
 section "ops --device $DEV --mode perf (CUDA events)"
 step "ops perf" "$H" ops --device "$DEV" --mode perf
+
+section "compute-sanitizer: memcheck and racecheck over every op on $DEV"
+# out-of-bounds accesses (memcheck) and shared-memory races (racecheck) in every kernel the ops
+# launch, at the op checks' shapes; the sanitizer follows a wrapper script's exec
+CS="$(command -v compute-sanitizer || true)"
+[ -z "$CS" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && CS=/usr/local/cuda/bin/compute-sanitizer
+if [ -z "$CS" ]; then
+  echo "skipped: no compute-sanitizer on the PATH or in /usr/local/cuda/bin" | tee -a "$OUT"
+else
+  step "memcheck ops" "$CS" --tool memcheck --error-exitcode 9 "$H" ops --device "$DEV"
+  step "racecheck ops" "$CS" --tool racecheck --error-exitcode 9 "$H" ops --device "$DEV"
+fi
 
 section "tiny scenarios on $DEV against the committed cpu baselines"
 DB="$(mktemp -d)"; trap 'rm -rf "$DB" "$OUT.tmp"' EXIT

@@ -98,6 +98,12 @@ static inline float *cu_view_ptr(dten t)
 void cu_attn_row_args(device *d, cu_args *a, int T, int NH, int causal, int with_scale,
                       double scale, dten keymask);
 
+/* ---- the row scatter of embedding and gather backward (cu_ops_embedding.c) ---- */
+/* enqueues embedding_backward_wte's kernel: dtable[ids[r],:] += dout[r,:] over n rows of C
+ * channels, table rows R, a bad id raising err; enough id buckets to fill the GPU. 1 or 0 */
+int cu_scatter_rows(device *d, const char *op, dten dtable, dten dout, dten ids, int n, int C,
+                    int R, int err);
+
 /* ---- dropout (cu_ops_dropout.c), also the attention ops' probability dropout ---- */
 int cu_dropout_launch(device *d, const char *op, dten y, dten mask, dten x, size_t n,
                       int accumulate, double p, uint64_t seed, uint32_t step, uint32_t layer,

@@ -50,20 +50,26 @@ static void cu_embedding_tt_forward(device *d, dten out, dten tokens, dten types
         cu_fault(d, op, out, total);
 }
 
-/* dtable[ids[r],:] += dout[r,:] over the B*T rows; a bad id raises err. 1 when enqueued */
-static int scatter_rows(device *d, const char *op, dten dtable, dten dout, dten ids, int BT,
-                        int C, int err)
+/* about this many items, so the GPU runs the scatter wide: id buckets per channel */
+#define SCATTER_ITEMS (1 << 16)
+
+int cu_scatter_rows(device *d, const char *op, dten dtable, dten dout, dten ids, int n, int C,
+                    int R, int err)
 {
+    int buckets = (SCATTER_ITEMS + C - 1) / C;
+    if (buckets > R)
+        buckets = R > 0 ? R : 1;
     cu_args a = {0};
     ca_ten(&a, dtable);
     ca_ten(&a, dout);
     ca_ten(&a, ids);
-    ca_int(&a, BT);
+    ca_int(&a, n);
     ca_int(&a, C);
-    ca_int(&a, (int)(dtable.n / (size_t)C));
+    ca_int(&a, R);
     ca_ptr(&a, CU(d)->flag);
     ca_int(&a, err);
-    return cu_launch(d, op, K_EMBEDDING_BACKWARD_WTE, &a, (size_t)C);
+    ca_int(&a, buckets);
+    return cu_launch(d, op, K_EMBEDDING_BACKWARD_WTE, &a, (size_t)C * buckets);
 }
 
 /* dwpe[t,:] += sum_b dout[b,t,:]. 1 when enqueued */
@@ -85,7 +91,8 @@ static void cu_embedding_backward(device *d, dten dwte, dten dwpe, dten dout, dt
     if (!op_embedding_ok(d, op, dwte, dwpe, dout, tokens, B, T, C))
         return;
     cu_op_begin(d);
-    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, KERR_TOKEN_BWD) &&
+    if (cu_scatter_rows(d, op, dwte, dout, tokens, B * T, C, (int)(dwte.n / (size_t)C),
+                        KERR_TOKEN_BWD) &&
         position_grad(d, op, dwpe, dout, B, T, C))
         cu_fault(d, op, dwpe, (size_t)T * C);
 }
@@ -97,8 +104,10 @@ static void cu_embedding_tt_backward(device *d, dten dwte, dten dwpe, dten dwtt,
     if (!op_embedding_tt_ok(d, op, dwte, dwpe, dwtt, dout, tokens, types, B, T, C))
         return;
     cu_op_begin(d);
-    if (scatter_rows(d, op, dwte, dout, tokens, B * T, C, KERR_TT_TOKEN_BWD) &&
-        scatter_rows(d, op, dwtt, dout, types, B * T, C, KERR_TT_TYPE_BWD) &&
+    if (cu_scatter_rows(d, op, dwte, dout, tokens, B * T, C, (int)(dwte.n / (size_t)C),
+                        KERR_TT_TOKEN_BWD) &&
+        cu_scatter_rows(d, op, dwtt, dout, types, B * T, C, (int)(dwtt.n / (size_t)C),
+                        KERR_TT_TYPE_BWD) &&
         position_grad(d, op, dwpe, dout, B, T, C))
         cu_fault(d, op, dwpe, (size_t)T * C);
 }

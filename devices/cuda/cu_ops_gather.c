@@ -21,7 +21,7 @@ static void cu_gather_rows_forward(device *d, dten out, dten inp, dten idx, int 
         cu_fault(d, op, out, total);
 }
 
-/* one item per channel walking the M rows in order (embedding_backward_wte's kernel) */
+/* embedding_backward_wte's kernel, items per channel and id bucket (cu_scatter_rows) */
 static void cu_gather_rows_backward(device *d, dten dinp, dten dout, dten idx, int M, int R,
                                     int C)
 {
@@ -29,16 +29,7 @@ static void cu_gather_rows_backward(device *d, dten dinp, dten dout, dten idx, i
     if (!op_gather_rows_ok(d, op, dinp, dout, idx, M, R, C))
         return;
     cu_op_begin(d);
-    cu_args a = {0};
-    ca_ten(&a, dinp);
-    ca_ten(&a, dout);
-    ca_ten(&a, idx);
-    ca_int(&a, M);
-    ca_int(&a, C);
-    ca_int(&a, R);
-    ca_ptr(&a, CU(d)->flag);
-    ca_int(&a, KERR_GATHER_BWD);
-    if (cu_launch(d, op, K_EMBEDDING_BACKWARD_WTE, &a, (size_t)C))
+    if (cu_scatter_rows(d, op, dinp, dout, idx, M, C, R, KERR_GATHER_BWD))
         cu_fault(d, op, dinp, (size_t)R * C);
 }
 

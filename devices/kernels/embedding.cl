@@ -43,22 +43,27 @@ KERNEL void embedding_tt_forward(GLOBAL float *out, ulong out_off,
                        wpe[wpe_off + (r % T) * C + c];
 }
 
-/* dwte[ids[r]] += dout[r] (also dwtt with the type ids); a bad id raises err */
+/* dwte[ids[r]] += dout[r] (also dwtt with the type ids); a bad id raises err. Item i owns
+ * channel c = i % C of the rows whose id % buckets == i / C, adding the r in order: the same
+ * sums for any bucket count (1: one item per channel walks every row) */
 KERNEL void embedding_backward_wte(GLOBAL float *dwte, ulong dwte_off,
                                      GLOBAL const float *dout, ulong dout_off,
                                      GLOBAL const int *tokens, ulong tok_off, int BT, int C,
-                                     int V, GLOBAL int *flag, int err)
+                                     int V, GLOBAL int *flag, int err, int buckets)
 {
-    size_t c = GLOBAL_ID;
-    if (c >= (size_t)C)
+    size_t i = GLOBAL_ID;
+    if (i >= (size_t)C * buckets)
         return;
+    int c = (int)(i % C), bucket = (int)(i / C);
     for (int r = 0; r < BT; r++) {
         int tok = tokens[tok_off + r];
         if (tok < 0 || tok >= V) {
-            raise_error(flag, err);
+            if (bucket == 0)
+                raise_error(flag, err);
             continue;
         }
-        dwte[dwte_off + (size_t)tok * C + c] += dout[dout_off + (size_t)r * C + c];
+        if (tok % buckets == bucket)
+            dwte[dwte_off + (size_t)tok * C + c] += dout[dout_off + (size_t)r * C + c];
     }
 }
 

@@ -63,6 +63,7 @@ static int scatter_rows(device *d, const char *op, dten dtable, dten dout, dten 
     oa_int(&a, (int)(dtable.n / (size_t)C));
     oa_mem(&a, OCL(d)->flag);
     oa_int(&a, err);
+    oa_int(&a, 1); /* one item per channel: a CPU device runs few items at once */
     return ocl_launch(d, op, K_EMBEDDING_BACKWARD_WTE, &a, (size_t)C);
 }
 

@@ -38,6 +38,7 @@ static void ocl_gather_rows_backward(device *d, dten dinp, dten dout, dten idx, 
     oa_int(&a, R);
     oa_mem(&a, OCL(d)->flag);
     oa_int(&a, KERR_GATHER_BWD);
+    oa_int(&a, 1); /* one item per channel, as embedding_backward */
     if (ocl_launch(d, op, K_EMBEDDING_BACKWARD_WTE, &a, (size_t)C))
         ocl_fault(d, op, dinp, (size_t)R * C);
 }

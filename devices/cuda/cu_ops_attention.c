@@ -67,7 +67,7 @@ static int forward_by_products(device *d, const char *op, dten out, dten att, dt
         const float *q = cu_view_ptr(qkv) + (size_t)b * T * 3 * C;
         float *a = cu_view_ptr(att) + (size_t)b * NH * tt;
         if (!cu_sgemm_batch(d, op, 0, 1, T, T, hs, (float)scale, q, 3 * C, hs, q + C, 3 * C, hs,
-                           0, a, T, tt, NH))
+                            0, a, T, tt, NH))
             return 0;
     }
     cu_args s = {0};

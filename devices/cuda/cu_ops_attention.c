@@ -189,7 +189,7 @@ static int backward_by_products(device *d, const char *op, dten dqkv, dten scrat
         float *dq = cu_view_ptr(dqkv) + (size_t)b * T * c3;
         if (!cu_sgemm_batch(d, op, 0, 0, T, hs, T, 1, w, T, tt, k, c3, hs, 1, dq, c3, hs, NH) ||
             !cu_sgemm_batch(d, op, 1, 0, T, hs, T, 1, w, T, tt, q, c3, hs, 1, dq + C, c3, hs,
-                           NH))
+                            NH))
             return 0;
     }
     return 1;

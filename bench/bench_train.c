@@ -39,11 +39,10 @@ static double gemm_gflops(device *d, int n, int reps)
         }
     }
     free(h);
-    for (int i = 0; i < 3; i++) {
-        dten t = i == 0 ? a : i == 1 ? b : c;
-        if (t.buf)
-            device_free(d, t);
-    }
+    dten bufs[3] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (bufs[i].buf)
+            device_free(d, bufs[i]);
     return best;
 }
 

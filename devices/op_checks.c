@@ -247,3 +247,18 @@ int op_topk_ok(device *d, const char *op, dten weights, dten ids, dten probs, dt
            device_view_ok(d, op, "probs", probs, ne, DT_REAL) &&
            device_view_ok(d, op, "logits/dlogits", logits, ne, DT_REAL);
 }
+
+int op_attention_masked_ok(device *d, const char *op, dten qkv, dten att, dten out, dten keymask,
+                           const attn_dropout *drop, int B, int T, int C, int NH)
+{
+    return op_attention_ok(d, op, qkv, att, out, B, T, C, NH) &&
+           op_keymask_ok(d, op, keymask, B, T) && op_attn_dropout_ok(d, op, drop, B, T, NH);
+}
+
+int op_attention_masked_backward_ok(device *d, const char *op, dten dqkv, dten scratch,
+                                    dten dout, dten qkv, dten att, dten keymask,
+                                    const attn_dropout *drop, int B, int T, int C, int NH)
+{
+    return op_attention_backward_ok(d, op, dqkv, scratch, dout, qkv, att, B, T, C, NH) &&
+           op_keymask_ok(d, op, keymask, B, T) && op_attn_dropout_ok(d, op, drop, B, T, NH);
+}

@@ -35,6 +35,13 @@ int op_dropout_ok(device *d, const char *op, int n, double p, dten x, dten y, dt
 /* attention-probability dropout: drop NULL, or 0 <= p <= 1 and the B*NH*T*T probabilities
  * indexable by the 32-bit Philox block counter (fewer than 2^34) */
 int op_attn_dropout_ok(device *d, const char *op, const attn_dropout *drop, int B, int T, int NH);
+/* every check of attention_(masked_)forward and _backward: the shapes and views, the key mask
+ * and the probability dropout, as the three checks above */
+int op_attention_masked_ok(device *d, const char *op, dten qkv, dten att, dten out, dten keymask,
+                           const attn_dropout *drop, int B, int T, int C, int NH);
+int op_attention_masked_backward_ok(device *d, const char *op, dten dqkv, dten scratch,
+                                    dten dout, dten qkv, dten att, dten keymask,
+                                    const attn_dropout *drop, int B, int T, int C, int NH);
 /* rmsnorm: x and y (out or dout) N*C reals, w (or dw) C, rstd N; C >= 1, N >= 0 */
 int op_rmsnorm_ok(device *d, const char *op, dten x, dten y, dten w, dten rstd, int N, int C);
 /* rope: B, T, NH, hs >= 1 and hs even; x and y B*T*NH*hs reals, cos and sin T*hs/2 */

@@ -89,8 +89,7 @@ static void attention_forward_op(device *d, const char *op, dten out, dten att, 
                                  dten keymask, int B, int T, int C, int NH, int causal,
                                  const attn_dropout *drop)
 {
-    if (!op_attention_ok(d, op, qkv, att, out, B, T, C, NH) ||
-        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
+    if (!op_attention_masked_ok(d, op, qkv, att, out, keymask, drop, B, T, C, NH))
         return;
     cu_op_begin(d);
     double scale = 1.0 / sqrt((double)(C / NH));
@@ -223,8 +222,8 @@ static void attention_backward_op(device *d, const char *op, dten dqkv, dten scr
                                   dten qkv, dten att, dten keymask, int B, int T, int C, int NH,
                                   int causal, const attn_dropout *drop)
 {
-    if (!op_attention_backward_ok(d, op, dqkv, scratch, dout, qkv, att, B, T, C, NH) ||
-        !op_keymask_ok(d, op, keymask, B, T) || !op_attn_dropout_ok(d, op, drop, B, T, NH))
+    if (!op_attention_masked_backward_ok(d, op, dqkv, scratch, dout, qkv, att, keymask, drop, B,
+                                         T, C, NH))
         return;
     cu_op_begin(d);
     int ok = drop && drop->p != 0

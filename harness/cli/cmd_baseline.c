@@ -436,7 +436,7 @@ int cmd_baseline(int argc, char **argv)
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
     if (a.n_pos == 0)
-        return cmd_usage_error("baseline", "give a subcommand: record, import or list");
+        return cmd_usage_error("baseline", "give a subcommand: record, import, list, pull or push");
     if (strcmp(a.pos[0], "record") == 0)
         return record(&a);
     if (strcmp(a.pos[0], "import") == 0)

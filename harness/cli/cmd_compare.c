@@ -51,6 +51,7 @@ static void compare_usage(void)
         "  --k K          robust standard deviations (default 3)\n"
         "  --min-drop F   smallest relative drop flagged (default 0.05)\n"
         "  --min-runs N   fewer previous runs: no verdict, pass (default 3)\n"
+        "                 (these four only with --history)\n"
         "  --db FILE      the store (default %s)\n"
         "  --json         print the result as JSON\n\n"
         "Exit codes: 0 pass, 1 fail, diverged or incomplete, 2 usage or input error.\n",
@@ -62,25 +63,33 @@ typedef struct {
     const char *golden, *verdict;
     int json, force, history;
     int64_t run_id;
+    history_config history_cfg; /* --k, --min-drop, --min-runs over the defaults */
+    int history_window;         /* --window; 0: the default */
 } compare_args;
 
-static int parse_history_options(const compare_args *a, history_judgement *h)
+/* --window, --k, --min-drop and --min-runs into a (checked before the store is opened); they
+ * belong to --history, and are refused without it rather than ignored */
+static int parse_history_options(compare_args *a)
 {
     double v;
-    history_defaults(&h->cfg);
-    h->window = 0;
+    history_defaults(&a->history_cfg);
+    a->history_window = 0;
+    if (!a->history && (a->window || a->k || a->min_drop || a->min_runs))
+        return cmd_usage_error("compare", "--window, --k, --min-drop and --min-runs belong to "
+                                          "--history (give it, or leave them out)");
     if (a->window && cmd_number("compare", "--window", a->window, 1, 100000, &v) == 0)
-        h->window = (int)v;
+        a->history_window = (int)v;
     else if (a->window)
         return EXIT_USAGE;
-    if (a->k && cmd_number("compare", "--k", a->k, 0, 1e6, &h->cfg.k))
+    if (a->k && cmd_number("compare", "--k", a->k, 0, 1e6, &a->history_cfg.k))
         return EXIT_USAGE;
-    if (a->min_drop && cmd_number("compare", "--min-drop", a->min_drop, 0, 1, &h->cfg.min_drop))
+    if (a->min_drop &&
+        cmd_number("compare", "--min-drop", a->min_drop, 0, 1, &a->history_cfg.min_drop))
         return EXIT_USAGE;
     if (a->min_runs && cmd_number("compare", "--min-runs", a->min_runs, 1, 100000, &v))
         return EXIT_USAGE;
     if (a->min_runs)
-        h->cfg.min_runs = (int)v;
+        a->history_cfg.min_runs = (int)v;
     return 0;
 }
 
@@ -114,6 +123,8 @@ static int parse_compare_args(int argc, char **argv, compare_args *a, int *warmu
                                a->verdict);
     if (a->golden && cmd_nonempty("compare", "--golden", a->golden))
         return EXIT_USAGE;
+    if (parse_history_options(a))
+        return EXIT_USAGE;
     double w = -1;
     if (a->warmup && cmd_number("compare", "--warmup", a->warmup, 0, 1e8, &w))
         return EXIT_USAGE;
@@ -136,10 +147,10 @@ static int compare_history(store *st, const compare_args *a, int warmup)
 {
     history_judgement h;
     memset(&h, 0, sizeof h);
-    int rc = parse_history_options(a, &h);
+    h.cfg = a->history_cfg;
+    h.window = a->history_window;
     h.warmup = warmup;
-    if (!rc)
-        rc = judge_history(st, a->run_id, &h);
+    int rc = judge_history(st, a->run_id, &h);
     if (!rc && judge_history_store(st, &h))
         rc = EXIT_FAIL;
     if (!rc) {

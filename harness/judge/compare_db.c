@@ -410,10 +410,10 @@ static int choose_gate(judgement *j, const baseline_query *q)
     return 0;
 }
 
-int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
+/* judge_run's work; what it writes (a committed baseline file imported on first use) is kept
+ * only when it returns 0 */
+static int judge_run_in(store *st, int64_t run_id, const baseline_query *q, judgement *j)
 {
-    memset(j, 0, sizeof *j);
-    j->run_id = run_id;
     if (baseline_from_run(st, run_id, "", &j->run))
         return EXIT_USAGE;
     int rc = find_baseline(st, j, q);
@@ -438,6 +438,23 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
     series golden = {j->golden.steps, j->golden.n_steps, j->golden.status};
     compare_extras x = {j->has_golden ? &golden : NULL, j->base.loss_std, j->base.ensemble_runs};
     compare_runs_judged(&run, &base, &j->run.routing, &j->base.routing, &x, &j->cfg, &j->res);
+    return 0;
+}
+
+/* One write transaction around the whole judgement: a baseline file imported on first use and
+ * then refused (another scenario, no golden, a verdict whose inputs are missing) is rolled
+ * back, so an input error leaves the store as it was. A read-only store imports nothing. */
+int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
+{
+    memset(j, 0, sizeof *j);
+    j->run_id = run_id;
+    if (store_is_readonly(st))
+        return judge_run_in(st, run_id, q, j);
+    if (store_write_begin(st, "locking the store to judge a run"))
+        return EXIT_FAIL;
+    int rc = judge_run_in(st, run_id, q, j);
+    if (store_write_end(st, rc))
+        return rc ? rc : EXIT_FAIL;
     return 0;
 }
 

@@ -62,7 +62,9 @@ typedef struct {
 
 /* Loads run_id, finds its baseline, checks the scenario hashes and compares. Returns 0 (j->res
  * holds the verdict), or 2 after a message (no such run or baseline, malformed baseline file,
- * scenarios that differ without force). j must be freed with judge_free either way. */
+ * scenarios that differ without force), 1 when the store could not be locked or written. Runs
+ * in one write transaction: a baseline file it imported is kept only when it returns 0. j must
+ * be freed with judge_free either way. */
 int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
 /* The golden run of j's run (compare_golden.c): q->golden, else the label "golden" of the
  * scenario when there is one. 0 (j->has_golden says whether one was found), or 2 after a message:

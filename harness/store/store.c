@@ -821,7 +821,7 @@ int store_import_run(store *st, const run_import *in, int64_t *run_id)
 {
     if (st->readonly)
         return readonly_error(st, "importing a run");
-    if (exec(st, "BEGIN IMMEDIATE", "starting the import", 1))
+    if (exec(st, "SAVEPOINT import_run", "starting the import", 1))
         return 1;
     int rc = import_row(st, in, run_id);
     if (!rc)
@@ -829,9 +829,24 @@ int store_import_run(store *st, const run_import *in, int64_t *run_id)
     if (!rc)
         rc = import_extra(st, *run_id, in->extra, in->n_extra);
     if (!rc)
-        return exec(st, "COMMIT", "committing the import", 1);
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        return exec(st, "RELEASE import_run", "committing the import", 1);
+    sqlite3_exec(st->db, "ROLLBACK TO import_run; RELEASE import_run", NULL, NULL, NULL);
     return 1;
+}
+
+int store_write_begin(store *st, const char *what)
+{
+    if (st->readonly)
+        return readonly_error(st, what);
+    return exec(st, "BEGIN IMMEDIATE", what, 1);
+}
+
+int store_write_end(store *st, int rc)
+{
+    if (!rc)
+        return exec(st, "COMMIT", "committing the transaction", 1);
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL); /* the error is already reported */
+    return rc;
 }
 
 int store_each_run_extra(store *st, int64_t run_id,

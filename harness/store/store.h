@@ -130,9 +130,17 @@ typedef struct {
     const char *const *extra; /* key, value, key, value, ... */
     int n_extra;              /* pairs */
 } run_import;
-/* Inserts the run (marked imported), its steps and extra keys in one transaction. Returns 0 or
- * 1 (message). */
+/* Inserts the run (marked imported), its steps and extra keys in one transaction (a savepoint:
+ * its own, or part of the caller's store_write_begin). Returns 0 or 1 (message). */
 int store_import_run(store *st, const run_import *in, int64_t *run_id);
+
+/* A write transaction around several calls (BEGIN IMMEDIATE: the write lock at once, waiting up
+ * to the busy timeout), so that work which may still fail after writing leaves the store as it
+ * was: store_write_end(st, 0) commits, store_write_end(st, rc != 0) rolls every write since
+ * store_write_begin back. Not nested. 0, or 1 after a message naming what. */
+int store_write_begin(store *st, const char *what);
+/* rc 0: COMMIT (1 after a message when it fails); else ROLLBACK and rc is returned */
+int store_write_end(store *st, int rc);
 /* Calls fn(key, value) for each extra metadata key of a run, in insertion order. 0 or 2. */
 int store_each_run_extra(store *st, int64_t run_id,
                          int (*fn)(const char *key, const char *value, void *arg), void *arg);

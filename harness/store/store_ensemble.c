@@ -45,7 +45,7 @@ int store_put_ensemble(store *st, int64_t run_id, int runs, const step_record *s
         log_error("%s: recording an ensemble: the store was opened read-only", store_path(st));
         return 1;
     }
-    if (exec_sql(st, "BEGIN IMMEDIATE", "starting to record an ensemble"))
+    if (exec_sql(st, "SAVEPOINT put_ensemble", "starting to record an ensemble"))
         return 1;
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(store_handle(st), sql, -1, &s, NULL) == SQLITE_OK
@@ -53,8 +53,9 @@ int store_put_ensemble(store *st, int64_t run_id, int runs, const step_record *s
                  : fail_sql(st, "recording the spread of an ensemble", 1);
     sqlite3_finalize(s);
     if (!rc)
-        return exec_sql(st, "COMMIT", "committing an ensemble");
-    sqlite3_exec(store_handle(st), "ROLLBACK", NULL, NULL, NULL);
+        return exec_sql(st, "RELEASE put_ensemble", "committing an ensemble");
+    sqlite3_exec(store_handle(st), "ROLLBACK TO put_ensemble; RELEASE put_ensemble", NULL, NULL,
+                 NULL);
     return rc;
 }
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# tests/test_hostile_store.sh: compare, report and baseline refusing hostile or inconsistent input
+# with exit 2 and the store left byte for byte as it was (no baseline imported, no verdict kept).
+# usage: test_hostile_store.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
+. "$(dirname "$0")/lib.sh"
+
+tiny="$SRC/scenarios/gpt2-tiny.json"
+db="$T/h.db"
+cd "$T"   # no ./baselines here: the committed file is found in the source tree
+# unchanged WHAT: the store is byte for byte what it was at the last `snapshot`, with no -wal left
+snapshot() { sha256sum <"$db" >"$T/db.sha"; }
+unchanged() {
+  if sha256sum <"$db" | cmp -s - "$T/db.sha"; then pass; else fail "$1 changed the store"; fi
+  [ ! -e "$db-wal" ] && pass || fail "$1 left $db-wal behind"
+}
+
+# run 1: gpt2-tiny as committed (its baseline applies); run 2: 2 steps, another scenario
+expect 0 "run tiny" -- "$H" run "$tiny" --db "$db" --quiet
+expect 0 "run tiny, 2 steps" -- "$H" run "$tiny" --steps 2 --db "$db" --quiet
+snapshot
+
+# ---- compare: a committed baseline is imported on first use, but not when the comparison is
+# then refused (it was kept before: an input error wrote a run and a label into the store)
+expect 2 "compare a run of another scenario" -- "$H" compare 2 --db "$db"
+says "ran different scenarios"; unchanged "compare of another scenario"
+expect 2 "compare --golden of no such label" -- "$H" compare 1 --golden nosuch --db "$db"
+says "no golden 'nosuch'"; unchanged "compare --golden nosuch"
+expect 2 "compare --golden of no such run" -- "$H" compare 1 --golden 99 --db "$db"
+says "no run 99"; unchanged "compare --golden 99"
+expect 2 "compare --golden of an fp32 run" -- "$H" compare 1 --golden 1 --db "$db"
+says "a golden is an fp64 run"; unchanged "compare --golden 1"
+expect 2 "compare --verdict ensemble without an ensemble" -- "$H" compare 1 --verdict ensemble --db "$db"
+says "needs an ensemble baseline"; unchanged "compare --verdict ensemble"
+expect 2 "compare --verdict error_ratio without a golden" -- "$H" compare 1 --verdict error_ratio --db "$db"
+says "needs a golden run"; unchanged "compare --verdict error_ratio"
+expect 0 "report: run 2 against another scenario (a row without baseline)" -- "$H" report 2 --db "$db" --out "$T/r" --no-plots --golden nosuch
+unchanged "report with a refused baseline"
+
+# ---- the history options belong to --history: refused without it (they were ignored, even
+# when malformed), and checked before the store is opened
+for o in "--k nan" "--k 3" "--window 0" "--window 5" "--min-drop 2" "--min-runs -1"; do
+  expect 2 "compare $o without --history" -- "$H" compare 1 $o --db "$db"
+  says "belong to --history"; unchanged "compare $o"
+done
+expect 2 "compare --history --k nan" -- "$H" compare 1 --history --k nan --db "$db"
+says "--k: 'nan'"; unchanged "compare --history --k nan"
+expect 0 "compare --history with every option" -- "$H" compare 1 --history --k 2 --window 3 --min-drop 0.5 --min-runs 1 --db "$db"
+grep -qF "(window 3)" "$T/out" && pass || fail "compare --history --window 3: not used"
+
+# ---- and the comparison that is accepted keeps its import and verdict
+expect 0 "compare with the committed baseline" -- "$H" compare 1 --db "$db"
+grep -qF "(imported as run 3)" "$T/out" && pass || fail "the committed baseline was not imported"
+expect 0 "the import is kept" -- "$H" show 3 --db "$db"
+
+# ---- baseline without a subcommand names every subcommand
+expect 2 "baseline" -- "$H" baseline
+says "record, import, list, pull or push"
+
+finish

@@ -54,6 +54,20 @@ expect 0 "compare with the committed baseline" -- "$H" compare 1 --db "$db"
 grep -qF "(imported as run 3)" "$T/out" && pass || fail "the committed baseline was not imported"
 expect 0 "the import is kept" -- "$H" show 3 --db "$db"
 
+# ---- report without gnuplot: refused before anything is made (it used to leave DIR/plots with
+# the scripts and no report); --no-plots still writes the report
+mkdir -p "$T/nobin"
+PATH="$T/nobin" expect 2 "report without gnuplot" -- "$H" report 1 --db "$db" --out "$T/nogp"
+says "gnuplot is not installed"
+[ "$(grep -c "gnuplot is not installed" "$T/err")" = 1 ] && pass || fail "report without gnuplot: the message is not said once"
+[ ! -e "$T/nogp" ] && pass || fail "report without gnuplot left $T/nogp behind"
+cd "$T/nobin"
+PATH="$T/nobin" expect 2 "report without gnuplot, default folder" -- "$H" report 1 --db "$db"
+[ ! -e reports ] && pass || fail "report without gnuplot made reports/"
+cd "$T"
+PATH="$T/nobin" expect 0 "report --no-plots without gnuplot" -- "$H" report 1 --db "$db" --out "$T/nogp" --no-plots
+[ -s "$T/nogp/report.md" ] && [ ! -e "$T/nogp/plots" ] && pass || fail "report --no-plots: no report.md, or a plots folder"
+
 # ---- baseline without a subcommand names every subcommand
 expect 2 "baseline" -- "$H" baseline
 says "record, import, list, pull or push"

@@ -252,6 +252,11 @@ static int make_report(store *st, const report_args *a, report *r, char *out_dir
 {
     run_set s;
     int rc = select_runs(st, a, &s);
+    if (!rc && !a->no_plots && !report_gnuplot_found()) {
+        log_error("report: gnuplot is not installed (apt-get install gnuplot-nox), or not in "
+                  "PATH; --no-plots makes the report without plots");
+        rc = EXIT_USAGE;
+    }
     if (!rc && a->out)
         snprintf(out_dir, len, "%s", a->out);
     else if (!rc)

@@ -122,6 +122,9 @@ int transitions_write(const transitions *t, const char *out_dir);
 #define REPORT_PLOT_POINTS 2000
 typedef struct plotter plotter;
 int report_plot_begin(const char *out_dir, plotter **p);
+/* 1 when gnuplot is an executable file in PATH: checked before a report creates anything, so a
+ * machine without it gets one message and no half-made report directory */
+int report_gnuplot_found(void);
 int report_plot_row(plotter *p, report_row *row, int index, const judgement *j);
 int report_plot_end(plotter *p, report *r);
 

@@ -37,6 +37,27 @@ static int script_path(const plotter *p, int k, char *out, size_t len)
     return snprintf(out, len, "%s/plots_%d.gp", p->dir, k) >= (int)len;
 }
 
+/* 1 when PATH (execlp's default when unset) holds an executable file named gnuplot */
+int report_gnuplot_found(void)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin";
+    for (const char *dir = path;; dir++) {
+        size_t len = strcspn(dir, ":");
+        char file[PATH_MAX];
+        struct stat sb;
+        int n = snprintf(file, sizeof file, "%.*s/gnuplot", len ? (int)len : 1,
+                         len ? dir : ".");
+        if (n > 0 && (size_t)n < sizeof file && stat(file, &sb) == 0 && S_ISREG(sb.st_mode) &&
+            access(file, X_OK) == 0)
+            return 1;
+        dir += len;
+        if (!*dir)
+            return 0;
+    }
+}
+
 int report_plot_begin(const char *out_dir, plotter **out)
 {
     plotter *p = calloc(1, sizeof *p);

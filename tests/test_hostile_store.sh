@@ -68,6 +68,19 @@ cd "$T"
 PATH="$T/nobin" expect 0 "report --no-plots without gnuplot" -- "$H" report 1 --db "$db" --out "$T/nogp" --no-plots
 [ -s "$T/nogp/report.md" ] && [ ! -e "$T/nogp/plots" ] && pass || fail "report --no-plots: no report.md, or a plots folder"
 
+# ---- a result lost on stdout (a full disk) is not a pass: runs and show said so already;
+# baseline list, compare, report --since, --help and --version exited 0
+if [ -w /dev/full ]; then
+  for c in "runs" "show 1" "baseline list" "compare 1" "compare 1 --history" "report --since 1"; do
+    expect 2 "$c > /dev/full" -- sh -c "exec \"\$0\" \"\$@\" >/dev/full" "$H" $c --db "$db"
+    says "writing the output to stdout failed"
+  done
+  for c in "--help" "--version" "compare --help" "baseline --help" "report --help"; do
+    expect 2 "harness $c > /dev/full" -- sh -c "exec \"\$0\" \"\$@\" >/dev/full" "$H" $c
+    says "writing the output to stdout failed"
+  done
+fi
+
 # ---- baseline without a subcommand names every subcommand
 expect 2 "baseline" -- "$H" baseline
 says "record, import, list, pull or push"

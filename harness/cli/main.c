@@ -10,23 +10,24 @@ typedef struct {
     const char *name;
     int (*fn)(int argc, char **argv);
     const char *summary;
+    int prints_result; /* 1: stdout is the command's result (a table, a verdict, JSON) */
 } command;
 
 static const command commands[] = {
-    {"run", cmd_run, "train a scenario on a device and record every step"},
-    {"init", cmd_init, "write a scenario's initial weights as a Hugging Face model directory"},
-    {"runs", cmd_runs, "list the runs in the store"},
-    {"show", cmd_show, "print one run and its steps"},
-    {"devices", cmd_devices, "list the backends and devices of this build"},
-    {"ops", cmd_ops, "check every device op against the cpu reference (test, grad, perf)"},
-    {"baseline", cmd_baseline, "record, import and list baselines (reference runs)"},
-    {"compare", cmd_compare, "judge a run against its baseline or its history: pass or fail"},
-    {"report", cmd_report, "porting table (Markdown, HTML, CSV, JUnit) and plots of runs"},
-    {"exec", cmd_exec, "run your own (PyTorch) training command and record every step it logs"},
-    {"ingest", cmd_ingest, "record a run from finished training logs (several ranks' too)"},
-    {"preprocess", cmd_preprocess, "tokenize text or JSON lines into a Megatron .bin/.idx dataset"},
-    {"fetch", cmd_fetch, "download a model or dataset from the Hugging Face hub or a mirror into its cache"},
-    {"comm-check", cmd_comm_check, "check and time the collectives between ranks (nccl-tests)"},
+    {"run", cmd_run, "train a scenario on a device and record every step", 0},
+    {"init", cmd_init, "write a scenario's initial weights as a Hugging Face model directory", 0},
+    {"runs", cmd_runs, "list the runs in the store", 1},
+    {"show", cmd_show, "print one run and its steps", 1},
+    {"devices", cmd_devices, "list the backends and devices of this build", 0},
+    {"ops", cmd_ops, "check every device op against the cpu reference (test, grad, perf)", 0},
+    {"baseline", cmd_baseline, "record, import and list baselines (reference runs)", 1},
+    {"compare", cmd_compare, "judge a run against its baseline or its history: pass or fail", 1},
+    {"report", cmd_report, "porting table (Markdown, HTML, CSV, JUnit) and plots of runs", 1},
+    {"exec", cmd_exec, "run your own (PyTorch) training command and record every step it logs", 0},
+    {"ingest", cmd_ingest, "record a run from finished training logs (several ranks' too)", 0},
+    {"preprocess", cmd_preprocess, "tokenize text or JSON lines into a Megatron .bin/.idx dataset", 0},
+    {"fetch", cmd_fetch, "download a model or dataset from the Hugging Face hub or a mirror into its cache", 0},
+    {"comm-check", cmd_comm_check, "check and time the collectives between ranks (nccl-tests)", 0},
 };
 
 static void usage(FILE *f)
@@ -40,6 +41,18 @@ static void usage(FILE *f)
                "or run failed, 2 usage or input error.\n");
 }
 
+/* the exit code once output is done: a result lost on stdout (a full disk, a closed file) is an
+ * error, not a pass; a command that already failed with a usage error has said why */
+static int finish_stdout(int rc)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    if (rc == EXIT_USAGE)
+        return rc;
+    log_error("writing the output to stdout failed");
+    return rc == EXIT_PASS ? EXIT_USAGE : rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -49,16 +62,18 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
-        return EXIT_PASS;
+        return finish_stdout(EXIT_PASS);
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
         printf("harness %s (commit %s)\n", HARNESS_VERSION,
                harness_git_commit[0] ? harness_git_commit : "unknown");
-        return EXIT_PASS;
+        return finish_stdout(EXIT_PASS);
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            int rc = commands[i].fn(argc - 1, argv + 1);
+            return commands[i].prints_result ? finish_stdout(rc) : rc;
+        }
     log_error("unknown command '%s' (see 'harness --help')", argv[1]);
     return EXIT_USAGE;
 }

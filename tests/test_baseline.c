@@ -155,6 +155,23 @@ static void test_tolerant_reading(void **state)
     baseline_free(&b);
 }
 
+/* a UTF-8 byte order mark at the start is skipped (an editor's); anywhere else it is text */
+static void test_byte_order_mark(void **state)
+{
+    (void)state;
+    const char *text = "\xef\xbb\xbf# a comment\nformat: harness-baseline 1\nscenario: t\n"
+                       "scenario_hash: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+                       "abcdef\ndevice: cpu\ndtype: fp32\nworld_size: 1\nsteps: 1\n"
+                       "step loss\n1 5.5\n";
+    baseline b;
+    assert_int_equal(baseline_parse(text, strlen(text), "bom.baseline", &b), 0);
+    assert_int_equal(b.n_steps, 1);
+    assert_string_equal(b.scenario, "t");
+    baseline_free(&b);
+    const char *two = "\xef\xbb\xbf\xef\xbb\xbf" "format: harness-baseline 1\n";
+    assert_int_equal(baseline_parse(two, strlen(two), "bom.baseline", &b), 2);
+}
+
 /* parses text and expects exit 2 with the message naming where */
 static void expect_bad(const char *text, const char *want)
 {
@@ -214,7 +231,7 @@ static void test_malformed(void **state)
     expect_bad("format: harness-baseline 1\nscenario_hash: xyz\n", "bad.baseline:2: scenario_hash: 'xyz' is not a sha256");
     expect_bad(HEAD "scenario_json: {\"a\": \n", "bad.baseline:7: scenario_json: not JSON");
     expect_bad(HEAD "scenario_json: [1]\n", "scenario_json: JSON, but not an object");
-    expect_bad(HEAD "scenario_json: {\"a\":1}\nsteps: 0\nstep loss\n", "scenario_hash: does not match scenario_json");
+    expect_bad(HEAD "scenario_json: {\"a\":1}\nsteps: 0\nstep loss\n", "bad.baseline:3: scenario_hash: does not match scenario_json");
     expect_bad("format: harness-baseline 1\nscenario: t\ndevice: cpu\ndtype: fp32\nworld_size: 1\nsteps: 0\nstep loss\n",
                "bad.baseline:8: scenario_hash: missing");
     expect_bad(HEAD ": value\n", "expected 'key: value'");
@@ -484,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_save_and_read),
         cmocka_unit_test(test_tolerant_reading),
+        cmocka_unit_test(test_byte_order_mark),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_ensemble_format),
         cmocka_unit_test(test_ensemble_malformed),

@@ -54,6 +54,33 @@ expect 0 "compare with the committed baseline" -- "$H" compare 1 --db "$db"
 grep -qF "(imported as run 3)" "$T/out" && pass || fail "the committed baseline was not imported"
 expect 0 "the import is kept" -- "$H" show 3 --db "$db"
 
+# ---- expert counts whose sums overflow 64 bits: a file's count over 2^40 is refused (import
+# took 2^63 - 1, and show then overflowed summing it over the layers: UBSan); a stored one (a
+# row another program wrote) is refused on reading, never summed
+moe="$SRC/baselines/mixtral-tiny.cpu.baseline"
+snapshot
+awk '/^expert_tokens/ { section = 1 } section && $1 == 1 && NF > 3 { $3 = "9223372036854775807" } { print }' \
+  "$moe" | sed 's/^label: cpu$/label: huge/' >"$T/huge.baseline"
+expect 2 "import a count of 2^63 - 1" -- "$H" baseline import "$T/huge.baseline" --db "$db"
+says "huge.baseline:73: expert_tokens: step 1 layer 0 e0: '9223372036854775807' is not a whole number >= 0 (and at most 1099511627776)"
+unchanged "baseline import of a huge count"
+awk '/^expert_tokens/ { section = 1 } section && $1 == 1 && NF > 3 { $3 = "1099511627777" } { print }' \
+  "$moe" | sed 's/^label: cpu$/label: huge/' >"$T/huge.baseline"
+expect 2 "import a count of 2^40 + 1" -- "$H" baseline import "$T/huge.baseline" --db "$db"
+says "is not a whole number >= 0 (and at most 1099511627776)"; unchanged "baseline import of 2^40 + 1"
+if command -v sqlite3 >/dev/null; then
+  cp "$db" "$T/moe.db"
+  expect 0 "import the mixtral baseline" -- "$H" baseline import "$moe" --db "$T/moe.db"
+  id=$(sed -n 's/.* imported as run \([0-9]*\) .*/\1/p' "$T/out")
+  sqlite3 "$T/moe.db" "UPDATE expert_tokens SET tokens = 9223372036854775807 WHERE step = 1 AND expert = 0"
+  for c in "show $id" "show $id --json" "baseline record $id --label x --out $T/x.baseline"; do
+    expect 2 "$c of a stored count of 2^63 - 1" -- "$H" $c --db "$T/moe.db"
+    says "run $id: malformed expert counts: a count of 9223372036854775807 tokens (at most 1099511627776)"
+  done
+else
+  echo "skip: sqlite3 CLI not found (a stored count over the limit)"
+fi
+
 # ---- report without gnuplot: refused before anything is made (it used to leave DIR/plots with
 # the scripts and no report); --no-plots still writes the report
 mkdir -p "$T/nobin"

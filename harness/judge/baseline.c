@@ -107,6 +107,7 @@ typedef struct {
     int cap_steps;
     int version;        /* the format's: 1, 2 (expert counts allowed) or 3 (an ensemble) */
     routing_parser rp;  /* the expert_tokens section */
+    int hash_line;      /* the line of scenario_hash, named when it does not match the JSON */
 } parser;
 
 static int perr(const parser *ps, const char *field, const char *fmt, ...)
@@ -322,6 +323,8 @@ static int set_known(parser *ps, int fi, const char *v)
         return perr(ps, f->key, "longer than %zu bytes", f->size - 1);
     if (strcmp(f->key, "scenario_hash") == 0 && !is_hex64(v))
         return perr(ps, f->key, "'%.70s' is not a sha256 (64 hex digits)", v);
+    if (strcmp(f->key, "scenario_hash") == 0)
+        ps->hash_line = ps->line;
     if (strcmp(f->key, "status") == 0 && strcmp(v, "ok") != 0)
         return perr(ps, f->key, "'%.20s': a baseline is a finished run, status ok", v);
     memcpy((char *)ps->b + f->off, v, strlen(v) + 1);
@@ -559,9 +562,11 @@ static int check_hash(parser *ps)
     if (canon)
         sha256_hex(canon, strlen(canon), hash);
     free(canon);
+    parser at_hash = *ps; /* the message names the scenario_hash line, not the file's end */
+    at_hash.line = ps->hash_line;
     if (strcmp(hash, b->scenario_hash) != 0)
-        return perr(ps, "scenario_hash", "does not match scenario_json (whose hash is %.64s): "
-                                         "one of them was edited", hash);
+        return perr(&at_hash, "scenario_hash", "does not match scenario_json (whose hash is "
+                                               "%.64s): one of them was edited", hash);
     return 0;
 }
 
@@ -647,6 +652,8 @@ int baseline_parse(const char *text, size_t len, const char *file, baseline *b)
     ps.p = text;
     ps.end = text + len;
     ps.b = b;
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+        ps.p += 3; /* a UTF-8 byte order mark, as some editors write one: not part of line 1 */
     int rc = parse_lines(&ps);
     free(ps.buf);
     if (rc)

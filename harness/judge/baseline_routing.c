@@ -146,9 +146,10 @@ int routing_parse_row(routing_parser *rp, routing_table *t, const step_record *s
         if (e >= t->experts)
             return rerr(rp, "step %lld layer %lld: more than the %d counts of moe_experts", step,
                         layer, t->experts);
-        if (whole(tok, 0, INT64_MAX, &count))
-            return rerr(rp, "step %lld layer %lld e%d: '%.40s' is not a whole number >= 0",
-                        step, layer, e, tok);
+        if (whole(tok, 0, STORE_MOE_MAX_TOKENS, &count))
+            return rerr(rp, "step %lld layer %lld e%d: '%.40s' is not a whole number >= 0 "
+                        "(and at most %lld)", step, layer, e, tok,
+                        (long long)STORE_MOE_MAX_TOKENS);
         row[e] = count;
     }
     if (e < t->experts)

@@ -94,6 +94,9 @@ int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n);
 #define STORE_MOE_MAX_EXPERTS 1024
 #define STORE_MOE_MAX_CELLS 65536      /* layers * experts of one step */
 #define STORE_MOE_MAX_VALUES (1 << 26) /* counts of one run held at once (512 MiB) */
+/* the most tokens one expert may receive in one step (2^40): the sums over a step's counts
+ * (65536 of them) then stay far inside int64 */
+#define STORE_MOE_MAX_TOKENS ((int64_t)1 << 40)
 
 typedef struct {
     int layers, experts; /* 0 and 0: no step has counts */

@@ -100,10 +100,11 @@ static int check_counts(store *st, const step_record *r)
     }
     size_t cells = (size_t)r->moe_layers * (size_t)r->moe_experts;
     for (size_t i = 0; i < cells; i++) {
-        if (r->expert_tokens[i] < 0) {
-            log_error("%s: step %d: layer %zu, expert %zu: %lld tokens (a count is >= 0)",
-                      store_path(st), r->step, i / (size_t)r->moe_experts,
-                      i % (size_t)r->moe_experts, (long long)r->expert_tokens[i]);
+        if (r->expert_tokens[i] < 0 || r->expert_tokens[i] > STORE_MOE_MAX_TOKENS) {
+            log_error("%s: step %d: layer %zu, expert %zu: %lld tokens (a count is in [0, "
+                      "%lld])", store_path(st), r->step, i / (size_t)r->moe_experts,
+                      i % (size_t)r->moe_experts, (long long)r->expert_tokens[i],
+                      (long long)STORE_MOE_MAX_TOKENS);
             return 1;
         }
     }
@@ -159,7 +160,7 @@ int routing_put(store *st, int64_t run_id, const step_record *r)
 
 /* the table's facts for a run: shape, steps, rows, smallest layer, expert and count */
 typedef struct {
-    int64_t max_layer, max_expert, steps, rows, min_layer, min_expert, min_tokens;
+    int64_t max_layer, max_expert, steps, rows, min_layer, min_expert, min_tokens, max_tokens;
 } routing_facts;
 
 static int read_stmt(store *st, const char *sql, int64_t run_id, sqlite3_stmt **s)
@@ -178,15 +179,15 @@ static int read_facts(store *st, int64_t run_id, routing_facts *f)
 {
     static const char sql[] =
         "SELECT max(layer), max(expert), count(DISTINCT step), count(*), min(layer),"
-        " min(expert), min(tokens) FROM expert_tokens WHERE run_id = ?1";
+        " min(expert), min(tokens), max(tokens) FROM expert_tokens WHERE run_id = ?1";
     sqlite3_stmt *s;
     if (read_stmt(st, sql, run_id, &s))
         return 2;
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        int64_t *v[] = {&f->max_layer, &f->max_expert, &f->steps, &f->rows, &f->min_layer,
-                        &f->min_expert, &f->min_tokens};
-        for (int i = 0; i < 7; i++)
+        int64_t *v[] = {&f->max_layer, &f->max_expert, &f->steps,      &f->rows,
+                        &f->min_layer, &f->min_expert, &f->min_tokens, &f->max_tokens};
+        for (int i = 0; i < 8; i++)
             *v[i] = sqlite3_column_int64(s, i);
     }
     sqlite3_finalize(s);
@@ -200,6 +201,9 @@ static int check_facts(store *st, int64_t run_id, const routing_facts *f, routin
     int64_t layers = f->max_layer + 1, experts = f->max_expert + 1;
     if (f->min_layer < 0 || f->min_expert < 0 || f->min_tokens < 0)
         snprintf(why, sizeof why, "a negative layer, expert or count");
+    else if (f->max_tokens > STORE_MOE_MAX_TOKENS)
+        snprintf(why, sizeof why, "a count of %lld tokens (at most %lld)",
+                 (long long)f->max_tokens, (long long)STORE_MOE_MAX_TOKENS);
     else if (layers > STORE_MOE_MAX_LAYERS || experts > STORE_MOE_MAX_EXPERTS ||
              routing_shape_check((int)layers, (int)experts, why, sizeof why))
         snprintf(why, sizeof why, "%lld layers x %lld experts: over the limits (%d, %d, %d)",

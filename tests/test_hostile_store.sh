@@ -54,6 +54,21 @@ expect 0 "compare with the committed baseline" -- "$H" compare 1 --db "$db"
 grep -qF "(imported as run 3)" "$T/out" && pass || fail "the committed baseline was not imported"
 expect 0 "the import is kept" -- "$H" show 3 --db "$db"
 
+# ---- baseline record's output place is checked before anything is trained, labelled or
+# written: an ensemble used to train and record its members, import and label the ensemble,
+# then fail to write the file (exit 1)
+snapshot
+mkdir -p "$T/afolder"; : >"$T/afile"
+for o in "--out $T/nonexistent/x.baseline" "--out $T/afolder" "--dir $T/nonexistent/deeper" "--dir $T/afile"; do
+  expect 2 "baseline record --ensemble 2 $o" -- "$H" baseline record "$tiny" --ensemble 2 --label ens --db "$db" $o
+  says "(see 'harness baseline --help')"; unchanged "baseline record --ensemble $o"
+  expect 2 "baseline record 1 $o" -- "$H" baseline record 1 --label x --db "$db" $o
+  says "(see 'harness baseline --help')"; unchanged "baseline record 1 $o"
+done
+[ ! -e "$T/nonexistent" ] && [ -z "$(ls "$T/afolder")" ] && pass || fail "baseline record wrote where it was refused"
+expect 0 "baseline record into a new --dir" -- "$H" baseline record 1 --label x --db "$db" --dir "$T/afolder/new"
+[ -s "$T/afolder/new/gpt2-tiny.x.baseline" ] && pass || fail "baseline record --dir: no file in the new folder"
+
 # ---- expert counts whose sums overflow 64 bits: a file's count over 2^40 is refused (import
 # took 2^63 - 1, and show then overflowed summing it over the layers: UBSan); a stored one (a
 # row another program wrote) is refused on reading, never summed

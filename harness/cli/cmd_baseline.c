@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "judge/judge.h"
 #include "runner/runner.h"
@@ -96,6 +97,44 @@ static int record_path(const bl_args *a, const baseline *b, char *out, size_t le
     return 0;
 }
 
+/* 0 when d is an existing folder this process may write into */
+static int writable_dir(const char *d)
+{
+    struct stat sb;
+    return stat(d, &sb) == 0 && S_ISDIR(sb.st_mode) && access(d, W_OK | X_OK) == 0 ? 0 : -1;
+}
+
+/* Where record writes, checked before anything is trained, labelled or written: --out FILE
+ * not a folder and in a writable folder; --dir DIR (default baselines) a writable folder, or
+ * missing in a writable one (record creates it). 0, or 2 after a message. */
+static int check_record_place(const bl_args *a)
+{
+    char parent[4200];
+    struct stat sb;
+    if (a->out) {
+        path_dirname(a->out, parent, sizeof parent);
+        if (stat(a->out, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return cmd_usage_error("baseline", "--out %s is a folder: give a file name (or "
+                                               "--dir DIR)", a->out);
+        if (writable_dir(parent))
+            return cmd_usage_error("baseline", "--out %s: its folder %s is not a folder this "
+                                               "process can write into", a->out, parent);
+        return 0;
+    }
+    const char *dir = a->dir ? a->dir : "baselines";
+    if (stat(dir, &sb) == 0) {
+        if (writable_dir(dir))
+            return cmd_usage_error("baseline", "--dir %s: not a folder this process can write "
+                                               "into", dir);
+        return 0;
+    }
+    path_dirname(dir, parent, sizeof parent);
+    if (writable_dir(parent))
+        return cmd_usage_error("baseline", "--dir %s: missing, and %s is not a folder where "
+                                           "it can be made", dir, parent);
+    return 0;
+}
+
 static int record_ensemble(const bl_args *a);
 
 static int record(const bl_args *a)
@@ -109,7 +148,8 @@ static int record(const bl_args *a)
         return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
     int rc = cmd_run_id("baseline", "record RUN", a->pos[1], &id);
     store *st = NULL;
-    if (rc || (rc = need_existing_db(a->db)) || (rc = store_open(a->db, &st)))
+    if (rc || (rc = check_record_place(a)) || (rc = need_existing_db(a->db)) ||
+        (rc = store_open(a->db, &st)))
         return rc;
     baseline b;
     char path[4200];
@@ -242,7 +282,8 @@ static int record_ensemble(const bl_args *a)
                    : EXIT_USAGE;
     if ((a->device && cmd_nonempty("baseline", "--device", a->device)) ||
         cmd_nonempty("baseline", "SCENARIO", a->pos[1]) || cmd_nonempty("baseline", "--label",
-                                                                        a->label))
+                                                                        a->label) ||
+        check_record_place(a))
         return EXIT_USAGE;
     run_args ra = {.scenario = a->pos[1], .device = a->device ? a->device : "cpu", .db = a->db,
                    .quiet = 1};

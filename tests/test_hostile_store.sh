@@ -123,6 +123,12 @@ if [ -w /dev/full ]; then
   done
 fi
 
+# ---- report --since has no plots: --no-plots there is a mistake, not ignored
+expect 2 "report --since 1 --no-plots" -- "$H" report --since 1 --no-plots --db "$db"
+says "--no-plots: the transitions of --since have no plots"
+expect 0 "report --help names --since's options" -- "$H" report --help
+grep -qF -- "--since RUN|DATE [--out DIR] [--baseline LABEL|RUN|FILE]" "$T/out" && pass || fail "report --help: --since's line lacks --baseline"
+
 # ---- baseline without a subcommand names every subcommand
 expect 2 "baseline" -- "$H" baseline
 says "record, import, list, pull or push"

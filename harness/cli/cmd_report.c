@@ -16,7 +16,9 @@ static void report_usage(void)
     printf("usage: harness report [RUN...] [--out DIR] [--baseline LABEL|RUN|FILE] [--force]\n"
            "                      [--golden LABEL|RUN|FILE] [--verdict KIND]\n"
            "                      [--baselines DIR] [--no-plots] [--db FILE]\n"
-           "       harness report --since RUN|DATE [--out DIR] [--db FILE]\n\n"
+           "       harness report --since RUN|DATE [--out DIR] [--baseline LABEL|RUN|FILE]\n"
+           "                      [--force] [--golden LABEL|RUN|FILE] [--verdict KIND]\n"
+           "                      [--baselines DIR] [--db FILE]\n\n"
            "Writes the porting table of the runs (default: the newest run of every scenario on\n"
            "every device in the store, imported baselines left out: they are runs of other\n"
            "machines), each compared with its baseline as 'harness compare' does, into DIR:\n"
@@ -82,6 +84,8 @@ static int parse_report_args(int argc, char **argv, report_args *a)
     if (a->since && a->n_pos)
         return cmd_usage_error("report", "--since reports the transitions of every scenario "
                                          "and device: give no RUN");
+    if (a->since && a->no_plots)
+        return cmd_usage_error("report", "--no-plots: the transitions of --since have no plots");
     return 0;
 }
 

@@ -96,6 +96,36 @@ else
   echo "skip: sqlite3 CLI not found (a stored count over the limit)"
 fi
 
+# ---- a store this process may not write (a colleague's, a read-only folder): read without
+# leaving -wal and -shm files beside it (they were left; in a read-only folder runs, show and
+# baseline list failed with 'attempt to write a readonly database'); writes refused, exit 1.
+# Needs a user who is not root: this one, or nobody through setpriv when this is root.
+other=""
+if [ "$(id -u)" != 0 ]; then other=" "
+elif command -v setpriv >/dev/null && id nobody >/dev/null 2>&1 && [ -x "$H" ] &&
+     setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" --clear-groups test -x "$H"; then
+  other="setpriv --reuid=$(id -u nobody) --regid=$(id -g nobody) --clear-groups"
+fi
+if [ -n "$other" ]; then
+  chmod 755 "$T"
+  mkdir -p "$T/rofolder" "$T/rwfolder"
+  cp "$db" "$T/rofolder/h.db"; cp "$db" "$T/rwfolder/h.db"
+  chmod 444 "$T/rofolder/h.db" "$T/rwfolder/h.db"; chmod 555 "$T/rofolder"; chmod 777 "$T/rwfolder"
+  sha256sum <"$db" >"$T/db.sha"
+  for f in rofolder rwfolder; do
+    for c in "runs" "show 1" "show 1 --json" "baseline list" "report 1 --out $T/rwfolder/r$f --no-plots"; do
+      expect 0 "$c of a write-protected store in $f" -- $other "$H" $c --db "$T/$f/h.db"
+    done
+    expect 1 "compare with a write-protected store in $f" -- $other "$H" compare 1 --db "$T/$f/h.db"
+    says "recording a comparison: the store is write-protected here"
+    sha256sum <"$T/$f/h.db" | cmp -s - "$T/db.sha" && pass || fail "the write-protected store in $f changed"
+    ls "$T/$f/h.db-"* >/dev/null 2>&1 && fail "reading a write-protected store left $(ls "$T/$f/h.db-"*)" || pass
+  done
+  chmod 755 "$T/rofolder"
+else
+  echo "skip: no user but root to try a write-protected store with"
+fi
+
 # ---- report without gnuplot: refused before anything is made (it used to leave DIR/plots with
 # the scripts and no report); --no-plots still writes the report
 mkdir -p "$T/nobin"

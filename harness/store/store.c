@@ -4,6 +4,7 @@
 #include "store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store_routing_internal.h"
 #include "util/util.h"
@@ -128,6 +130,7 @@ struct store {
     sqlite3 *db;
     char *path;
     int readonly;
+    int write_protected; /* the file or its folder is not writable here: read-only whatever asked */
     sqlite3_stmt *add_step; /* prepared once: store_add_step runs every training step */
 };
 
@@ -300,15 +303,71 @@ static const char ADD_STEP_SQL[] =
     " mem_peak_bytes, mem_used_bytes, mem_total_bytes, threads, loss_scale, skipped)"
     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
 
+/* 1 when path is an existing file this process may not write, or lies in a folder where it
+ * may not create the -wal and -shm files */
+static int write_protected(const char *path)
+{
+    struct stat sb;
+    char dir[PATH_MAX];
+    if (stat(path, &sb) != 0)
+        return 0;
+    path_dirname(path, dir, sizeof dir);
+    return access(path, W_OK) != 0 || access(dir, W_OK | X_OK) != 0;
+}
+
+/* "file:PATH?immutable=1", every byte of PATH a URI could misread percent-encoded; malloc'd,
+ * NULL when out of memory */
+static char *immutable_uri(const char *path)
+{
+    size_t n = strlen(path);
+    char *uri = malloc(3 * n + 32), *w = uri;
+    if (!uri)
+        return NULL;
+    w += sprintf(w, "file:%s", path[0] == '/' ? "//" : "");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("/._-~", *p))
+            *w++ = (char)*p;
+        else
+            w += sprintf(w, "%%%02X", *p);
+    }
+    strcpy(w, "?immutable=1");
+    return uri;
+}
+
+/* Opens the connection. Stores open read-write without CREATE when read-only, with
+ * query_only: SQLite then still removes the -wal and -shm files on close (a
+ * SQLITE_OPEN_READONLY connection leaves them behind), while no statement can write. A store
+ * this process may not write (file or folder write-protected) opens read-only, and when it
+ * has no -wal file (every commit is in the database file) as immutable: SQLite then creates
+ * no -wal or -shm beside it, where it would otherwise leave them or, in a read-only folder,
+ * fail to read at all. */
+static int open_db(store *st)
+{
+    int flags = SQLITE_OPEN_READWRITE | (st->readonly ? 0 : SQLITE_OPEN_CREATE);
+    char wal[PATH_MAX];
+    struct stat sb;
+    if (st->write_protected && snprintf(wal, sizeof wal, "%s-wal", st->path) < (int)sizeof wal &&
+        stat(wal, &sb) != 0 && errno == ENOENT) {
+        char *uri = immutable_uri(st->path);
+        if (!uri) {
+            log_error("%s: out of memory opening the store", st->path);
+            return 2;
+        }
+        int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        free(uri);
+        return rc == SQLITE_OK ? 0 : db_fail(st, "opening the database (read-only)", 2);
+    }
+    if (sqlite3_open_v2(st->path, &st->db, flags, NULL) != SQLITE_OK)
+        return db_fail(st, "opening the database", 2);
+    return 0;
+}
+
 /* everything after the file check: connection, schema checks, pragmas, migration */
 static int open_connection(store *st)
 {
-    /* Read-only stores open read-write without CREATE and with query_only: SQLite then still
-     * cleans up the -wal and -shm files on close (a SQLITE_OPEN_READONLY connection leaves
-     * them behind), while no statement can write. A write-protected file opens read-only. */
-    int flags = SQLITE_OPEN_READWRITE | (st->readonly ? 0 : SQLITE_OPEN_CREATE);
-    if (sqlite3_open_v2(st->path, &st->db, flags, NULL) != SQLITE_OK)
-        return db_fail(st, "opening the database", 2);
+    if (open_db(st))
+        return 2;
     if (st->readonly && exec(st, "PRAGMA query_only = ON", "PRAGMA query_only = ON", 2))
         return 2;
     if (sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS) != SQLITE_OK)
@@ -341,7 +400,8 @@ static int open_store(const char *path, int readonly, store **out)
         free(st);
         return 2;
     }
-    st->readonly = readonly;
+    st->write_protected = write_protected(path);
+    st->readonly = readonly || st->write_protected;
     if (open_connection(st)) {
         store_close(st);
         return 2;
@@ -401,7 +461,10 @@ static int bind_real(sqlite3_stmt *s, int i, double v)
 
 static int readonly_error(const store *st, const char *what)
 {
-    log_error("%s: %s: the store was opened read-only", st->path, what);
+    log_error("%s: %s: %s", st->path, what,
+              st->write_protected ? "the store is write-protected here (its file or folder is "
+                                    "not writable by this process)"
+                                  : "the store was opened read-only");
     return 1;
 }
 

@@ -159,6 +159,13 @@ says "--no-plots: the transitions of --since have no plots"
 expect 0 "report --help names --since's options" -- "$H" report --help
 grep -qF -- "--since RUN|DATE [--out DIR] [--baseline LABEL|RUN|FILE]" "$T/out" && pass || fail "report --help: --since's line lacks --baseline"
 
+# ---- a --warmup as long as the run leaves no step out: compare says so (it printed 'after
+# 1000 and 1000 warm-up steps' while the median was over every step)
+expect 0 "compare --warmup 1000" -- "$H" compare 1 --warmup 1000 --db "$db"
+grep -qF "(median tokens/s after 0 and 0 warm-up steps)" "$T/out" && pass || fail "compare --warmup 1000: the warm-up printed is not the one used"
+expect 0 "compare --warmup 39" -- "$H" compare 1 --warmup 39 --db "$db"
+grep -qF "(median tokens/s after 39 and 39 warm-up steps)" "$T/out" && pass || fail "compare --warmup 39: not printed as used"
+
 # ---- baseline without a subcommand names every subcommand
 expect 2 "baseline" -- "$H" baseline
 says "record, import, list, pull or push"

@@ -137,10 +137,14 @@ double median_inplace(double *x, int n)
     return (lo + hi) / 2;
 }
 
+int warmup_used(int n, int warmup)
+{
+    return warmup < 0 || warmup >= n ? 0 : warmup;
+}
+
 double median_tokens_per_s(const step_record *steps, int n, int warmup)
 {
-    if (warmup < 0 || warmup >= n)
-        warmup = 0;
+    warmup = warmup_used(n, warmup);
     double *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
     if (!v)
         return NAN;
@@ -233,8 +237,10 @@ static void compare_steps(const series *run, const series *base, const compare_c
 static void compare_perf(const series *run, const series *base, const compare_config *c,
                          compare_result *o)
 {
-    o->run_warmup = c->warmup >= 0 ? c->warmup : default_warmup(run->n);
-    o->base_warmup = c->warmup >= 0 ? c->warmup : default_warmup(base->n);
+    /* the warm-ups used, so that what is printed is what was done (a --warmup as long as a
+     * run leaves no step out) */
+    o->run_warmup = warmup_used(run->n, c->warmup >= 0 ? c->warmup : default_warmup(run->n));
+    o->base_warmup = warmup_used(base->n, c->warmup >= 0 ? c->warmup : default_warmup(base->n));
     o->run_tokens_per_s = median_tokens_per_s(run->steps, run->n, o->run_warmup);
     o->base_tokens_per_s = median_tokens_per_s(base->steps, base->n, o->base_warmup);
     o->throughput_ratio = o->run_tokens_per_s / o->base_tokens_per_s;

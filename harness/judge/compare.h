@@ -133,6 +133,9 @@ void compare_routing(const routing_table *run, const routing_table *base, double
 /* median of tokens/s over the steps after the first `warmup` (all steps when there are no
  * more); NaN when no step has a positive finite value */
 double median_tokens_per_s(const step_record *steps, int n, int warmup);
+/* the warm-up median_tokens_per_s uses for n steps: warmup, or 0 (every step) when it is
+ * negative or would leave no step */
+int warmup_used(int n, int warmup);
 /* largest mem_peak_bytes, NaN when none is positive */
 double peak_memory(const step_record *steps, int n);
 /* median of x[0..n) (reorders x); NaN for n == 0 */

@@ -153,6 +153,22 @@ if [ -w /dev/full ]; then
   done
 fi
 
+# ---- a report name taken by a folder (or plots/ by a file): refused before anything is made
+# (report.md and report.csv were written, then junit.xml failed: a half-written report)
+for name in junit.xml report.md; do
+  rm -rf "$T/taken"; mkdir -p "$T/taken/$name"
+  expect 2 "report with $name a folder" -- "$H" report 1 --db "$db" --out "$T/taken" --no-plots
+  says "taken/$name is a folder"
+  [ "$(ls "$T/taken")" = "$name" ] && pass || fail "report with $name a folder wrote $(ls "$T/taken" | tr '\n' ' ')"
+done
+rm -rf "$T/taken"; mkdir -p "$T/taken"; : >"$T/taken/plots"
+expect 2 "report with plots a file" -- "$H" report 1 --db "$db" --out "$T/taken"; says "plots is not a folder"
+[ "$(ls "$T/taken")" = "plots" ] && pass || fail "report with plots a file wrote $(ls "$T/taken" | tr '\n' ' ')"
+expect 2 "report --out a file" -- "$H" report 1 --db "$db" --out "$T/taken/plots"; says "not a folder"
+rm -rf "$T/taken"; mkdir -p "$T/taken/transitions.xml"
+expect 2 "report --since with transitions.xml a folder" -- "$H" report --since 1 --db "$db" --out "$T/taken"
+says "transitions.xml is a folder"; [ ! -s "$T/out" ] && pass || fail "report --since printed a table it then refused to write"
+
 # ---- report --since has no plots: --no-plots there is a mistake, not ignored
 expect 2 "report --since 1 --no-plots" -- "$H" report --since 1 --no-plots --db "$db"
 says "--no-plots: the transitions of --since have no plots"

@@ -203,10 +203,14 @@ static int build_rows(store *st, const report_args *a, const run_set *s, report 
     return rc;
 }
 
+static const char *const REPORT_FILES[] = {"report.md", "report.csv", "junit.xml", "report.html"};
+static const char *const TRANSITION_FILES[] = {"transitions.md", "transitions.html",
+                                               "transitions.xml"};
+
 static int write_files(report *r)
 {
     char path[4200];
-    const char *names[] = {"report.md", "report.csv", "junit.xml", "report.html"};
+    const char *const *names = REPORT_FILES;
     int (*writers[])(const report *, const char *) = {report_markdown, report_csv, report_junit,
                                                       report_html};
     for (int k = 0; k < 4; k++) {
@@ -218,6 +222,29 @@ static int write_files(report *r)
 }
 
 /* ---- where it goes ------------------------------------------------------------------------ */
+
+/* The report's names in dir are free to be written: dir, when it exists, is a folder, each
+ * file name is not a folder and "plots" (when given) is not a file. Checked before anything is
+ * made, so a name in the way is an input error that leaves no half-written report. 0 or 2. */
+static int check_out_names(const char *dir, const char *const *files, int n, const char *plots)
+{
+    char path[4200];
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return 0; /* made below; a missing parent is said there */
+    if (!S_ISDIR(sb.st_mode))
+        return cmd_usage_error("report", "--out %s: not a folder", dir);
+    for (int k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return cmd_usage_error("report", "%s is a folder: the report cannot write its %s "
+                                             "there", path, files[k]);
+    }
+    snprintf(path, sizeof path, "%s/%s", dir, plots ? plots : "");
+    if (plots && stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return cmd_usage_error("report", "%s is not a folder: the report's plots go there", path);
+    return 0;
+}
 
 static int make_dir(const char *dir)
 {
@@ -266,6 +293,8 @@ static int make_report(store *st, const report_args *a, report *r, char *out_dir
     else if (!rc)
         rc = default_out(&s, r->created, out_dir, len);
     if (!rc)
+        rc = check_out_names(out_dir, REPORT_FILES, 4, a->no_plots ? NULL : "plots");
+    if (!rc)
         rc = make_dir(out_dir);
     r->out_dir = out_dir;
     plotter *p = NULL;
@@ -299,6 +328,8 @@ static int report_since(store *st, const report_args *a)
     baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, NULL, a->golden,
                         a->verdict};
     transitions t;
+    if (a->out && check_out_names(a->out, TRANSITION_FILES, 3, NULL))
+        return EXIT_USAGE;
     int rc = transitions_build(st, a->since, &q, &t);
     if (!rc) {
         transitions_markdown(stdout, &t);

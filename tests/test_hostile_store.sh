@@ -20,6 +20,7 @@ unchanged() {
 expect 0 "run tiny" -- "$H" run "$tiny" --db "$db" --quiet
 expect 0 "run tiny, 2 steps" -- "$H" run "$tiny" --steps 2 --db "$db" --quiet
 snapshot
+mkdir -p "$T/par"; cp "$db" "$T/par/h.db"   # as trained: no baseline label yet
 
 # ---- compare: a committed baseline is imported on first use, but not when the comparison is
 # then refused (it was kept before: an input error wrote a run and a label into the store)
@@ -37,6 +38,14 @@ expect 2 "compare --verdict error_ratio without a golden" -- "$H" compare 1 --ve
 says "needs a golden run"; unchanged "compare --verdict error_ratio"
 expect 0 "report: run 2 against another scenario (a row without baseline)" -- "$H" report 2 --db "$db" --out "$T/r" --no-plots --golden nosuch
 unchanged "report with a refused baseline"
+
+# ---- eight compares at once on a store without the label: the committed baseline is imported
+# once (each compare used to import its own copy, the label pointing at the last)
+for i in 1 2 3 4 5 6 7 8; do "$H" compare 1 --db "$T/par/h.db" >"$T/par/out$i" 2>&1 & done
+wait
+[ "$(grep -l "verdict: pass" "$T/par/out"* | wc -l)" = 8 ] && pass || fail "parallel compares: not eight passes: $(cat "$T/par/out"*)"
+expect 0 "runs of the parallel compares' store" -- "$H" runs --db "$T/par/h.db" --json
+[ "$(grep -c '"imported": true' "$T/out")" = 1 ] && pass || fail "parallel compares imported the committed baseline $(grep -c '"imported": true' "$T/out") times"
 
 # ---- the history options belong to --history: refused without it (they were ignored, even
 # when malformed), and checked before the store is opened

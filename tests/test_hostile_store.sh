@@ -26,6 +26,7 @@ mkdir -p "$T/par"; cp "$db" "$T/par/h.db"   # as trained: no baseline label yet
 # then refused (it was kept before: an input error wrote a run and a label into the store)
 expect 2 "compare a run of another scenario" -- "$H" compare 2 --db "$db"
 says "ran different scenarios"; unchanged "compare of another scenario"
+grep -qF "imported as run" "$T/err" && fail "a refused compare says it imported the baseline" || pass
 expect 2 "compare --golden of no such label" -- "$H" compare 1 --golden nosuch --db "$db"
 says "no golden 'nosuch'"; unchanged "compare --golden nosuch"
 expect 2 "compare --golden of no such run" -- "$H" compare 1 --golden 99 --db "$db"

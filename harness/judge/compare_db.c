@@ -166,7 +166,8 @@ static int use_file(store *st, judgement *j, const char *path, int set_label)
     } else if ((rc = baseline_import(st, &file, &id)) == 0) {
         if (file.label[0] && (found == 1 || set_label))
             rc = store_set_baseline(st, file.scenario, file.label, id);
-        snprintf(j->origin, sizeof j->origin, "%s (imported as run %lld)", path, (long long)id);
+        snprintf(j->origin, sizeof j->origin, "%s", path); /* "imported as" once committed */
+        j->imported_id = id;
         if (!rc)
             rc = load_base_run(st, j, id, file.label, NULL);
     }
@@ -455,6 +456,11 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
     int rc = judge_run_in(st, run_id, q, j);
     if (store_write_end(st, rc))
         return rc ? rc : EXIT_FAIL;
+    if (j->imported_id) {
+        size_t used = strlen(j->origin);
+        snprintf(j->origin + used, sizeof j->origin - used, " (imported as run %lld)",
+                 (long long)j->imported_id);
+    }
     return 0;
 }
 

@@ -50,6 +50,8 @@ typedef struct {
     run_host run_at, base_at;  /* the hosts they ran on */
     int same_host;             /* 1 when both name the same host (and neither is unknown) */
     char origin[512];          /* where the baseline came from, for people */
+    int64_t imported_id;       /* the run a baseline file was imported as during judge_run (0:
+                                  none); origin names it only once the import is committed */
     compare_config cfg;
     compare_result res;
     int forced;                /* the scenarios differ and --force compared anyway */

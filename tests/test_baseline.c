@@ -172,6 +172,28 @@ static void test_byte_order_mark(void **state)
     assert_int_equal(baseline_parse(two, strlen(two), "bom.baseline", &b), 2);
 }
 
+/* a baseline of no steps, as the store reads one back (no steps array at all), copies: the
+ * copy used to memcpy from NULL (UBSan: report with a zero-step baseline) */
+static void test_copy_no_steps(void **state)
+{
+    (void)state;
+    baseline b, d;
+    memset(&b, 0, sizeof b);
+    snprintf(b.scenario, sizeof b.scenario, "t");
+    snprintf(b.status, sizeof b.status, "ok");
+    assert_null(b.steps);
+    assert_int_equal(baseline_copy(&d, &b), 0);
+    assert_int_equal(d.n_steps, 0);
+    assert_string_equal(d.scenario, "t");
+    assert_true(baseline_same(&b, &d));
+    baseline_free(&d);
+    double std = 0; /* an ensemble's spread array with no steps either */
+    b.loss_std = &std;
+    assert_int_equal(baseline_copy(&d, &b), 0);
+    assert_non_null(d.loss_std);
+    baseline_free(&d);
+}
+
 /* parses text and expects exit 2 with the message naming where */
 static void expect_bad(const char *text, const char *want)
 {
@@ -502,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_save_and_read),
         cmocka_unit_test(test_tolerant_reading),
         cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_copy_no_steps),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_ensemble_format),
         cmocka_unit_test(test_ensemble_malformed),

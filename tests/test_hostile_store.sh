@@ -179,6 +179,24 @@ rm -rf "$T/taken"; mkdir -p "$T/taken/transitions.xml"
 expect 2 "report --since with transitions.xml a folder" -- "$H" report --since 1 --db "$db" --out "$T/taken"
 says "transitions.xml is a folder"; [ ! -s "$T/out" ] && pass || fail "report --since printed a table it then refused to write"
 
+# ---- a baseline of no steps (legal: steps 0): compare fails it, report makes its row (the
+# report's baseline cache copied it with memcpy from NULL: UBSan in the sanitized run)
+awk '/^steps:/ { print "steps: 0"; next } /^step / { print; exit } { print }' \
+  "$SRC/baselines/gpt2-tiny.cpu.baseline" | sed 's/^label: cpu$/label: nosteps/' >"$T/nosteps.baseline"
+expect 0 "import a baseline of no steps" -- "$H" baseline import "$T/nosteps.baseline" --db "$db"
+expect 1 "compare with a baseline of no steps" -- "$H" compare 1 --baseline nosteps --db "$db"
+grep -qF "verdict: fail: no step in common with the baseline" "$T/out" && pass || fail "compare with no baseline steps: $(tail -1 "$T/out")"
+expect 1 "report with a baseline of no steps" -- "$H" report 1 --baseline nosteps --db "$db" --out "$T/nosteps"
+[ -s "$T/nosteps/report.md" ] && pass || fail "report with a baseline of no steps: no report.md"
+# and a run that recorded no step (one that failed at its first): its row has no loss plot
+# (gnuplot refused the empty plot, 'x range is invalid', and the whole report failed, exit 2)
+if command -v sqlite3 >/dev/null; then
+  cp "$db" "$T/nostep.db"
+  sqlite3 "$T/nostep.db" "INSERT INTO runs(scenario, scenario_json, scenario_hash, device, device_name, dtype, started_at, status) SELECT scenario, scenario_json, scenario_hash, device, 'another cpu', dtype, started_at, 'failed' FROM runs WHERE id = 1"
+  expect 1 "report of a run with no step" -- "$H" report --db "$T/nostep.db" --out "$T/nostep"
+  [ -s "$T/nostep/report.md" ] && [ -s "$T/nostep/plots/throughput.svg" ] && pass || fail "report of a run with no step: no report.md or plots"
+fi
+
 # ---- report --since has no plots: --no-plots there is a mistake, not ignored
 expect 2 "report --since 1 --no-plots" -- "$H" report --since 1 --no-plots --db "$db"
 says "--no-plots: the transitions of --since have no plots"

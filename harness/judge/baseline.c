@@ -704,9 +704,10 @@ int baseline_copy(baseline *dst, const baseline *src)
     int bad = routing_copy(&dst->routing, &src->routing);
     bad = bad || !dst->steps || (src->scenario_json && !dst->scenario_json) ||
           (src->loss_std && !dst->loss_std);
-    if (!bad)
+    /* a baseline of no steps may hold no array at all (memcpy from NULL is undefined) */
+    if (!bad && src->n_steps)
         memcpy(dst->steps, src->steps, sizeof *dst->steps * (size_t)src->n_steps);
-    if (!bad && src->loss_std)
+    if (!bad && src->loss_std && src->n_steps)
         memcpy(dst->loss_std, src->loss_std, sizeof *dst->loss_std * (size_t)src->n_steps);
     for (int i = 0; i < src->n_extra && !bad; i++)
         bad = baseline_set_extra(dst, src->extra[i].key, src->extra[i].value);

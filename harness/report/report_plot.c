@@ -364,12 +364,30 @@ static void routing_plot(FILE *f, report_row *row, int index, const judgement *j
     row->has_routing_plot = 1;
 }
 
+/* steps present in both run and baseline (both step lists increase) */
+static int common_steps(const baseline *run, const baseline *base)
+{
+    int n = 0;
+    for (int a = 0, b = 0; a < run->n_steps && b < base->n_steps;) {
+        int r = run->steps[a].step, q = base->steps[b].step;
+        n += r == q;
+        a += r <= q;
+        b += q <= r;
+    }
+    return n;
+}
+
+/* A plot needs a point: gnuplot refuses one with no data at all ("x range is invalid"), which
+ * failed the whole report for a run that recorded no step (one that failed at its first) or
+ * a baseline with no step in common; such a row has no loss or |dloss| plot. */
 int report_plot_row(plotter *p, report_row *row, int index, const judgement *j)
 {
     FILE *f = p->script[index % N_SCRIPTS];
-    loss_plot(f, row, index, j);
-    row->has_loss_plot = 1;
-    if (row->has_baseline) {
+    if (j->run.n_steps > 0 || (row->has_baseline && j->base.n_steps > 0)) {
+        loss_plot(f, row, index, j);
+        row->has_loss_plot = 1;
+    }
+    if (row->has_baseline && common_steps(&j->run, &j->base) > 0) {
         dloss_plot(f, row, index, j);
         row->has_dloss_plot = 1;
     }

@@ -128,6 +128,9 @@ if [ -n "$other" ]; then
     done
     expect 1 "compare with a write-protected store in $f" -- $other "$H" compare 1 --db "$T/$f/h.db"
     says "recording a comparison: the store is write-protected here"
+    expect 1 "baseline record with a write-protected store in $f" -- $other "$H" baseline record 1 --label x --out "$T/rwfolder/x$f.baseline" --db "$T/$f/h.db"
+    says "the store is write-protected here"
+    [ ! -e "$T/rwfolder/x$f.baseline" ] && pass || fail "baseline record wrote a file it could not label"
     sha256sum <"$T/$f/h.db" | cmp -s - "$T/db.sha" && pass || fail "the write-protected store in $f changed"
     ls "$T/$f/h.db-"* >/dev/null 2>&1 && fail "reading a write-protected store left $(ls "$T/$f/h.db-"*)" || pass
   done

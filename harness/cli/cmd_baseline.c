@@ -153,7 +153,13 @@ static int record(const bl_args *a)
         return rc;
     baseline b;
     char path[4200];
-    if ((rc = baseline_from_run(st, id, a->label, &b)) != 0 ||
+    memset(&b, 0, sizeof b);
+    if (store_is_readonly(st)) { /* the label cannot be kept: write no file either */
+        log_error("%s: baseline record labels the run in the store, and the store is "
+                  "write-protected here (its file or folder is not writable by this process)",
+                  a->db);
+        rc = EXIT_FAIL;
+    } else if ((rc = baseline_from_run(st, id, a->label, &b)) != 0 ||
         (rc = baseline_add_host_facts(st, id, &b)) != 0) {
         rc = EXIT_USAGE;
     } else if (strcmp(b.status, "ok") != 0) {

@@ -37,6 +37,7 @@ int rec_source_add(recorder *r, const char *name, int rank)
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
     s->rank = rank;
+    s->first_line = 1;
     if (!(s->line = malloc(REC_LINE_MAX))) {
         log_error("out of memory for a line buffer of %s", name);
         return -1;
@@ -123,6 +124,13 @@ static void take_meta(recorder *r, const lp_event *ev)
             known |= strcmp(r->keys[k], key) == 0;
         if (known)
             continue;
+        if (r->n_meta_keys == REC_MAX_META_KEYS) { /* a key per step would grow run_extra */
+            if (!r->warned_meta++)
+                log_warn("the workload named more than %d metadata keys; '%s' and later new "
+                         "keys are left out", REC_MAX_META_KEYS, key);
+            continue;
+        }
+        r->n_meta_keys++;
         const char *name = strcmp(kv->key, "device_name") ? NULL : kv->value;
         const char *driver = strcmp(kv->key, "driver") ? NULL : kv->value;
         char runtime[LP_VALUE + 8] = "";
@@ -185,11 +193,60 @@ static void take_routing(recorder *r, const lp_step *s, step_record *m)
     m->expert_tokens = r->routing;
 }
 
+/* adds step (>= 1) to the set; 1 when it was not there, 0 when it was, -1 out of memory */
+static int step_set_add(rec_step_set *set, int step)
+{
+    if (2 * (set->n + 1) > set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 1024;
+        int *slots = calloc(cap, sizeof *slots);
+        if (!slots)
+            return -1;
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->slots[i]) {
+                size_t k = ((size_t)set->slots[i] * 2654435761u) & (cap - 1);
+                while (slots[k])
+                    k = (k + 1) & (cap - 1);
+                slots[k] = set->slots[i];
+            }
+        free(set->slots);
+        set->slots = slots;
+        set->cap = cap;
+    }
+    size_t k = ((size_t)step * 2654435761u) & (set->cap - 1);
+    for (; set->slots[k]; k = (k + 1) & (set->cap - 1))
+        if (set->slots[k] == step)
+            return 0;
+    set->slots[k] = step;
+    set->n++;
+    return 1;
+}
+
+/* rank 0's step m with a loss was stored: counted once however often it is logged */
+static void count_step(recorder *r, const step_record *m)
+{
+    int added = step_set_add(&r->steps_seen, m->step);
+    if (added < 0) {
+        log_error("out of memory counting the steps of the run");
+        r->failed = 1;
+    }
+    r->steps_stored += added > 0;
+    if (m->step >= r->final_step) {
+        r->final_step = m->step;
+        r->final_loss = m->loss;
+    }
+    if (!isfinite(m->loss) && !r->diverged_step)
+        r->diverged_step = m->step;
+}
+
 static void take_step(recorder *r, const lp_step *s, int line_rank)
 {
     int rank = s->rank >= 0 ? s->rank : line_rank >= 0 ? line_rank : 0;
-    if (rank >= LP_MAX_RANKS)
+    if (rank >= LP_MAX_RANKS) {
+        if (!r->warned_rank++)
+            log_warn("rank %d: the recorder keeps ranks 0 to %d; the steps of higher ranks are "
+                     "left out", rank, LP_MAX_RANKS - 1);
         return;
+    }
     step_record *m = merge(r, rank, s);
     if (rank == 0 && s->expert_tokens)
         take_routing(r, s, m);
@@ -203,12 +260,8 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
         return;
     if (!r->failed && store_put_step(r->st, r->run_id, m))
         r->failed = 1;
-    if (!(s->has & LP_LOSS))
-        return;
-    r->steps_stored++;
-    r->final_loss = m->loss;
-    if (!isfinite(m->loss) && !r->diverged_step)
-        r->diverged_step = m->step;
+    if (s->has & LP_LOSS)
+        count_step(r, m);
 }
 
 static void remember_tail(recorder *r, const char *line, size_t len)
@@ -232,8 +285,14 @@ static void remember_tail(recorder *r, const char *line, size_t len)
 static void take_line(recorder *r, rec_source *s)
 {
     lp_event ev;
-    remember_tail(r, s->line, s->len);
-    if (lp_read_line(&r->reader, s->line, s->len, &ev)) {
+    const char *line = s->line;
+    size_t len = s->len;
+    if (s->first_line && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+        line += 3; /* a UTF-8 byte order mark: a Windows editor's, not the line's */
+        len -= 3;
+    }
+    remember_tail(r, line, len);
+    if (lp_read_line(&r->reader, line, len, &ev)) {
         take_meta(r, &ev);
         if (ev.has_step)
             take_step(r, &ev.step, s->rank);
@@ -254,6 +313,7 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
                 take_line(r, s);
             s->len = 0;
             s->overflow = 0;
+            s->first_line = 0;
         } else if (s->len < REC_LINE_MAX) {
             s->line[s->len++] = c;
         } else if (!s->overflow) { /* a line this long is parsed as far as it went */
@@ -320,5 +380,7 @@ void rec_free(recorder *r)
     free(r->routing);
     r->routing = NULL;
     r->routing_cap = 0;
+    free(r->steps_seen.slots);
+    memset(&r->steps_seen, 0, sizeof r->steps_seen);
     r->n_src = 0;
 }

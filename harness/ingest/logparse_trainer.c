@@ -70,6 +70,8 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
         return 0;
     memset(ev, 0, sizeof *ev);
     walk w = {ev, 0, 0, 0};
+    if (st->line_rank >= LP_MAX_RANKS) /* no counter of its own: never another rank's */
+        return 0;
     if (lp_dict_each(p, len - (size_t)(p - line), on_pair, &w) != 0 || w.eval) {
         memset(ev, 0, sizeof *ev);
         return 0;
@@ -85,7 +87,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     ev->n_meta = 0; /* epoch and the like are per line, not the run's */
     ev->has_step = 1;
     ev->step.rank = -1;
-    ev->step.step = ++st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank % LP_MAX_RANKS];
+    ev->step.step = ++st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank];
     return 1;
 }
 

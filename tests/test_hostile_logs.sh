@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# tests/test_hostile_logs.sh: hostile and unusual-but-legal input to exec, ingest, preprocess and
+# comm-check (an adversarial hunt's findings): each case exits as documented and writes nothing on error.
+# usage: test_hostile_logs.sh HARNESS_EXE SOURCE_DIR
+set -u
+H="$1"; SRC="$(cd "$2" && pwd)"
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 2
+q() { sqlite3 "$1" "$2"; }
+STEP='HARNESS_STEP {"v":1,"step":%d,"loss":%s}\n'
+
+echo "ingest: a UTF-8 byte order mark does not hide the first line"
+printf '\xef\xbb\xbf{"step":1,"loss":2.0}\r\n{"step":2,"loss":2.1}\r\n' > bom.jsonl
+expect 0 "ingest a jsonl with a BOM" -- "$H" ingest bom.jsonl --device a100 --db x.db
+[ "$(q x.db 'select group_concat(step || ":" || loss, " ") from (select * from steps where run_id = 1 order by step)')" = "1:2.0 2:2.1" ] \
+  && pass || fail "both steps of the BOM file: $(q x.db 'select step, loss from steps where run_id = 1')"
+
+echo "ingest: a step logged twice (a resumed run) is one step; the final loss is the last step's"
+printf "$STEP$STEP$STEP$STEP" 1 3.0 2 2.0 1 2.9 2 1.5 > dup.log
+expect 0 "ingest duplicated steps" -- "$H" ingest dup.log --device a100 --db x.db
+grep -q "2 steps, final loss 1.500000" out && pass || fail "summary of duplicated steps: $(cat out)"
+printf "$STEP$STEP$STEP" 3 1.0 2 2.0 1 3.0 > back.log
+expect 0 "ingest steps in falling order" -- "$H" ingest back.log --device a100 --db x.db
+grep -q "3 steps, final loss 1.000000" out && pass || fail "summary of falling steps: $(cat out)"
+
+echo "ingest: a workload that names a new metadata key per line is capped, not stored forever"
+for i in $(seq 1 300); do printf 'HARNESS_META {"v":1,"k%d":%d}\n' "$i" "$i"; done > meta.log
+printf "$STEP" 1 2.0 >> meta.log
+expect 0 "ingest 300 metadata keys" -- "$H" ingest meta.log --device a100 --db x.db
+says "more than 128 metadata keys"
+id=$(q x.db 'select max(id) from runs')
+[ "$(q x.db "select count(*) from run_extra where run_id = $id and key like 'k%'")" = 128 ] \
+  && pass || fail "metadata keys kept: $(q x.db "select count(*) from run_extra where run_id = $id")"
+[ "$(q x.db "select value from run_extra where run_id = $id and key = 'log_format'")" = harness ] \
+  && pass || fail "the recorder's own keys still kept after the cap"
+
+echo "ingest: ranks up to 1023 are kept; a higher one is warned about, never taken as rank 0"
+printf "[rank0]:$STEP[rank200]:$STEP[rank5000]:$STEP[rank0]:$STEP" 1 2.0 1 7.0 1 9.0 2 1.0 > ranks.log
+expect 0 "ingest 5000 ranks" -- "$H" ingest ranks.log --device a100 --db x.db
+says "rank 5000"
+id=$(q x.db 'select max(id) from runs')
+[ "$(q x.db "select group_concat(loss, ' ') from (select * from steps where run_id = $id order by step)")" = "2.0 1.0" ] \
+  && pass || fail "rank 0's series: $(q x.db "select step, loss from steps where run_id = $id")"
+[ "$(q x.db "select count(*) from rank_steps where run_id = $id and rank = 200")" = 1 ] \
+  && pass || fail "rank 200's step kept"
+[ "$(q x.db "select world_size from runs where id = $id")" = 201 ] \
+  && pass || fail "world size from the ranks seen: $(q x.db "select world_size from runs where id = $id")"
+
+finish

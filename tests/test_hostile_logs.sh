@@ -46,4 +46,14 @@ id=$(q x.db 'select max(id) from runs')
 [ "$(q x.db "select world_size from runs where id = $id")" = 201 ] \
   && pass || fail "world size from the ranks seen: $(q x.db "select world_size from runs where id = $id")"
 
+echo "exec: a script whose interpreter is missing is exit 2 and leaves no store behind"
+printf '#!/nonexistent/interpreter\necho hi\n' > noint.sh && chmod 755 noint.sh
+expect 2 "exec a script without its interpreter" -- "$H" exec --db e.db -- ./noint.sh
+says "cannot run './noint.sh'"
+[ ! -e e.db ] && [ ! -e e.db-wal ] && [ ! -e e.db-shm ] && pass || fail "the refused exec created the store: $(ls e.db*)"
+expect 1 "exec true (no step)" -- "$H" exec --db e.db -- true
+sum=$(sha256sum e.db)
+expect 2 "exec a script without its interpreter into a store" -- "$H" exec --db e.db -- ./noint.sh
+[ -e e.db ] && [ "$(sha256sum e.db)" = "$sum" ] && pass || fail "an existing store was changed or removed"
+
 finish

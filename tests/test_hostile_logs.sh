@@ -56,4 +56,26 @@ sum=$(sha256sum e.db)
 expect 2 "exec a script without its interpreter into a store" -- "$H" exec --db e.db -- ./noint.sh
 [ -e e.db ] && [ "$(sha256sum e.db)" = "$sum" ] && pass || fail "an existing store was changed or removed"
 
+echo "preprocess: CRLF line ends of a .txt input are not part of its documents"
+printf 'hello\r\nworld\r\n' > crlf.txt
+printf 'hello\nworld\n' > lf.txt
+expect 0 "preprocess CRLF text" -- "$H" preprocess --input crlf.txt --output-prefix crlf --tokenizer byte
+expect 0 "preprocess LF text" -- "$H" preprocess --input lf.txt --output-prefix lf --tokenizer byte
+cmp -s crlf_text_document.bin lf_text_document.bin && cmp -s crlf_text_document.idx lf_text_document.idx \
+  && pass || fail "CRLF and LF inputs give different datasets: $(od -An -tu2 crlf_text_document.bin)"
+
+echo "preprocess: a folder where the .idx goes is exit 2 before anything is replaced"
+cp lf_text_document.bin old_text_document.bin
+mkdir old_text_document.idx
+expect 2 "preprocess onto a folder" -- "$H" preprocess --input crlf.txt --output-prefix old --tokenizer byte
+says "old_text_document.idx: exists and is not a regular file"
+cmp -s old_text_document.bin lf_text_document.bin && pass || fail "the old .bin was replaced"
+[ -z "$(ls old_* | grep tmp)" ] && pass || fail "a .tmp file was left: $(ls old_*)"
+
+echo "preprocess: a symlink planted at the .tmp name is replaced, never written through"
+ln -s "$T/victim" lnk_text_document.bin.tmp
+expect 0 "preprocess past a planted .tmp link" -- "$H" preprocess --input lf.txt --output-prefix lnk --tokenizer byte
+[ ! -e victim ] && pass || fail "the link's target was written"
+cmp -s lnk_text_document.bin lf_text_document.bin && pass || fail "the dataset behind a planted link"
+
 finish

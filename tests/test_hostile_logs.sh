@@ -78,4 +78,16 @@ expect 0 "preprocess past a planted .tmp link" -- "$H" preprocess --input lf.txt
 [ ! -e victim ] && pass || fail "the link's target was written"
 cmp -s lnk_text_document.bin lf_text_document.bin && pass || fail "the dataset behind a planted link"
 
+echo "comm-check: a store or device that cannot be used is exit 2 before any collective"
+mkdir adir
+expect 2 "comm-check into a folder" -- "$H" comm-check --sizes 8B:8B --db adir
+says "adir: not a regular file"
+grep -q allreduce out && fail "collectives ran before the store was checked" || pass
+expect 2 "comm-check into a missing folder" -- "$H" comm-check --sizes 8B:8B --db "$T/no/such/dir/x.db"
+expect 2 "comm-check of an unknown device" -- "$H" comm-check --sizes 8B:8B --db cc.db --device nope
+says "--device nope: unknown device"
+[ ! -e cc.db ] && pass || fail "a refused comm-check created the store"
+expect 0 "comm-check on cpu" -- "$H" comm-check --sizes 8B:8B --op allreduce --db cc.db
+[ "$(q cc.db 'select count(*) from comm_checks')" = 1 ] && pass || fail "the cpu row stored"
+
 finish

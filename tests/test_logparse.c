@@ -373,6 +373,24 @@ static void test_high_ranks_apart(void **state)
     assert_int_equal(ev.step.step, 2);
 }
 
+/* a JSON line that names its step is jsonl's whatever its key order ("loss" first looked like
+ * a Trainer dict, whose steps are counted: 1, 2 instead of 10, 20) */
+static void test_json_loss_first_keeps_step(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{\"loss\": 2.0, \"step\": 10}", &ev));
+    assert_true(ev.has_step);
+    assert_int_equal(ev.step.step, 10);
+    assert_string_equal(r.locked->name, "jsonl");
+    /* a Trainer repr is still Trainer's */
+    lp_reader t = fresh(NULL, NULL);
+    assert_true(read1(&t, "{'loss': 2.0, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': 0.1}", &ev));
+    assert_int_equal(ev.step.step, 1);
+    assert_string_equal(t.locked->name, "trainer");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,7 +402,7 @@ int main(void)
         cmocka_unit_test(test_first_format_is_kept), cmocka_unit_test(test_binary_bytes),
         cmocka_unit_test(test_seed_line_ends_at_label), cmocka_unit_test(test_seed_huge_step),
         cmocka_unit_test(test_step_and_rank_whole), cmocka_unit_test(test_harness_from_step_zero),
-        cmocka_unit_test(test_high_ranks_apart),
+        cmocka_unit_test(test_high_ranks_apart), cmocka_unit_test(test_json_loss_first_keeps_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

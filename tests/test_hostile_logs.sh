@@ -46,6 +46,15 @@ id=$(q x.db 'select max(id) from runs')
 [ "$(q x.db "select world_size from runs where id = $id")" = 201 ] \
   && pass || fail "world size from the ranks seen: $(q x.db "select world_size from runs where id = $id")"
 
+echo "ingest: a log whose path is longer than 255 bytes is stored under its whole path"
+deep="$T/$(printf 'd%.0s' $(seq 60))/$(printf 'e%.0s' $(seq 60))/$(printf 'f%.0s' $(seq 60))/$(printf 'g%.0s' $(seq 60))"
+mkdir -p "$deep" && printf "$STEP" 1 2.0 > "$deep/rank0.log" && cp "$deep/rank0.log" "$deep/rank0.log.copy"
+expect 0 "ingest two logs under a long path" -- "$H" ingest "$deep/rank0.log" "$deep/rank0.log.copy" --device a100 --db x.db
+id=$(q x.db 'select max(id) from runs')
+[ "$(q x.db "select count(distinct source) from run_logs where run_id = $id")" = 2 ] \
+  && [ "$(q x.db "select count(*) from run_logs where run_id = $id and source = '$deep/rank0.log'")" = 1 ] \
+  && pass || fail "the logs' sources: $(q x.db "select source from run_logs where run_id = $id")"
+
 echo "exec: a script whose interpreter is missing is exit 2 and leaves no store behind"
 printf '#!/nonexistent/interpreter\necho hi\n' > noint.sh && chmod 755 noint.sh
 expect 2 "exec a script without its interpreter" -- "$H" exec --db e.db -- ./noint.sh

@@ -35,11 +35,12 @@ int rec_source_add(recorder *r, const char *name, int rank)
         return -1;
     rec_source *s = &r->src[r->n_src];
     memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "%s", name);
     s->rank = rank;
     s->first_line = 1;
-    if (!(s->line = malloc(REC_LINE_MAX))) {
+    if (!(s->name = strdup(name)) || !(s->line = malloc(REC_LINE_MAX))) {
         log_error("out of memory for a line buffer of %s", name);
+        free(s->name);
+        s->name = NULL;
         return -1;
     }
     return r->n_src++;
@@ -373,8 +374,10 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
 
 void rec_free(recorder *r)
 {
-    for (int i = 0; i < r->n_src; i++)
+    for (int i = 0; i < r->n_src; i++) {
         free(r->src[i].line);
+        free(r->src[i].name);
+    }
     free(r->log);
     r->log = NULL;
     free(r->routing);

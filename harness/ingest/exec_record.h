@@ -18,7 +18,7 @@
 #define REC_LOG_LIMIT ((size_t)256 << 20) /* raw log bytes kept per run */
 
 typedef struct {
-    char name[256];     /* "stdout", "stderr", a file path */
+    char *name;         /* "stdout", "stderr", a file path (whole: run_logs names it so) */
     char *line;         /* the line being gathered */
     size_t len;
     int overflow;       /* the current line passed REC_LINE_MAX: rest skipped */

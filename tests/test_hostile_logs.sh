@@ -55,6 +55,16 @@ id=$(q x.db 'select max(id) from runs')
   && [ "$(q x.db "select count(*) from run_logs where run_id = $id and source = '$deep/rank0.log'")" = 1 ] \
   && pass || fail "the logs' sources: $(q x.db "select source from run_logs where run_id = $id")"
 
+echo "ingest: a log over 1 GiB is read a piece at a time; the raw log kept stops at 256 MiB, noted"
+truncate -s 1100M huge.log && printf '\nHARNESS_STEP {"v":1,"step":1,"loss":2.0}\n' >> huge.log
+expect 0 "ingest a 1.1 GB log" -- "$H" ingest huge.log --device a100 --db huge.db
+grep -q "1 steps, final loss 2.000000" out && pass || fail "the step after 1.1 GB: $(cat out)"
+[ -n "$(q huge.db "select value from run_extra where key = 'log_truncated'")" ] && pass \
+  || fail "log_truncated not noted"
+[ "$(q huge.db "select sum(length(data)) from run_logs")" = $((256 << 20)) ] && pass \
+  || fail "raw log bytes kept: $(q huge.db "select sum(length(data)) from run_logs")"
+rm -f huge.log huge.db*
+
 echo "exec: a script whose interpreter is missing is exit 2 and leaves no store behind"
 printf '#!/nonexistent/interpreter\necho hi\n' > noint.sh && chmod 755 noint.sh
 expect 2 "exec a script without its interpreter" -- "$H" exec --db e.db -- ./noint.sh

@@ -57,12 +57,12 @@ static void store_log(recorder *r)
 /* the raw bytes, kept in order; stored in chunks of one source */
 static void keep_log(recorder *r, int src, const char *data, size_t len)
 {
-    if (r->log_total >= REC_LOG_LIMIT)
-        return;
-    if (len > REC_LOG_LIMIT - r->log_total) {
+    if (len > REC_LOG_LIMIT - r->log_total) { /* also when the limit was met exactly before */
         len = REC_LOG_LIMIT - r->log_total;
         rec_extra(r, "log_truncated", "the raw log passed 256 MiB; the rest was not kept");
     }
+    if (!len)
+        return;
     r->log_total += len;
     if (src != r->log_src || r->log_len + len > LOG_CHUNK)
         store_log(r);

@@ -75,6 +75,16 @@ sum=$(sha256sum e.db)
 expect 2 "exec a script without its interpreter into a store" -- "$H" exec --db e.db -- ./noint.sh
 [ -e e.db ] && [ "$(sha256sum e.db)" = "$sum" ] && pass || fail "an existing store was changed or removed"
 
+echo "exec: a process CMD leaves behind that keeps printing does not hold the harness"
+start=$SECONDS
+expect 0 "exec leaving a chatty background process" -- timeout $((20 * SLOW)) "$H" exec --db e.db -- \
+  sh -c 'printf "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5}\n"; (while :; do echo tick; sleep 0.2; done) & exit 0'
+says "1 steps"
+echo "exec: a line a background process prints soon after CMD ended is still read"
+expect 0 "exec with a late line" -- "$H" exec --db e.db -- \
+  sh -c '(sleep 0.3; printf "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5}\n") & exit 0'
+says "1 steps"
+
 echo "preprocess: CRLF line ends of a .txt input are not part of its documents"
 printf 'hello\r\nworld\r\n' > crlf.txt
 printf 'hello\nworld\n' > lf.txt

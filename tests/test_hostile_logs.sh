@@ -107,6 +107,11 @@ expect 0 "preprocess past a planted .tmp link" -- "$H" preprocess --input lf.txt
 [ ! -e victim ] && pass || fail "the link's target was written"
 cmp -s lnk_text_document.bin lf_text_document.bin && pass || fail "the dataset behind a planted link"
 
+echo "preprocess: byte:PATH is refused (the byte tokenizer reads no file; the path was ignored)"
+expect 2 "preprocess --tokenizer byte:PATH" -- "$H" preprocess --input lf.txt --output-prefix bp --tokenizer byte:vocab.json
+says "the byte tokenizer takes no path"
+[ ! -e bp_text_document.bin ] && pass || fail "a dataset was written"
+
 echo "comm-check: a store or device that cannot be used is exit 2 before any collective"
 mkdir adir
 expect 2 "comm-check into a folder" -- "$H" comm-check --sizes 8B:8B --db adir

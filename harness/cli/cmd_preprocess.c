@@ -69,6 +69,9 @@ static int open_tokenizer(const char *spec, tokenizer **t)
         return cmd_usage_error("preprocess", "--tokenizer: unknown kind '%.32s'", spec);
     memcpy(kind, spec, n);
     kind[n] = 0;
+    if (colon && strcmp(kind, "byte") == 0) /* no file: a path there would be ignored */
+        return cmd_usage_error("preprocess", "--tokenizer: the byte tokenizer takes no path, "
+                               "got '%.200s'", spec);
     return tokenizer_open(kind, colon ? colon + 1 : NULL, t);
 }
 

@@ -65,6 +65,12 @@ grep -q "1 steps, final loss 2.000000" out && pass || fail "the step after 1.1 G
   || fail "raw log bytes kept: $(q huge.db "select sum(length(data)) from run_logs")"
 rm -f huge.log huge.db*
 
+echo "ingest: steps of rank 1 only are said to be so, not 'no training step recognised'"
+printf "[rank1]:$STEP[rank1]:$STEP" 1 5.0 2 5.1 > only1.log
+expect 1 "ingest rank 1's steps only" -- "$H" ingest only1.log --device a100 --db x.db
+grep -q "no step of rank 0 with a loss in 2 lines of output (2 harness step lines" out && pass \
+  || fail "the message: $(cat out)"
+
 echo "exec: a script whose interpreter is missing is exit 2 and leaves no store behind"
 printf '#!/nonexistent/interpreter\necho hi\n' > noint.sh && chmod 755 noint.sh
 expect 2 "exec a script without its interpreter" -- "$H" exec --db e.db -- ./noint.sh

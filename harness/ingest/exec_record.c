@@ -357,9 +357,15 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
         status = "failed";
         lp_format_names(formats, sizeof formats);
         char what[512];
-        snprintf(what, sizeof what, "%s%sno training step recognised in %ld lines of output "
-                 "(formats tried: %s)", ended_ok ? "" : why, ended_ok ? "" : "; ",
-                 r->reader.lines, r->reader.forced ? r->reader.forced->name : formats);
+        if (r->reader.steps > 0) /* steps were read, none of them rank 0's with a loss */
+            snprintf(what, sizeof what, "%s%sno step of rank 0 with a loss in %ld lines of "
+                     "output (%ld %s step lines: of other ranks, or without a loss)",
+                     ended_ok ? "" : why, ended_ok ? "" : "; ", r->reader.lines,
+                     r->reader.steps, r->reader.locked ? r->reader.locked->name : "");
+        else
+            snprintf(what, sizeof what, "%s%sno training step recognised in %ld lines of output "
+                     "(formats tried: %s)", ended_ok ? "" : why, ended_ok ? "" : "; ",
+                     r->reader.lines, r->reader.forced ? r->reader.forced->name : formats);
         failure_text(r, what, error, sizeof error);
     } else if (!ended_ok) {
         status = "failed";

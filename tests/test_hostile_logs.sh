@@ -91,6 +91,16 @@ expect 0 "exec with a late line" -- "$H" exec --db e.db -- \
   sh -c '(sleep 0.3; printf "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5}\n") & exit 0'
 says "1 steps"
 
+echo "exec/ingest --compare: a missing baseline FILE or --baselines folder is exit 2 before anything runs"
+S="$SRC/scenarios/gpt2-tiny.json"
+expect 2 "exec --baseline missing file" -- "$H" exec --db p.db --compare --scenario "$S" --baseline nope/x.baseline -- touch ran
+says "--baseline nope/x.baseline: No such file or directory"
+expect 2 "exec --baselines missing folder" -- "$H" exec --db p.db --compare --scenario "$S" --baselines nope -- touch ran
+says "--baselines nope: No such file or directory"
+expect 2 "ingest --baselines a file" -- "$H" ingest dup.log --device a100 --db p.db --compare --scenario "$S" --baselines dup.log
+says "--baselines dup.log: not a folder"
+[ ! -e ran ] && [ ! -e p.db ] && pass || fail "the command ran or the store was created: $(ls ran p.db 2>&1)"
+
 echo "preprocess: CRLF line ends of a .txt input are not part of its documents"
 printf 'hello\r\nworld\r\n' > crlf.txt
 printf 'hello\nworld\n' > lf.txt

@@ -183,6 +183,8 @@ int cmd_exec(int argc, char **argv)
         log_error("exec: %s", err);
         return EXIT_USAGE;
     }
+    if (a.compare && (rc = exec_compare_precheck("exec", a.baseline, a.baselines)))
+        return rc;
     scenario s;
     memset(&s, 0, sizeof s);
     if (a.scenario && (rc = scenario_load(a.scenario, &s)) != 0) {

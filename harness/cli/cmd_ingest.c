@@ -151,6 +151,8 @@ int cmd_ingest(int argc, char **argv)
     char err[512];
     if (lp_reader_init(&probe, a.format, a.keys, err, sizeof err))
         return cmd_usage_error("ingest", "%s", err);
+    if (a.compare && (rc = exec_compare_precheck("ingest", a.baseline, a.baselines)))
+        return rc;
     int fds[MAX_LOGS];
     for (int i = 0; i < MAX_LOGS; i++)
         fds[i] = -1;

@@ -40,7 +40,9 @@ static void exec_usage(FILE *f)
         "  --baseline B     with --compare: LABEL, RUN id or FILE instead of the scenario's\n"
         "  --baselines D    with --compare: look for committed baseline files in D first\n\n"
         "Exit codes: 0 the run ended ok (and with --compare passed), 1 it failed, diverged or\n"
-        "did not pass, 2 usage or input error (nothing is recorded then).\n", DEFAULT_DB);
+        "did not pass, 2 usage or input error (nothing is recorded then; but a --compare\n"
+        "baseline label or run id that is not there is found after the run, which stays).\n",
+        DEFAULT_DB);
 }
 
 static int parse_exec_args(int argc, char **argv, exec_args *a)

@@ -71,6 +71,13 @@ expect 1 "ingest rank 1's steps only" -- "$H" ingest only1.log --device a100 --d
 grep -q "no step of rank 0 with a loss in 2 lines of output (2 harness step lines" out && pass \
   || fail "the message: $(cat out)"
 
+echo "ingest: 65 logs is exit 2 naming the limit of 64"
+for i in $(seq 0 64); do printf "$STEP" 1 2.0 > "r$i.log"; done
+expect 2 "ingest 65 logs" -- "$H" ingest $(for i in $(seq 0 64); do echo "r$i.log"; done) --device a100 --db many.db
+says "more than 64 log files"
+[ ! -e many.db ] && pass || fail "the store was created"
+expect 0 "ingest 64 logs" -- "$H" ingest $(for i in $(seq 0 63); do echo "r$i.log"; done) --device a100 --db many.db
+
 echo "exec: a script whose interpreter is missing is exit 2 and leaves no store behind"
 printf '#!/nonexistent/interpreter\necho hi\n' > noint.sh && chmod 755 noint.sh
 expect 2 "exec a script without its interpreter" -- "$H" exec --db e.db -- ./noint.sh

@@ -18,7 +18,7 @@
 typedef struct {
     const char *scenario, *device, *db, *format, *keys, *baseline, *baselines;
     int compare;
-    const char *logs[MAX_LOGS];
+    const char *logs[MAX_LOGS + 1]; /* one more: told apart from an unknown argument */
     int n_logs;
 } ingest_args;
 
@@ -57,13 +57,15 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
                             {"--keys", &a->keys, NULL}, {"--baseline", &a->baseline, NULL},
                             {"--baselines", &a->baselines, NULL}, {"--compare", NULL, &a->compare},
                             {NULL, NULL, NULL}};
-    int rc = cmd_parse(argc, argv, opts, a->logs, MAX_LOGS, &a->n_logs);
+    int rc = cmd_parse(argc, argv, opts, a->logs, MAX_LOGS + 1, &a->n_logs);
     if (rc == 1)
         ingest_usage(stdout);
     if (rc)
         return rc == 1 ? -1 : rc;
     if (!a->n_logs)
         return cmd_usage_error("ingest", "no log file given");
+    if (a->n_logs > MAX_LOGS)
+        return cmd_usage_error("ingest", "more than %d log files (the ranks of one run)", MAX_LOGS);
     if (!a->device || !a->device[0])
         return cmd_usage_error("ingest", "--device LABEL is required (the device the logs ran on)");
     if (!a->compare && (a->baseline || a->baselines))

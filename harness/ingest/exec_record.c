@@ -126,9 +126,10 @@ static void take_meta(recorder *r, const lp_event *ev)
         if (known)
             continue;
         if (r->n_meta_keys == REC_MAX_META_KEYS) { /* a key per step would grow run_extra */
-            if (!r->warned_meta++)
+            if (!r->warned_meta)
                 log_warn("the workload named more than %d metadata keys; '%s' and later new "
                          "keys are left out", REC_MAX_META_KEYS, key);
+            r->warned_meta = 1; /* once, not a count: a log may repeat it without end */
             continue;
         }
         r->n_meta_keys++;
@@ -243,9 +244,10 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
 {
     int rank = s->rank >= 0 ? s->rank : line_rank >= 0 ? line_rank : 0;
     if (rank >= LP_MAX_RANKS) {
-        if (!r->warned_rank++)
+        if (!r->warned_rank)
             log_warn("rank %d: the recorder keeps ranks 0 to %d; the steps of higher ranks are "
                      "left out", rank, LP_MAX_RANKS - 1);
+        r->warned_rank = 1;
         return;
     }
     step_record *m = merge(r, rank, s);

@@ -13,6 +13,7 @@ enum {
     LP_MEM_TOTAL = 1u << 7, LP_MEM_USED = 1u << 8
 };
 
+#define LP_MAX_STEP 2000000000 /* the highest step number a parser gives (an int, with room) */
 #define LP_RANK_BAD (-2) /* a "rank" that is no rank (1.5, -1, 1e9): the parsers skip the line */
 typedef struct {
     int step;   /* optimizer step: 1-based once the reader has it (0-based series shifted) */

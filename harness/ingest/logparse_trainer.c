@@ -92,7 +92,12 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     ev->n_meta = 0; /* epoch and the like are per line, not the run's */
     ev->has_step = 1;
     ev->step.rank = -1;
-    ev->step.step = ++st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank];
+    int *count = &st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank];
+    if (*count >= LP_MAX_STEP) { /* a log of 2e9 dicts: no step number left, never an overflow */
+        memset(ev, 0, sizeof *ev);
+        return 0;
+    }
+    ev->step.step = ++*count;
     return 1;
 }
 

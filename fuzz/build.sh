@@ -15,8 +15,9 @@ COMMON=(harness/util/util.c harness/util/escape.c harness/util/input_file.c)
 "$CC" "${FLAGS[@]}" fuzz/fuzz_tokenizer.c harness/formats/tokenizer*.c harness/formats/unicode_bert*.c \
   "${COMMON[@]}" $LIBS \
   -o build-fuzz/fuzz_tokenizer
-"$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/ingest/logparse*.c "${COMMON[@]}" $LIBS \
-  -o build-fuzz/fuzz_logparse
+# the routing check of HARNESS_STEP's expert_tokens shares the store's shape limits
+"$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/ingest/logparse*.c harness/store/store_routing.c \
+  harness/store/store.c "${COMMON[@]}" $LIBS $(pkg-config --libs sqlite3) -lm -o build-fuzz/fuzz_logparse
 "$CC" "${FLAGS[@]}" fuzz/fuzz_mmidx.c harness/formats/data_mmidx.c "${COMMON[@]}" $LIBS \
   -o build-fuzz/fuzz_mmidx
 echo "fuzz: built build-fuzz/fuzz_safetensors, build-fuzz/fuzz_tokenizer, build-fuzz/fuzz_logparse and build-fuzz/fuzz_mmidx"

@@ -256,6 +256,141 @@ static void test_binary_bytes(void **state)
     assert_int_equal(r.lines, 200);
 }
 
+/* a seed line that ends right after "train_tokens_throughput:" has no throughput: the number is
+ * never looked for past the line's end (it was read from stale bytes, or past the copy's end) */
+static void test_seed_line_ends_at_label(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    /* the same frame as the next call's: what a read past the end would find */
+    assert_true(read1(&r, "epoch[0/9], step[0/100]: train_loss: 4.0, train_tokens_throughput: 1000.5 tokens/s", &ev));
+    assert_true(ev.step.has & LP_TOKENS_PER_S);
+    memset(&ev, 0, sizeof ev);
+    assert_true(read1(&r, "epoch[0/9], step[1/100]: train_loss: 3.0, train_tokens_throughput:", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_false(ev.step.has & LP_TOKENS_PER_S);
+    /* 511 bytes from "epoch[" ending in the label: exactly the size of the parser's copy */
+    const char *head = "epoch[0/9], step[2/100]: train_loss: 3.0,";
+    const char *tag = "train_tokens_throughput:";
+    size_t n = 511;
+    char *line = malloc(n); /* exact size: ASan sees a read past it */
+    assert_non_null(line);
+    memset(line, ' ', n);
+    memcpy(line, head, strlen(head));
+    memcpy(line + n - strlen(tag), tag, strlen(tag));
+    memset(&ev, 0, sizeof ev);
+    assert_true(lp_read_line(&r, line, n, &ev));
+    assert_int_equal(ev.step.step, 3);
+    assert_false(ev.step.has & LP_TOKENS_PER_S);
+    free(line);
+}
+
+/* steps past what an int holds (or past 1e9 in an epoch) are no steps, never an overflow */
+static void test_seed_huge_step(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "epoch[0/5], step[2147483647/5]: train_loss: 2.0",
+        "epoch[0/5], step[4294967295/5]: train_loss: 2.0",
+        "epoch[0/5], step[99999999999999999999/5]: train_loss: 2.0",
+        "epoch[3/5], step[1/2147483647]: train_loss: 2.0",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lp_reader r = fresh(NULL, NULL);
+        lp_event ev;
+        memset(&ev, 0, sizeof ev);
+        if (read1(&r, bad[i], &ev) && ev.has_step)
+            fail_msg("took step %d from: %s", ev.step.step, bad[i]);
+    }
+}
+
+/* a step or rank that is not a whole number skips the line: 1.5 is not step 1, and a rank of
+ * 1.5, -1 or 2e6 is not rank 0 */
+static void test_step_and_rank_whole(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "HARNESS_STEP {\"v\":1,\"step\":1.5,\"loss\":2.5}",
+        "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5,\"rank\":1.5}",
+        "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5,\"rank\":-1}",
+        "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.5,\"rank\":2000000}",
+        "{\"step\":1.7,\"loss\":2.0}",
+        "{\"step\":1,\"loss\":2.0,\"rank\":0.5}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lp_reader r = fresh(NULL, NULL);
+        lp_event ev;
+        memset(&ev, 0, sizeof ev);
+        if (read1(&r, bad[i], &ev) && ev.has_step)
+            fail_msg("took step %d rank %d from: %s", ev.step.step, ev.step.rank, bad[i]);
+    }
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":2.0,\"loss\":2.5,\"rank\":3.0}", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_int_equal(ev.step.rank, 3);
+}
+
+/* protocol v1's step is an integer >= 0: a series from 0 is shifted, also after HARNESS_META
+ * locked the format before any step */
+static void test_harness_from_step_zero(void **state)
+{
+    (void)state;
+    for (int meta = 0; meta < 2; meta++) {
+        lp_reader r = fresh(NULL, NULL);
+        lp_event ev;
+        if (meta)
+            assert_true(read1(&r, "HARNESS_META {\"v\":1,\"device_name\":\"x\"}", &ev));
+        assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":0,\"loss\":3.0}", &ev));
+        assert_true(ev.has_step);
+        assert_int_equal(ev.step.step, 1);
+        assert_true(ev.step.loss == 3.0);
+        assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.0}", &ev));
+        assert_int_equal(ev.step.step, 2);
+    }
+}
+
+/* a Trainer or seed line of rank 64 (or of a rank past the parsers' memory) never counts as
+ * rank 0's: rank 0's Trainer dicts stay 1, 2 */
+static void test_high_ranks_apart(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "[rank0]:{'loss': 2.5}", &ev));
+    assert_int_equal(ev.step.step, 1);
+    assert_true(read1(&r, "[rank64]:{'loss': 9.5}", &ev));
+    assert_int_equal(ev.step.rank, 64);
+    assert_int_equal(ev.step.step, 1);
+    memset(&ev, 0, sizeof ev);
+    read1(&r, "[rank99999]:{'loss': 9.5}", &ev);
+    assert_false(ev.has_step);
+    read1(&r, "[rank99999]:epoch[0/5], step[3/5]: train_loss: 9.0", &ev);
+    assert_false(ev.has_step);
+    assert_true(read1(&r, "[rank0]:{'loss': 2.4}", &ev));
+    assert_int_equal(ev.step.rank, 0);
+    assert_int_equal(ev.step.step, 2);
+}
+
+/* a JSON line that names its step is jsonl's whatever its key order ("loss" first looked like
+ * a Trainer dict, whose steps are counted: 1, 2 instead of 10, 20) */
+static void test_json_loss_first_keeps_step(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{\"loss\": 2.0, \"step\": 10}", &ev));
+    assert_true(ev.has_step);
+    assert_int_equal(ev.step.step, 10);
+    assert_string_equal(r.locked->name, "jsonl");
+    /* a Trainer repr is still Trainer's */
+    lp_reader t = fresh(NULL, NULL);
+    assert_true(read1(&t, "{'loss': 2.0, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': 0.1}", &ev));
+    assert_int_equal(ev.step.step, 1);
+    assert_string_equal(t.locked->name, "trainer");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +400,9 @@ int main(void)
         cmocka_unit_test(test_deepspeed_and_ranks), cmocka_unit_test(test_jsonl_keys),
         cmocka_unit_test(test_srun_labels_and_trainer_ranks),
         cmocka_unit_test(test_first_format_is_kept), cmocka_unit_test(test_binary_bytes),
+        cmocka_unit_test(test_seed_line_ends_at_label), cmocka_unit_test(test_seed_huge_step),
+        cmocka_unit_test(test_step_and_rank_whole), cmocka_unit_test(test_harness_from_step_zero),
+        cmocka_unit_test(test_high_ranks_apart), cmocka_unit_test(test_json_loss_first_keeps_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,7 +49,8 @@ static void usage(FILE *f)
             "result after every collective; the check must catch it and name rank R.\n"
             "Communicators in this build: single, %s%s.\n"
             "Exit codes: 0 every result right, 1 a wrong result or a communicator failure,\n"
-            "2 usage error (and --comm nccl without a GPU or without NCCL in the build).\n",
+            "2 usage error (and --comm nccl without a GPU or without NCCL in the build; a\n"
+            "--device that does not open or a --db that is no store, found before any collective).\n",
             DEFAULT_DB, comm_have_mpi() ? "mpi" : "(no mpi)", comm_have_nccl() ? ", nccl" : "");
 }
 
@@ -180,28 +181,21 @@ static int run_all(comm *c, const cc_args *a, cc_result *rows, int *n)
     return 0;
 }
 
-static int store_rows(const cc_args *a, comm *c, device *own, const cc_result *rows, int n)
+static int store_rows(const cc_args *a, comm *c, store *st, device *d, const cc_result *rows,
+                      int n)
 {
-    char host[256], err[512];
+    char host[256];
     host_name(host, sizeof host);
-    device *d = own ? own : device_open(a->device, err, sizeof err);
-    comm_check_meta m = {host, c->launcher, c->ops->name, a->device, d ? d->name : "", c->size};
-    store *st;
+    comm_check_meta m = {host, c->launcher, c->ops->name, a->device, d->name, c->size};
     int64_t id = 0;
-    int rc = store_open(a->db, &st);
-    if (rc == 0) {
-        rc = store_next_comm_check(st, &id);
-        for (int i = 0; !rc && i < n; i++) {
-            comm_check_row row = {cc_op_name(rows[i].op), (int64_t)rows[i].bytes,
-                                  (int64_t)rows[i].count, rows[i].iters, rows[i].time_us,
-                                  rows[i].algbw, rows[i].busbw, rows[i].wrong,
-                                  rows[i].first_bad_rank};
-            rc = store_add_comm_check(st, id, &m, &row);
-        }
-        store_close(st);
+    int rc = store_next_comm_check(st, &id);
+    for (int i = 0; !rc && i < n; i++) {
+        comm_check_row row = {cc_op_name(rows[i].op), (int64_t)rows[i].bytes,
+                              (int64_t)rows[i].count, rows[i].iters, rows[i].time_us,
+                              rows[i].algbw, rows[i].busbw, rows[i].wrong,
+                              rows[i].first_bad_rank};
+        rc = store_add_comm_check(st, id, &m, &row);
     }
-    if (d && d != own)
-        device_close(d);
     if (rc == 0)
         printf("comm check %lld recorded in %s\n", (long long)id, term_safe(a->db));
     return rc ? EXIT_FAIL : 0;
@@ -239,6 +233,37 @@ static int open_comm(const cc_args *a, comm **c, device **d)
     return rc;
 }
 
+/* rank 0, before any collective: the device recorded with the results (*label: opened here
+ * unless it is the nccl communicator's own) and the store; 0, or 2 after a message naming it */
+static int open_outputs(const cc_args *a, device *own, device **label, store **st)
+{
+    char err[512];
+    *label = NULL;
+    *st = NULL;
+    if (!own && !(*label = device_open(a->device, err, sizeof err))) {
+        log_error("comm-check: --device %s: %s", term_safe(a->device), err);
+        return EXIT_USAGE;
+    }
+    if (store_open(a->db, st) == 0)
+        return 0;
+    if (*label)
+        device_close(*label);
+    *label = NULL;
+    return EXIT_USAGE;
+}
+
+/* rank 0's outcome of open_outputs told to every rank (they stop together); 0, 1 (the
+ * communicator failed) or 2 */
+static int agree_outputs(comm *c, int rank0_rc)
+{
+    float flag = (float)rank0_rc;
+    if (comm_allreduce_scaled(comm_host(c), &flag, 1, 1.0f)) {
+        log_error("comm-check: %s", comm_host(c)->error);
+        return EXIT_FAIL;
+    }
+    return flag > 0 ? EXIT_USAGE : 0;
+}
+
 int cmd_comm_check(int argc, char **argv)
 {
     cc_args a;
@@ -249,6 +274,17 @@ int cmd_comm_check(int argc, char **argv)
     device *d = NULL;
     if ((rc = open_comm(&a, &c, &d)))
         return rc;
+    device *label = NULL;
+    store *st = NULL;
+    if ((rc = agree_outputs(c, c->rank == 0 ? open_outputs(&a, d, &label, &st) : 0))) {
+        store_close(st);
+        if (label)
+            device_close(label);
+        comm_close(c);
+        if (d)
+            device_close(d);
+        return rc;
+    }
     static cc_result rows[CC_MAX_ROWS];
     int n = 0;
     if (run_all(c, &a, rows, &n)) {
@@ -258,7 +294,10 @@ int cmd_comm_check(int argc, char **argv)
     int64_t wrong = 0;
     for (int i = 0; i < n; i++)
         wrong += rows[i].wrong;
-    rc = c->rank == 0 ? store_rows(&a, c, d, rows, n) : 0;
+    rc = c->rank == 0 ? store_rows(&a, c, st, d ? d : label, rows, n) : 0;
+    store_close(st);
+    if (label)
+        device_close(label);
     if (c->rank == 0 && wrong)
         log_error("comm-check: %lld wrong element%s (see WRONG above)", (long long)wrong,
                   wrong == 1 ? "" : "s");

@@ -1,10 +1,12 @@
 /* harness/cli/cmd_exec.c: `harness exec [options] -- CMD ARGS...`: runs the user's training command,
  * passes its output through unchanged and records every step it prints as a new run. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/util.h"
@@ -38,7 +40,9 @@ static void exec_usage(FILE *f)
         "  --baseline B     with --compare: LABEL, RUN id or FILE instead of the scenario's\n"
         "  --baselines D    with --compare: look for committed baseline files in D first\n\n"
         "Exit codes: 0 the run ended ok (and with --compare passed), 1 it failed, diverged or\n"
-        "did not pass, 2 usage or input error (nothing is recorded then).\n", DEFAULT_DB);
+        "did not pass, 2 usage or input error (nothing is recorded then; but a --compare\n"
+        "baseline label or run id that is not there is found after the run, which stays).\n",
+        DEFAULT_DB);
 }
 
 static int parse_exec_args(int argc, char **argv, exec_args *a)
@@ -154,6 +158,19 @@ static int record_child(store *st, const scenario *s, const exec_args *a, child_
     return rc;
 }
 
+/* the store this exec created, removed again when CMD could not be started (a script whose
+ * interpreter is missing is found only by execvp): an input error leaves no new file */
+static void remove_new_store(const char *db)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s%s", db, suffixes[i]) < (int)sizeof path &&
+            unlink(path) != 0 && errno != ENOENT)
+            log_warn("exec: %s: removing the store created for the run: %s", path, strerror(errno));
+    }
+}
+
 int cmd_exec(int argc, char **argv)
 {
     exec_args a;
@@ -168,6 +185,8 @@ int cmd_exec(int argc, char **argv)
         log_error("exec: %s", err);
         return EXIT_USAGE;
     }
+    if (a.compare && (rc = exec_compare_precheck("exec", a.baseline, a.baselines)))
+        return rc;
     scenario s;
     memset(&s, 0, sizeof s);
     if (a.scenario && (rc = scenario_load(a.scenario, &s)) != 0) {
@@ -175,18 +194,23 @@ int cmd_exec(int argc, char **argv)
         return rc;
     }
     store *st = NULL;
+    struct stat db_stat;
+    int db_existed = lstat(a.db, &db_stat) == 0, not_started = 0;
     if ((rc = store_open(a.db, &st)) == 0) {
         child_proc c;
         int64_t run_id = 0;
         if (child_start(a.cmd, &c, err, sizeof err)) {
             log_error("exec: %s", err);
             rc = EXIT_USAGE;
+            not_started = 1;
         } else {
             rc = record_child(st, a.scenario ? &s : NULL, &a, &c, &run_id);
             if (a.compare && rc == 0)
                 rc = exec_compare(st, run_id, a.scenario, a.baseline, a.baselines);
         }
         store_close(st);
+        if (not_started && !db_existed)
+            remove_new_store(a.db);
     }
     scenario_free(&s);
     return rc;

@@ -47,6 +47,9 @@ int cmd_fetch(int argc, char **argv)
         return rc;
     if (n_pos != 1)
         return cmd_usage_error("fetch", "give one repository: ORG/NAME[@REVISION]");
+    if (include && strlen(include) > 1023) /* the globs are matched from a 1 KiB copy */
+        return cmd_usage_error("fetch", "--include: %zu bytes of globs, at most 1023",
+                               strlen(include));
     repo_ref r;
     char cache_dir[4096];
     if ((rc = repo_ref_parse(pos[0], dataset, "fetch", &r)))

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/util.h"
 #include "commands.h"
@@ -12,11 +13,12 @@
 #include "util/input_file.h"
 
 #define MAX_LOGS REC_MAX_SOURCES
+#define READ_CHUNK ((size_t)1 << 20) /* a log is read and parsed 1 MiB at a time */
 
 typedef struct {
     const char *scenario, *device, *db, *format, *keys, *baseline, *baselines;
     int compare;
-    const char *logs[MAX_LOGS];
+    const char *logs[MAX_LOGS + 1]; /* one more: told apart from an unknown argument */
     int n_logs;
 } ingest_args;
 
@@ -28,9 +30,11 @@ static void ingest_usage(FILE *f)
         "Records one run from finished training logs with the parsers of 'harness exec'\n"
         "(docs/workloads.md). Several logs are the ranks of one run: a line's rank tag\n"
         "([rank1]:, [default1]:, [Rank 1], srun --label's 1:, \"rank\" in HARNESS_STEP) says\n"
-        "whose it is, else\n"
-        "log k (from 0, in the order given) is rank k. Rank 0's steps are the run's steps;\n"
-        "every rank's steps and memory are kept too. Each file is stored as the raw log.\n"
+        "whose it is, else log k (from 0, in the order given) is rank k. Rank 0's steps\n"
+        "are the run's steps; every rank's steps and memory are kept too. Each file is\n"
+        "stored as the raw log (the first 256 MiB of the run's logs). Every file is opened\n"
+        "before anything is recorded, then read a piece at a time: a log of any size takes\n"
+        "little memory.\n"
         "Then 'harness baseline record' can make the run a baseline.\n\n"
         "  --device LABEL   the device label of the run (required), e.g. a100\n"
         "  --scenario FILE  the scenario the logs trained (name, hash, tolerances)\n"
@@ -39,8 +43,9 @@ static void ingest_usage(FILE *f)
         "  --keys K         jsonl: FIELD=KEY,... (e.g. step=iter,loss=lm_loss)\n"
         "  --compare, --baseline B, --baselines D   as in 'harness exec'\n\n"
         "Exit codes: 0 the run was recorded ok (with --compare: it passed), 1 it has no step,\n"
-        "diverged or did not pass, 2 usage or input error (a log cannot be read: nothing is\n"
-        "recorded).\n", DEFAULT_DB);
+        "diverged or did not pass, 2 usage or input error (a log that is missing or no regular\n"
+        "file: nothing is recorded; one that fails while it is read ends the run failed).\n",
+        DEFAULT_DB);
 }
 
 static int parse_ingest_args(int argc, char **argv, ingest_args *a)
@@ -52,13 +57,15 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
                             {"--keys", &a->keys, NULL}, {"--baseline", &a->baseline, NULL},
                             {"--baselines", &a->baselines, NULL}, {"--compare", NULL, &a->compare},
                             {NULL, NULL, NULL}};
-    int rc = cmd_parse(argc, argv, opts, a->logs, MAX_LOGS, &a->n_logs);
+    int rc = cmd_parse(argc, argv, opts, a->logs, MAX_LOGS + 1, &a->n_logs);
     if (rc == 1)
         ingest_usage(stdout);
     if (rc)
         return rc == 1 ? -1 : rc;
     if (!a->n_logs)
         return cmd_usage_error("ingest", "no log file given");
+    if (a->n_logs > MAX_LOGS)
+        return cmd_usage_error("ingest", "more than %d log files (the ranks of one run)", MAX_LOGS);
     if (!a->device || !a->device[0])
         return cmd_usage_error("ingest", "--device LABEL is required (the device the logs ran on)");
     if (!a->compare && (a->baseline || a->baselines))
@@ -68,12 +75,13 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
     return 0;
 }
 
-/* every log read whole before anything is recorded; 0 or 2 */
-static int read_logs(const ingest_args *a, char **text, size_t *len)
+/* every log opened (a regular file, readable) before anything is recorded; 0 or 2 */
+static int open_logs(const ingest_args *a, int *fds)
 {
     for (int i = 0; i < a->n_logs; i++) {
         char why[INPUT_WHY_LEN]; /* "it is a FIFO (named pipe), not a regular file", ... */
-        if (!(text[i] = input_read(a->logs[i], INPUT_ANY, &len[i], why, sizeof why))) {
+        uint64_t size = 0;
+        if ((fds[i] = input_open(a->logs[i], &size, why, sizeof why)) < 0) {
             log_error("ingest: %s: %s", a->logs[i], why);
             return EXIT_USAGE;
         }
@@ -81,31 +89,58 @@ static int read_logs(const ingest_args *a, char **text, size_t *len)
     return 0;
 }
 
-static int record_logs(store *st, const scenario *s, const ingest_args *a, char **text,
-                       size_t *len, int64_t *run_id)
+/* one log through the recorder a piece at a time (a log of any size takes READ_CHUNK of
+ * memory); 0, or 2 after a message when reading it failed */
+static int feed_log(recorder *r, int src, int fd, const char *path, char *buf)
 {
+    for (;;) {
+        ssize_t got = read(fd, buf, READ_CHUNK);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            log_error("ingest: %s: reading: %s", path, strerror(errno));
+            return EXIT_USAGE;
+        }
+        if (got == 0)
+            return 0;
+        rec_feed(r, src, buf, (size_t)got);
+    }
+}
+
+static int record_logs(store *st, const scenario *s, const ingest_args *a, const int *fds,
+                       int64_t *run_id)
+{
+    char *buf = malloc(READ_CHUNK);
+    if (!buf) {
+        log_error("ingest: out of memory for a read buffer");
+        return EXIT_FAIL;
+    }
     recorder r;
     const char *base = strrchr(a->logs[0], '/');
     char name[300];
     snprintf(name, sizeof name, "ingest:%s", base ? base + 1 : a->logs[0]);
     if (exec_begin_run(st, s, name, a->device, 1, run_id) ||
-        rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s)))
+        rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s))) {
+        free(buf);
         return EXIT_FAIL;
+    }
     rec_extra(&r, "recorded_by", "harness ingest");
-    int rc = 0;
-    for (int i = 0; i < a->n_logs && !rc; i++) {
+    int rc = 0, read_rc = 0;
+    char why[4300] = "";
+    for (int i = 0; i < a->n_logs && !rc && !read_rc; i++) {
         int src = rec_source_add(&r, a->logs[i], a->n_logs > 1 ? i : -1);
         if (src < 0)
             rc = EXIT_FAIL;
-        else
-            rec_feed(&r, src, text[i], len[i]);
+        else if ((read_rc = feed_log(&r, src, fds[i], a->logs[i], buf)))
+            snprintf(why, sizeof why, "reading %s failed", a->logs[i]);
         char key[32];
         snprintf(key, sizeof key, "log.%d", i);
         rec_extra(&r, key, a->logs[i]);
     }
-    rc = rec_finish(&r, 1, "", stdout) || rc;
+    free(buf);
+    rc = rec_finish(&r, !read_rc, why, stdout) || rc;
     rec_free(&r);
-    return rc;
+    return read_rc ? read_rc : rc;
 }
 
 int cmd_ingest(int argc, char **argv)
@@ -118,15 +153,18 @@ int cmd_ingest(int argc, char **argv)
     char err[512];
     if (lp_reader_init(&probe, a.format, a.keys, err, sizeof err))
         return cmd_usage_error("ingest", "%s", err);
-    char *text[MAX_LOGS] = {0};
-    size_t len[MAX_LOGS] = {0};
+    if (a.compare && (rc = exec_compare_precheck("ingest", a.baseline, a.baselines)))
+        return rc;
+    int fds[MAX_LOGS];
+    for (int i = 0; i < MAX_LOGS; i++)
+        fds[i] = -1;
     scenario s;
     memset(&s, 0, sizeof s);
-    if ((rc = read_logs(&a, text, len)) == 0 && (!a.scenario || !(rc = scenario_load(a.scenario, &s)))) {
+    if ((rc = open_logs(&a, fds)) == 0 && (!a.scenario || !(rc = scenario_load(a.scenario, &s)))) {
         store *st = NULL;
         if ((rc = store_open(a.db, &st)) == 0) {
             int64_t run_id = 0;
-            rc = record_logs(st, a.scenario ? &s : NULL, &a, text, len, &run_id);
+            rc = record_logs(st, a.scenario ? &s : NULL, &a, fds, &run_id);
             if (a.compare && rc == 0)
                 rc = exec_compare(st, run_id, a.scenario, a.baseline, a.baselines);
             store_close(st);
@@ -134,6 +172,7 @@ int cmd_ingest(int argc, char **argv)
     }
     scenario_free(&s);
     for (int i = 0; i < a.n_logs; i++)
-        free(text[i]);
+        if (fds[i] >= 0)
+            close(fds[i]);
     return rc;
 }

@@ -24,8 +24,8 @@ static void preprocess_usage(FILE *f)
         "P_KEY_document.idx (MMIDIDX version 1: dtype, sizes, pointers, document index), uint16\n"
         "ids for vocabularies below 65500 ids, else int32. Scenarios read the pair with\n"
         "\"data\": {\"format\": \"megatron\", \"path\": \"P_KEY_document\"} (docs/preprocess.md).\n\n"
-        "  --input FILE          FILE.txt: one document per line; anything else: JSON lines,\n"
-        "                        one object per line, its text under --json-key\n"
+        "  --input FILE          FILE.txt: one document per line (LF or CRLF); anything else:\n"
+        "                        JSON lines, one object per line, its text under --json-key\n"
         "  --output-prefix P     where to write (P_KEY_document.bin and .idx)\n"
         "  --tokenizer KIND[:PATH]  byte, bpe:PATH or wordpiece:PATH (tokenizer.json, vocab.json,\n"
         "                        vocab.txt or a folder, as data.tokenizer_path)\n"
@@ -69,6 +69,9 @@ static int open_tokenizer(const char *spec, tokenizer **t)
         return cmd_usage_error("preprocess", "--tokenizer: unknown kind '%.32s'", spec);
     memcpy(kind, spec, n);
     kind[n] = 0;
+    if (colon && strcmp(kind, "byte") == 0) /* no file: a path there would be ignored */
+        return cmd_usage_error("preprocess", "--tokenizer: the byte tokenizer takes no path, "
+                               "got '%.200s'", spec);
     return tokenizer_open(kind, colon ? colon + 1 : NULL, t);
 }
 

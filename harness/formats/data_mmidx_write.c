@@ -4,10 +4,42 @@
 #include "data_mmidx.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/util.h"
+
+/* a .tmp file created afresh: a stale one (a crashed run's) removed, a symlink never followed */
+static FILE *create_tmp(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        return NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
+    return f;
+}
+
+/* PREFIX.bin and PREFIX.idx may be replaced: absent, or regular files (or links to one). A
+ * folder there would fail the second rename after the first was done: a mismatched pair */
+static int destinations_ok(const char *prefix)
+{
+    static const char *const ext[] = {".bin", ".idx"};
+    for (int i = 0; i < 2; i++) {
+        char path[4300];
+        struct stat st;
+        snprintf(path, sizeof path, "%s%s", prefix, ext[i]);
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            log_error("%s: exists and is not a regular file; nothing written", path);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
 
 int mmidx_writer_open(mmidx_writer *w, const char *prefix, int dtype)
 {
@@ -20,7 +52,9 @@ int mmidx_writer_open(mmidx_writer *w, const char *prefix, int dtype)
     snprintf(w->idx_path, sizeof w->idx_path, "%s.idx.tmp", prefix);
     w->dtype = dtype;
     w->item_size = dtype == MMIDX_U16 ? 2 : 4;
-    if (!(w->bin = fopen(w->bin_path, "wb"))) {
+    if (destinations_ok(prefix))
+        return EXIT_USAGE;
+    if (!(w->bin = create_tmp(w->bin_path))) {
         log_error("%s: cannot create: %s", w->bin_path, strerror(errno));
         return EXIT_USAGE;
     }
@@ -104,9 +138,16 @@ static int publish(mmidx_writer *w)
     char bin[sizeof w->bin_path], idx[sizeof w->idx_path];
     snprintf(bin, sizeof bin, "%.*s", (int)(strlen(w->bin_path) - 4), w->bin_path);
     snprintf(idx, sizeof idx, "%.*s", (int)(strlen(w->idx_path) - 4), w->idx_path);
-    if (rename(w->bin_path, bin) != 0 || rename(w->idx_path, idx) != 0) {
-        log_error("%s: cannot rename the finished files into place: %s", bin, strerror(errno));
+    if (rename(w->bin_path, bin) != 0) {
+        log_error("%s: cannot rename the finished file into place: %s", bin, strerror(errno));
         remove(w->bin_path);
+        remove(w->idx_path);
+        return EXIT_FAIL;
+    }
+    if (rename(w->idx_path, idx) != 0) { /* no new .bin beside an old .idx: a mismatched pair */
+        log_error("%s: cannot rename the finished file into place: %s (%s removed)", idx,
+                  strerror(errno), bin);
+        remove(bin);
         remove(w->idx_path);
         return EXIT_FAIL;
     }
@@ -122,7 +163,7 @@ int mmidx_writer_finish(mmidx_writer *w)
         mmidx_writer_abort(w);
         return EXIT_FAIL;
     }
-    FILE *f = fopen(w->idx_path, "wb");
+    FILE *f = create_tmp(w->idx_path);
     int bad = !f || write_index(w, f) != 0;
     if (f && fclose(f) != 0)
         bad = 1;

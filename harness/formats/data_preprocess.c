@@ -114,7 +114,10 @@ static int read_docs(const preprocess_options *o, tokenizer *t, doc_list *d)
     for (size_t at = 0; at < len && !rc;) {
         const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len;
-        rc = add_line(d, t, text + at, end - at, ++lineno, is_txt, o);
+        size_t line_len = end - at;
+        if (is_txt && line_len && text[end - 1] == '\r')
+            line_len--; /* a CRLF line end: the \r is not the document's */
+        rc = add_line(d, t, text + at, line_len, ++lineno, is_txt, o);
         at = end + 1;
     }
     free(text);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/util.h"
@@ -217,14 +218,30 @@ static int reap(child_proc *c, int options)
     return 1;
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 int child_pump(child_proc *c, void (*fn)(int stream, const char *data, size_t len, void *arg),
                void *arg)
 {
     int broken[3] = {0, 0, 0}, reaped = 0, wait_failed = 0;
+    double drain_until = 0;
     while (c->out_fd >= 0 || c->err_fd >= 0) {
         struct pollfd p[2] = {{c->out_fd, POLLIN, 0}, {c->err_fd, POLLIN, 0}};
-        /* once the child is gone, pipes its own children still hold are read for 1 s more */
-        int ready = poll(p, 2, reaped ? 1000 : 500);
+        /* once the child is gone, pipes its own children still hold are read for 1 s more,
+         * however much they print meanwhile (a daemon it left behind must not hold us) */
+        int wait_ms = 500;
+        if (reaped) {
+            double left = drain_until - now_s();
+            if (left <= 0)
+                break;
+            wait_ms = (int)(left * 1000.0) + 1;
+        }
+        int ready = poll(p, 2, wait_ms);
         if (ready < 0 && errno != EINTR) {
             log_error("exec: poll: %s", strerror(errno));
             break;
@@ -240,6 +257,8 @@ int child_pump(child_proc *c, void (*fn)(int stream, const char *data, size_t le
             wait_failed = 1;
             break;
         }
+        if (reaped && !drain_until)
+            drain_until = now_s() + 1.0;
     }
     if (c->out_fd >= 0) close(c->out_fd);
     if (c->err_fd >= 0) close(c->err_fd);

@@ -35,10 +35,12 @@ int rec_source_add(recorder *r, const char *name, int rank)
         return -1;
     rec_source *s = &r->src[r->n_src];
     memset(s, 0, sizeof *s);
-    snprintf(s->name, sizeof s->name, "%s", name);
     s->rank = rank;
-    if (!(s->line = malloc(REC_LINE_MAX))) {
+    s->first_line = 1;
+    if (!(s->name = strdup(name)) || !(s->line = malloc(REC_LINE_MAX))) {
         log_error("out of memory for a line buffer of %s", name);
+        free(s->name);
+        s->name = NULL;
         return -1;
     }
     return r->n_src++;
@@ -55,12 +57,12 @@ static void store_log(recorder *r)
 /* the raw bytes, kept in order; stored in chunks of one source */
 static void keep_log(recorder *r, int src, const char *data, size_t len)
 {
-    if (r->log_total >= REC_LOG_LIMIT)
-        return;
-    if (len > REC_LOG_LIMIT - r->log_total) {
+    if (len > REC_LOG_LIMIT - r->log_total) { /* also when the limit was met exactly before */
         len = REC_LOG_LIMIT - r->log_total;
         rec_extra(r, "log_truncated", "the raw log passed 256 MiB; the rest was not kept");
     }
+    if (!len)
+        return;
     r->log_total += len;
     if (src != r->log_src || r->log_len + len > LOG_CHUNK)
         store_log(r);
@@ -123,6 +125,14 @@ static void take_meta(recorder *r, const lp_event *ev)
             known |= strcmp(r->keys[k], key) == 0;
         if (known)
             continue;
+        if (r->n_meta_keys == REC_MAX_META_KEYS) { /* a key per step would grow run_extra */
+            if (!r->warned_meta)
+                log_warn("the workload named more than %d metadata keys; '%s' and later new "
+                         "keys are left out", REC_MAX_META_KEYS, key);
+            r->warned_meta = 1; /* once, not a count: a log may repeat it without end */
+            continue;
+        }
+        r->n_meta_keys++;
         const char *name = strcmp(kv->key, "device_name") ? NULL : kv->value;
         const char *driver = strcmp(kv->key, "driver") ? NULL : kv->value;
         char runtime[LP_VALUE + 8] = "";
@@ -185,11 +195,61 @@ static void take_routing(recorder *r, const lp_step *s, step_record *m)
     m->expert_tokens = r->routing;
 }
 
+/* adds step (>= 1) to the set; 1 when it was not there, 0 when it was, -1 out of memory */
+static int step_set_add(rec_step_set *set, int step)
+{
+    if (2 * (set->n + 1) > set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 1024;
+        int *slots = calloc(cap, sizeof *slots);
+        if (!slots)
+            return -1;
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->slots[i]) {
+                size_t k = ((size_t)set->slots[i] * 2654435761u) & (cap - 1);
+                while (slots[k])
+                    k = (k + 1) & (cap - 1);
+                slots[k] = set->slots[i];
+            }
+        free(set->slots);
+        set->slots = slots;
+        set->cap = cap;
+    }
+    size_t k = ((size_t)step * 2654435761u) & (set->cap - 1);
+    for (; set->slots[k]; k = (k + 1) & (set->cap - 1))
+        if (set->slots[k] == step)
+            return 0;
+    set->slots[k] = step;
+    set->n++;
+    return 1;
+}
+
+/* rank 0's step m with a loss was stored: counted once however often it is logged */
+static void count_step(recorder *r, const step_record *m)
+{
+    int added = step_set_add(&r->steps_seen, m->step);
+    if (added < 0) {
+        log_error("out of memory counting the steps of the run");
+        r->failed = 1;
+    }
+    r->steps_stored += added > 0;
+    if (m->step >= r->final_step) {
+        r->final_step = m->step;
+        r->final_loss = m->loss;
+    }
+    if (!isfinite(m->loss) && !r->diverged_step)
+        r->diverged_step = m->step;
+}
+
 static void take_step(recorder *r, const lp_step *s, int line_rank)
 {
     int rank = s->rank >= 0 ? s->rank : line_rank >= 0 ? line_rank : 0;
-    if (rank >= LP_MAX_RANKS)
+    if (rank >= LP_MAX_RANKS) {
+        if (!r->warned_rank)
+            log_warn("rank %d: the recorder keeps ranks 0 to %d; the steps of higher ranks are "
+                     "left out", rank, LP_MAX_RANKS - 1);
+        r->warned_rank = 1;
         return;
+    }
     step_record *m = merge(r, rank, s);
     if (rank == 0 && s->expert_tokens)
         take_routing(r, s, m);
@@ -203,12 +263,8 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
         return;
     if (!r->failed && store_put_step(r->st, r->run_id, m))
         r->failed = 1;
-    if (!(s->has & LP_LOSS))
-        return;
-    r->steps_stored++;
-    r->final_loss = m->loss;
-    if (!isfinite(m->loss) && !r->diverged_step)
-        r->diverged_step = m->step;
+    if (s->has & LP_LOSS)
+        count_step(r, m);
 }
 
 static void remember_tail(recorder *r, const char *line, size_t len)
@@ -232,8 +288,14 @@ static void remember_tail(recorder *r, const char *line, size_t len)
 static void take_line(recorder *r, rec_source *s)
 {
     lp_event ev;
-    remember_tail(r, s->line, s->len);
-    if (lp_read_line(&r->reader, s->line, s->len, &ev)) {
+    const char *line = s->line;
+    size_t len = s->len;
+    if (s->first_line && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
+        line += 3; /* a UTF-8 byte order mark: a Windows editor's, not the line's */
+        len -= 3;
+    }
+    remember_tail(r, line, len);
+    if (lp_read_line(&r->reader, line, len, &ev)) {
         take_meta(r, &ev);
         if (ev.has_step)
             take_step(r, &ev.step, s->rank);
@@ -254,6 +316,7 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
                 take_line(r, s);
             s->len = 0;
             s->overflow = 0;
+            s->first_line = 0;
         } else if (s->len < REC_LINE_MAX) {
             s->line[s->len++] = c;
         } else if (!s->overflow) { /* a line this long is parsed as far as it went */
@@ -296,9 +359,15 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
         status = "failed";
         lp_format_names(formats, sizeof formats);
         char what[512];
-        snprintf(what, sizeof what, "%s%sno training step recognised in %ld lines of output "
-                 "(formats tried: %s)", ended_ok ? "" : why, ended_ok ? "" : "; ",
-                 r->reader.lines, r->reader.forced ? r->reader.forced->name : formats);
+        if (r->reader.steps > 0) /* steps were read, none of them rank 0's with a loss */
+            snprintf(what, sizeof what, "%s%sno step of rank 0 with a loss in %ld lines of "
+                     "output (%ld %s step lines: of other ranks, or without a loss)",
+                     ended_ok ? "" : why, ended_ok ? "" : "; ", r->reader.lines,
+                     r->reader.steps, r->reader.locked ? r->reader.locked->name : "");
+        else
+            snprintf(what, sizeof what, "%s%sno training step recognised in %ld lines of output "
+                     "(formats tried: %s)", ended_ok ? "" : why, ended_ok ? "" : "; ",
+                     r->reader.lines, r->reader.forced ? r->reader.forced->name : formats);
         failure_text(r, what, error, sizeof error);
     } else if (!ended_ok) {
         status = "failed";
@@ -313,12 +382,16 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
 
 void rec_free(recorder *r)
 {
-    for (int i = 0; i < r->n_src; i++)
+    for (int i = 0; i < r->n_src; i++) {
         free(r->src[i].line);
+        free(r->src[i].name);
+    }
     free(r->log);
     r->log = NULL;
     free(r->routing);
     r->routing = NULL;
     r->routing_cap = 0;
+    free(r->steps_seen.slots);
+    memset(&r->steps_seen, 0, sizeof r->steps_seen);
     r->n_src = 0;
 }

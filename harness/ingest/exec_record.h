@@ -13,16 +13,24 @@
 #define REC_MAX_SOURCES 64
 #define REC_LINE_MAX 65536
 #define REC_TAIL 6
-#define REC_MAX_KEYS 128
+#define REC_MAX_KEYS 256
+#define REC_MAX_META_KEYS 128 /* keys a workload may add (HARNESS_META, trainer_*, mllog_*) */
 #define REC_LOG_LIMIT ((size_t)256 << 20) /* raw log bytes kept per run */
 
 typedef struct {
-    char name[256];     /* "stdout", "stderr", a file path */
+    char *name;         /* "stdout", "stderr", a file path (whole: run_logs names it so) */
     char *line;         /* the line being gathered */
     size_t len;
     int overflow;       /* the current line passed REC_LINE_MAX: rest skipped */
     int rank;           /* rank of untagged lines (ingest: file k of several is rank k), or -1 */
+    int first_line;     /* the line being gathered is the source's first (a UTF-8 BOM is dropped) */
 } rec_source;
+
+/* the distinct steps of rank 0 stored so far (open addressing; 0 marks a free slot) */
+typedef struct {
+    int *slots;
+    size_t cap, n;
+} rec_step_set;
 
 typedef struct {
     store *st;
@@ -35,8 +43,12 @@ typedef struct {
     step_record last[LP_MAX_RANKS];
     unsigned last_has[LP_MAX_RANKS];
     int ranks_seen;          /* highest rank + 1 */
-    int steps_stored, diverged_step;
+    int steps_stored, diverged_step; /* steps_stored: distinct steps of rank 0 with a loss */
+    rec_step_set steps_seen;
+    int final_step;          /* the highest of them; final_loss is its (latest) loss */
     double final_loss;
+    int warned_rank;         /* a rank past LP_MAX_RANKS was reported */
+    int n_meta_keys, warned_meta; /* keys the workload added; the cap was reported */
     char tail[REC_TAIL][160];
     int n_tail;
     char keys[REC_MAX_KEYS][LP_KEY + 16]; /* run_extra keys so far: the first value is kept */

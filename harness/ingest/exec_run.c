@@ -3,12 +3,17 @@
 #define _POSIX_C_SOURCE 200809L
 #include "exec_run.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "judge/compare_db_internal.h"
 #include "judge/judge.h"
+#include "util/input_file.h"
 #include "util/util.h"
 
 int exec_begin_run(store *st, const scenario *s, const char *name, const char *device,
@@ -51,6 +56,30 @@ void exec_keep_env(recorder *r)
             rec_extra(r, key, v);
         }
     }
+}
+
+int exec_compare_precheck(const char *cmd, const char *baseline, const char *baselines)
+{
+    char why[INPUT_WHY_LEN];
+    uint64_t size = 0;
+    int fd;
+    if (baseline && is_file_spec(baseline)) {
+        if ((fd = input_open(baseline, &size, why, sizeof why)) < 0) {
+            log_error("%s: --baseline %s: %s", cmd, baseline, why);
+            return EXIT_USAGE;
+        }
+        close(fd);
+    }
+    struct stat st;
+    if (baselines && stat(baselines, &st) != 0) {
+        log_error("%s: --baselines %s: %s", cmd, baselines, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (baselines && !S_ISDIR(st.st_mode)) {
+        log_error("%s: --baselines %s: not a folder", cmd, baselines);
+        return EXIT_USAGE;
+    }
+    return 0;
 }
 
 int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,

@@ -158,12 +158,14 @@ static void rank_anywhere(const char *line, size_t len, int *rank)
 
 static int take_step(lp_reader *r, const log_parser *p, lp_event *ev)
 {
-    if (!r->locked) {
+    if (!r->locked)
         r->locked = p;
-        r->offset = ev->step.step == 0;
-    }
     if (p != r->locked)
         return 0;
+    if (!r->stepped) { /* the first step, also after HARNESS_META locked the format */
+        r->stepped = 1;
+        r->offset = ev->step.step == 0;
+    }
     ev->step.step += r->offset;
     return ev->step.step >= 1;
 }

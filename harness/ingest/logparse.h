@@ -13,6 +13,8 @@ enum {
     LP_MEM_TOTAL = 1u << 7, LP_MEM_USED = 1u << 8
 };
 
+#define LP_MAX_STEP 2000000000 /* the highest step number a parser gives (an int, with room) */
+#define LP_RANK_BAD (-2) /* a "rank" that is no rank (1.5, -1, 1e9): the parsers skip the line */
 typedef struct {
     int step;   /* optimizer step: 1-based once the reader has it (0-based series shifted) */
     int rank;   /* -1 when the line does not say */
@@ -40,7 +42,7 @@ typedef struct {
     lp_kv meta[LP_MAX_META];
 } lp_event;
 
-#define LP_MAX_RANKS 64
+#define LP_MAX_RANKS 1024 /* ranks 0..1023 are kept; a line of a higher rank is skipped */
 typedef struct {
     int seen, epoch, n;
     double mean;
@@ -78,6 +80,7 @@ typedef struct {
     const log_parser *forced; /* --format, or NULL for detection */
     const log_parser *locked; /* the format whose steps are taken (the first that gave one) */
     int offset;               /* 1 when the locked format's first step was 0 (0-based) */
+    int stepped;              /* the locked format gave a step (offset is known) */
     lp_state st;
     long lines, steps;
 } lp_reader;

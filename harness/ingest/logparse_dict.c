@@ -260,14 +260,15 @@ int lp_step_set(lp_step *s, const char *name, double v)
                 s->has |= ints[i].bit;
             return 1;
         }
+    /* a step or rank is a whole number (1.5 is no step: the line is skipped, not rounded); a
+     * rank that is not one is LP_RANK_BAD, so its line is skipped rather than taken as rank 0's */
     if (strcmp(name, "step") == 0) {
-        if (isfinite(v) && v >= 0 && v < 2e9)
+        if (isfinite(v) && v >= 0 && v < 2e9 && v == floor(v))
             s->step = (int)v;
         return 1;
     }
     if (strcmp(name, "rank") == 0) {
-        if (isfinite(v) && v >= 0 && v < 1e6)
-            s->rank = (int)v;
+        s->rank = isfinite(v) && v >= 0 && v < 1e6 && v == floor(v) ? (int)v : LP_RANK_BAD;
         return 1;
     }
     return 0;

@@ -80,8 +80,10 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     }
     if (!is_step)
         return ev->n_meta > 0;
-    if (ev->step.step < 1 || !(ev->step.has & LP_LOSS))
+    if (ev->step.step < 0 || !(ev->step.has & LP_LOSS) || ev->step.rank == LP_RANK_BAD) {
+        memset(ev, 0, sizeof *ev);
         return 0;
+    }
     ev->has_step = 1;
     return 1;
 }

@@ -39,7 +39,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     ev->step.step = -1;
     walk w = {st, &ev->step};
     if (i >= len || lp_dict_each(line + i, len - i, on_pair, &w) != 0 ||
-        !(ev->step.has & LP_LOSS) || ev->step.step < 0) {
+        !(ev->step.has & LP_LOSS) || ev->step.step < 0 || ev->step.rank == LP_RANK_BAD) {
         memset(ev, 0, sizeof *ev);
         return 0;
     }

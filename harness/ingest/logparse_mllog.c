@@ -69,7 +69,8 @@ static int step_of(const mllog_line *l, lp_state *st)
     mllog_meta m = {0, 0, 0, 0, 0};
     if (l->meta && lp_dict_each(l->meta, l->meta_len, on_meta, &m) != 0)
         m.has_step = m.has_samples = 0;
-    st->mllog_losses++;
+    if (st->mllog_losses < LP_MAX_STEP) /* counted no further: never an overflow */
+        st->mllog_losses++;
     if (m.has_step && m.step >= 0 && m.step < 2e9)
         return (int)m.step; /* 0-based series are shifted by the reader */
     if (m.has_samples && st->mllog_batch > 0 && m.samples >= 0 &&

@@ -35,20 +35,26 @@ static int read_line(const char *line, size_t len, seed_line *o)
     size_t k = lp_number(buf + used, n - (size_t)used, &o->mean);
     if (!k)
         return 0;
-    const char *t = strstr(buf + used, "train_tokens_throughput:");
-    o->has_tps = t && lp_number(t + 25, strlen(t + 25), &o->tps) > 0;
-    return o->epoch >= 0 && o->step >= 0 && o->steps > 0 && o->steps < 1000000000 &&
-           o->epoch < 1000000;
+    /* the throughput's number after its label and any spaces, never past the line's end */
+    const char *end = buf + n, *t = lp_find_text(buf + used, n - (size_t)used,
+                                                 "train_tokens_throughput:");
+    if (t)
+        for (t += strlen("train_tokens_throughput:"); t < end && *t == ' '; t++)
+            ;
+    o->has_tps = t && lp_number(t, (size_t)(end - t), &o->tps) > 0;
+    return o->epoch >= 0 && o->step >= 0 && o->step < 1000000000 && o->steps > 0 &&
+           o->steps < 1000000000 && o->epoch < 1000000;
 }
 
 static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
 {
     seed_line l;
-    if (!lp_find_text(line, len, "epoch[") || !read_line(line, len, &l))
+    if (st->line_rank >= LP_MAX_RANKS || /* no running mean of its own: never another rank's */
+        !lp_find_text(line, len, "epoch[") || !read_line(line, len, &l))
         return 0;
     memset(ev, 0, sizeof *ev);
     int rank = ev->step.rank = st->line_rank;
-    lp_seed_mem *prev = &st->seed[rank < 0 ? 0 : rank % LP_MAX_RANKS];
+    lp_seed_mem *prev = &st->seed[rank < 0 ? 0 : rank];
     int n = (int)l.step + 1; /* the mean covers steps 0..step of this epoch */
     double loss = l.mean;
     if (!prev->seen)

@@ -34,7 +34,7 @@ static int number_of(const lp_value *v, double *x)
 
 typedef struct {
     lp_event *ev;
-    int has_loss, summary, eval;
+    int has_loss, summary, eval, own_step;
 } walk;
 
 static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
@@ -47,6 +47,9 @@ static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
     double x;
     if (!number_of(v, &x))
         return 0;
+    if (lp_key_is(key, klen, "step")) /* Trainer prints no step: a line that names its own */
+        w->own_step = 1;
+
     lp_step *s = &w->ev->step;
     if (lp_key_is(key, klen, "loss"))
         w->has_loss = lp_step_set(s, "loss", x);
@@ -69,8 +72,12 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     if (!p)
         return 0;
     memset(ev, 0, sizeof *ev);
-    walk w = {ev, 0, 0, 0};
-    if (lp_dict_each(p, len - (size_t)(p - line), on_pair, &w) != 0 || w.eval) {
+    walk w = {ev, 0, 0, 0, 0};
+    if (st->line_rank >= LP_MAX_RANKS) /* no counter of its own: never another rank's */
+        return 0;
+    /* a JSON object with a "step" of its own is a JSON line (jsonl), whatever its key order */
+    if (lp_dict_each(p, len - (size_t)(p - line), on_pair, &w) != 0 || w.eval ||
+        (w.own_step && p[1] == '"')) {
         memset(ev, 0, sizeof *ev);
         return 0;
     }
@@ -85,7 +92,12 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     ev->n_meta = 0; /* epoch and the like are per line, not the run's */
     ev->has_step = 1;
     ev->step.rank = -1;
-    ev->step.step = ++st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank % LP_MAX_RANKS];
+    int *count = &st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank];
+    if (*count >= LP_MAX_STEP) { /* a log of 2e9 dicts: no step number left, never an overflow */
+        memset(ev, 0, sizeof *ev);
+        return 0;
+    }
+    ev->step.step = ++*count;
     return 1;
 }
 

@@ -148,6 +148,30 @@ hostile "unknown device" "nosuch" -- run "$tiny" --device nosuch
 hostile "cpu:7" "cpu:7" -- run "$tiny" --device cpu:7
 hostile "compare: every cell an input error" "short.txt" -- run "$T/short.json" --compare --device cpu,cpu64
 
+echo "# --dump-batches: never over the store or an input, never left behind by an input error"
+mkdir -p "$T/mdump"; cp "$corpus" "$T/mdump/data.txt"
+scenario mdump/in "$(cfg)" "\"path\": \"$T/mdump/data.txt\", \"tokenizer\": \"byte\", \"seq_len\": 64"
+inputs_before=$(cat "$T/mdump/in.json" "$T/mdump/data.txt" | sha256sum)
+hostile "--dump-batches at the data file" "data.txt: cannot write the batch dump there: it is a file this run reads" -- run "$T/mdump/in.json" --dump-batches "$T/mdump/data.txt"
+hostile "--dump-batches at the scenario" "in.json: cannot write the batch dump there" -- run "$T/mdump/in.json" --dump-batches "$T/mdump/in.json"
+hostile "--dump-batches at the weights" "model.safetensors: cannot write the batch dump there" -- run "$T/ok.json" --dump-batches "$T/m/model.safetensors"
+[ "$(cat "$T/mdump/in.json" "$T/mdump/data.txt" | sha256sum)" = "$inputs_before" ] && pass || fail "a dump overwrote an input"
+before=$(sha256sum "$db")
+expect 2 "--dump-batches at the store" -- "$H" run "$tiny" --steps 1 --db "$db" --dump-batches "$T/./store.db"
+says "is the store (--db"
+[ "$(sha256sum "$db")" = "$before" ] && pass || fail "--dump-batches at the store: the store changed"
+expect 2 "--dump-batches at a new store" -- "$H" run "$tiny" --steps 1 --db "$fresh" --dump-batches "$T/./fresh.db"
+says "is the store (--db"; [ -e "$fresh" ] && { fail "created the store $fresh"; rm -f "$fresh"; } || pass
+hostile "--dump-batches at a directory" "cannot write the batch dump: it is a directory" -- run "$tiny" --dump-batches "$T/mdump"
+hostile "--dump-batches in no directory" "cannot write the batch dump" -- run "$tiny" --dump-batches "$T/mdump/none/b.jsonl"
+hostile "--dump-batches with garbage weights" "model.safetensors" -- run "$T/garbage.json" --dump-batches "$T/mdump/new.jsonl"
+[ -e "$T/mdump/new.jsonl" ] && fail "an input error left the batch dump behind" || pass
+printf 'kept\n' >"$T/mdump/old.jsonl"
+hostile "--dump-batches over a file, garbage weights" "model.safetensors" -- run "$T/garbage.json" --dump-batches "$T/mdump/old.jsonl"
+[ "$(cat "$T/mdump/old.jsonl")" = kept ] && pass || fail "an input error truncated the existing file"
+expect 0 "--dump-batches over an old file" -- "$H" run "$tiny" --steps 2 --db "$T/other.db" --dump-batches "$T/mdump/old.jsonl"
+[ "$(grep -c '^{"step":' "$T/mdump/old.jsonl")" = 2 ] && pass || fail "the dump does not hold the 2 steps"
+
 echo "# sizes that overflow"
 scenario wide "$(cfg n_embd=1073741824 n_inner=4294967296 n_head=1)" "$bytes"
 hostile "inline n_embd 2^30" "model.config.n_embd" -- run "$T/wide.json"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/output_target.h"
 #include "util/util.h"
 #include "commands.h"
 #include "runner/runner.h"
@@ -160,6 +161,11 @@ static int parse_run_args(int argc, char **argv, run_args *a)
     }
     if (a->compare && a->comm_kind != COMM_AUTO) {
         log_error("run: --comm goes with one run, not with --compare");
+        return EXIT_USAGE;
+    }
+    if (a->dump_batches && same_file_path(a->dump_batches, a->db)) {
+        log_error("run: --dump-batches %s is the store (--db %s): the dump would overwrite it",
+                  a->dump_batches, a->db);
         return EXIT_USAGE;
     }
     if (!a->compare && (a->baseline || a->baselines)) {

@@ -13,6 +13,7 @@
 #include "thread_policy_internal.h"
 #include "train_dist_internal.h"
 #include "train_lowp_internal.h"
+#include "util/output_target.h"
 #include "util/util.h"
 
 double lr_multiplier(const char *schedule, int step, int warmup, int total)
@@ -347,11 +348,6 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         return rc;
     if ((rc = check_objective(tr, s)))
         return rc;
-    int dumps = o && o->dump_batches && tr->rank == 0; /* rank 0 dumps its own batches */
-    if (dumps && !(tr->dump = fopen(tr->dump_path = o->dump_batches, "w"))) {
-        log_error("%s: cannot write the batch dump: %s", o->dump_batches, strerror(errno));
-        return EXIT_USAGE;
-    }
     size_t bt = (size_t)s->batch_size * (size_t)s->seq_len; /* <= INT_MAX: check_fit */
     tr->inputs = malloc(bt * sizeof *tr->inputs);
     tr->targets = malloc(bt * sizeof *tr->targets);
@@ -367,9 +363,15 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
     tr->model = model_create(s->fam, d, &s->model, s->batch_size, s->seq_len);
     if (!tr->model || dist_init(&tr->dist, tr->c, s->grad_accum, tr->model))
         return EXIT_FAIL;
-    if ((rc = routing_setup(tr)))
+    if ((rc = routing_setup(tr)) || (rc = train_initial_weights(tr->model, s)))
         return rc;
-    return train_initial_weights(tr->model, s);
+    /* rank 0 dumps its own batches; the file is checked now, once every input has been read,
+     * and created only when the run starts (train_loop): an input error leaves none behind */
+    if (o && o->dump_batches && tr->rank == 0) {
+        tr->dump_path = o->dump_batches;
+        return output_check_target("the batch dump", tr->dump_path);
+    }
+    return 0;
 }
 
 void train_free(trainer *tr)
@@ -529,6 +531,11 @@ int train_loop(trainer *tr, const train_options *o, train_result *res)
     res->activation_bytes = model_activation_bytes(tr->model);
     res->state_bytes = model_state_bytes(tr->model);
     int rc = finish(res, TRAIN_OK, NULL, NULL), stop_all = 0;
+    if (tr->dump_path && !tr->dump && !(tr->dump = fopen(tr->dump_path, "w"))) {
+        snprintf(res->error, sizeof res->error, "%s: cannot write the batch dump: %s",
+                 tr->dump_path, strerror(errno));
+        return finish(res, TRAIN_FAILED, NULL, NULL);
+    }
     for (int step = 1; step <= tr->steps; step++) {
         step_record r;
         char err[COMM_ERR] = "";

@@ -80,7 +80,12 @@ static int parse_devices(const char *list, char specs[][64], int max, int *n)
     }
     for (const char *p = list;;) {
         size_t len = strcspn(p, ",");
-        if (len == 0 || len >= 64 || *n == max) {
+        if (len >= 64) {
+            log_error("run: --device '%.*s': longer than 63 bytes (a plugin far away: "
+                      "plugin:NAME with HARNESS_PLUGIN_PATH, docs/porting.md)", (int)len, p);
+            return EXIT_USAGE;
+        }
+        if (len == 0 || *n == max) {
             log_error("run: --device '%s': expected SPEC[,SPEC...] (at most %d, each non-empty) "
                       "or all", list, max);
             return EXIT_USAGE;

@@ -79,4 +79,24 @@ kill -TERM "$pid"; wait "$pid"; code=$?
 [ "$code" = 1 ] && pass || fail "SIGTERM run exits 1, got $code"
 grep -q "failed" "$T/term.out" && pass || fail "SIGTERM run ends as failed"
 
+# the terminal closed (SIGHUP), the output piped to a reader that left (SIGPIPE): they killed the
+# process mid-run and left the run "running" for ever; now the run ends after the step, recorded
+# as failed ("interrupted"), exit 1
+"$H" run "$tiny" --steps 1000000 --db "$T/h.db" >"$T/hup.out" 2>&1 &
+pid=$!
+wait_until 120 "2 steps printed" -- printed_at_least 2 "$T/hup.out"
+kill -HUP "$pid"; wait "$pid"; code=$?
+[ "$code" = 1 ] && pass || fail "SIGHUP run exits 1, got $code"
+# interrupted DB: the one run of DB is failed, "interrupted by a signal"
+interrupted() {
+  "$H" runs --db "$1" --json >"$T/runs.json" 2>&1 && grep -q '"status": "failed"' "$T/runs.json" &&
+    grep -q '"error": "interrupted by a signal"' "$T/runs.json" && grep -c '"id":' "$T/runs.json" | grep -qx 1
+}
+interrupted "$T/h.db" && pass || fail "SIGHUP run: $(grep -E '"(status|error)"' "$T/runs.json")"
+"$H" run "$tiny" --steps 1000000 --db "$T/p.db" 2>"$T/pipe.err" | head -2 >/dev/null
+code=${PIPESTATUS[0]}
+[ "$code" = 1 ] && pass || fail "run piped to head -2 exits 1, got $code"
+[ -s "$T/pipe.err" ] && fail "run piped to head -2 says: $(head -3 "$T/pipe.err")" || pass
+interrupted "$T/p.db" && pass || fail "run piped to head -2: $(grep -E '"(status|error)"' "$T/runs.json")"
+
 finish

@@ -147,6 +147,12 @@ echo "# devices"
 hostile "unknown device" "nosuch" -- run "$tiny" --device nosuch
 hostile "cpu:7" "cpu:7" -- run "$tiny" --device cpu:7
 hostile "compare: every cell an input error" "short.txt" -- run "$T/short.json" --compare --device cpu,cpu64
+# a --baselines folder or --baseline file that cannot be used was found only after every run was
+# trained and recorded (a missing folder not at all)
+hostile "compare: --baselines not there" "--baselines $T/nodir: No such file" -- run "$tiny" --steps 1 --compare --baselines "$T/nodir"
+hostile "compare: --baselines a file" "not a directory" -- run "$tiny" --steps 1 --compare --baselines "$tiny"
+hostile "compare: --baseline FILE not there" "nofile.baseline: cannot read the baseline" -- run "$tiny" --steps 1 --compare --baseline "$T/nofile.baseline"
+hostile "compare: --baseline FILE not a baseline" "gpt2-tiny.json:1: expected 'key: value'" -- run "$tiny" --steps 1 --compare --baseline "$tiny"
 
 echo "# --dump-batches: never over the store or an input, never left behind by an input error"
 mkdir -p "$T/mdump"; cp "$corpus" "$T/mdump/data.txt"

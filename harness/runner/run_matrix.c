@@ -1,10 +1,12 @@
 /* harness/runner/run_matrix.c: `harness run SCENARIO... --device A,B|all --compare`: every scenario on
  * every device, each run compared with its baseline, one summary table, the worst verdict. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "judge/judge.h"
 #include "runner.h"
@@ -253,6 +255,30 @@ static int summary(const matrix *m, int n_scenarios, int n_dev)
     return run_stop_requested() ? EXIT_FAIL : verdict_exit_code(worst);
 }
 
+/* what can be told about the baselines before any run (so that an input error there records
+ * nothing): --baselines must be a folder, and a --baseline naming a file (docs/compare.md: it has
+ * a '/' or ends in .baseline) must read as a baseline. A label or run id is looked up per run. */
+static int check_baseline_args(const run_args *a)
+{
+    struct stat st;
+    if (a->baselines && stat(a->baselines, &st) != 0) {
+        log_error("run: --baselines %s: %s", a->baselines, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (a->baselines && !S_ISDIR(st.st_mode)) {
+        log_error("run: --baselines %s: not a directory", a->baselines);
+        return EXIT_USAGE;
+    }
+    size_t n = a->baseline ? strlen(a->baseline) : 0;
+    if (!n || !(strchr(a->baseline, '/') || (n > 9 && !strcmp(a->baseline + n - 9, ".baseline"))))
+        return 0;
+    baseline b;
+    int rc = baseline_read(a->baseline, &b);
+    if (rc == 0)
+        baseline_free(&b);
+    return rc ? EXIT_USAGE : 0;
+}
+
 int run_matrix(const run_args *a)
 {
     char specs[MAX_DEVICES][64];
@@ -263,7 +289,8 @@ int run_matrix(const run_args *a)
                   "data-parallel without --compare: docs/ranks.md)", env.launcher, env.world);
         rc = EXIT_USAGE;
     }
-    if (rc || (rc = parse_devices(a->device, specs, MAX_DEVICES, &n_dev)))
+    if (rc || (rc = parse_devices(a->device, specs, MAX_DEVICES, &n_dev)) ||
+        (rc = check_baseline_args(a)))
         return rc;
     recorder r = {a, NULL};
     matrix m = {NULL, 0, 0};

@@ -568,7 +568,8 @@ static int add_dataset(const src *dx, const char *key, size_t i, const char *rel
         close(fd);
     }
     if (!(weight > 0) || weight > 1e300)
-        return fail(dx, key, "dataset %zu: the weight must be a number > 0, got %g", i, weight);
+        return fail(dx, key, "dataset %zu: the weight must be a number in (0, 1e300], got %g", i,
+                    weight);
     s->blend_weight[s->n_blend++] = weight;
     return 0;
 }
@@ -582,14 +583,26 @@ static int blend_object(const src *dx, json_t *e, size_t i, scenario *s)
     return add_dataset(dx, "blend", i, json_string_value(p), json_number_value(w), s);
 }
 
-/* a flat blend list's weight: a number, or a string holding one (Megatron's --data-path words) */
+/* a flat blend list's weight: a number, or a string holding one (Megatron's --data-path words,
+ * which Python's float() reads: white space around it is fine, a hexadecimal number is not) */
 static int blend_weight(json_t *e, double *w)
 {
     if (json_is_number(e)) {
         *w = json_number_value(e);
         return 1;
     }
-    return json_is_string(e) && parse_double(json_string_value(e), w) == 0;
+    if (!json_is_string(e))
+        return 0;
+    char text[64];
+    const char *v = json_string_value(e);
+    v += strspn(v, " \t\n\r\f\v");
+    size_t n = strlen(v);
+    while (n && strchr(" \t\n\r\f\v", v[n - 1]))
+        n--;
+    if (n >= sizeof text || strpbrk(v, "xX") != NULL)
+        return 0;
+    snprintf(text, sizeof text, "%.*s", (int)n, v);
+    return parse_double(text, w) == 0;
 }
 
 /* data.blend: [{"path", "weight"}, ...] or Megatron's flat [W, PREFIX, W, PREFIX, ...] */

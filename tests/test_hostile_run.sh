@@ -184,6 +184,14 @@ hostile "--dump-batches over a file, garbage weights" "model.safetensors" -- run
 expect 0 "--dump-batches over an old file" -- "$H" run "$tiny" --steps 2 --db "$T/other.db" --dump-batches "$T/mdump/old.jsonl"
 [ "$(grep -c '^{"step":' "$T/mdump/old.jsonl")" = 2 ] && pass || fail "the dump does not hold the 2 steps"
 
+echo "# GPT2Config keys the harness does not implement: refused by name and line"
+scenario inner "$(cfg n_inner=7)" "$bytes"
+hostile "n_inner 7" "inner.json:2: model.config.n_inner: only null (4 * n_embd = 256) is implemented" -- run "$T/inner.json"
+scenario scale "$(cfg scale_attn_weights=false)" "$bytes"
+hostile "scale_attn_weights false" "scale.json:2: model.config.scale_attn_weights: false is not implemented" -- run "$T/scale.json"
+scenario tie "$(cfg tie_word_embeddings=0)" "$bytes"
+hostile "tie_word_embeddings 0" "tie.json:2: model.config.tie_word_embeddings: must be true or false" -- run "$T/tie.json"
+
 echo "# sizes that overflow"
 scenario wide "$(cfg n_embd=1073741824 n_inner=4294967296 n_head=1)" "$bytes"
 hostile "inline n_embd 2^30" "model.config.n_embd" -- run "$T/wide.json"

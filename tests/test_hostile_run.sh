@@ -158,6 +158,9 @@ hostile "compare: every cell an input error" "short.txt" -- run "$T/short.json" 
 hostile "compare: --baselines not there" "--baselines $T/nodir: No such file" -- run "$tiny" --steps 1 --compare --baselines "$T/nodir"
 hostile "compare: --baselines a file" "not a directory" -- run "$tiny" --steps 1 --compare --baselines "$tiny"
 hostile "compare: --baseline FILE not there" "nofile.baseline: cannot read the baseline" -- run "$tiny" --steps 1 --compare --baseline "$T/nofile.baseline"
+sed 's#"baseline": "cpu"#"baseline": "'"$T"'/nofile.baseline"#; s#"data/corpus.txt"#"'"$corpus"'"#' "$tiny" >"$T/basefile.json"
+grep -q nofile.baseline "$T/basefile.json" && pass || fail "basefile.json names its baseline file"
+hostile "compare: the scenario's baseline file not there" "nofile.baseline: cannot read the baseline" -- run "$T/basefile.json" --steps 1 --compare
 hostile "compare: --baseline FILE not a baseline" "gpt2-tiny.json:1: expected 'key: value'" -- run "$tiny" --steps 1 --compare --baseline "$tiny"
 
 echo "# --dump-batches: never over the store or an input, never left behind by an input error"

@@ -182,11 +182,30 @@ static int run_cell(recorder *r, const scenario *s, cell *c)
     return store_rc;
 }
 
+/* a baseline spec naming a file (docs/compare.md: it has a '/' or ends in .baseline) must read as
+ * a baseline; 0 for a label or run id (looked up per run), else EXIT_USAGE after a message */
+static int check_baseline_file(const char *spec)
+{
+    size_t n = spec ? strlen(spec) : 0;
+    if (!n || !(strchr(spec, '/') || (n > 9 && !strcmp(spec + n - 9, ".baseline"))))
+        return 0;
+    baseline b;
+    int rc = baseline_read(spec, &b);
+    if (rc == 0)
+        baseline_free(&b);
+    return rc ? EXIT_USAGE : 0;
+}
+
 /* every device for one scenario file; 0, 2 when out of memory, or store_open's code */
 static int run_scenario(recorder *r, const char *path, char specs[][64], int n_dev, matrix *m)
 {
     scenario s;
     int bad = runner_load_scenario(r->a, path, &s), rc = 0;
+    const char *why = "the scenario file is not valid (see above)";
+    if (!bad && !r->a->baseline && check_baseline_file(s.baseline)) { /* its default baseline */
+        bad = EXIT_USAGE;
+        why = "the scenario's baseline file is not valid (see above)";
+    }
     for (int i = 0; i < n_dev && !rc && !run_stop_requested(); i++) {
         cell *c = add_cell(m, bad ? path : s.name, specs[i]);
         if (!c) {
@@ -196,7 +215,7 @@ static int run_scenario(recorder *r, const char *path, char specs[][64], int n_d
         }
         if (bad) {
             c->error = 1;
-            snprintf(c->note, sizeof c->note, "the scenario file is not valid (see above)");
+            snprintf(c->note, sizeof c->note, "%s", why);
             continue;
         }
         rc = run_cell(r, &s, c);
@@ -256,8 +275,7 @@ static int summary(const matrix *m, int n_scenarios, int n_dev)
 }
 
 /* what can be told about the baselines before any run (so that an input error there records
- * nothing): --baselines must be a folder, and a --baseline naming a file (docs/compare.md: it has
- * a '/' or ends in .baseline) must read as a baseline. A label or run id is looked up per run. */
+ * nothing): --baselines must be a folder, and a --baseline naming a file must read as one */
 static int check_baseline_args(const run_args *a)
 {
     struct stat st;
@@ -269,14 +287,7 @@ static int check_baseline_args(const run_args *a)
         log_error("run: --baselines %s: not a directory", a->baselines);
         return EXIT_USAGE;
     }
-    size_t n = a->baseline ? strlen(a->baseline) : 0;
-    if (!n || !(strchr(a->baseline, '/') || (n > 9 && !strcmp(a->baseline + n - 9, ".baseline"))))
-        return 0;
-    baseline b;
-    int rc = baseline_read(a->baseline, &b);
-    if (rc == 0)
-        baseline_free(&b);
-    return rc ? EXIT_USAGE : 0;
+    return check_baseline_file(a->baseline);
 }
 
 int run_matrix(const run_args *a)

@@ -58,6 +58,12 @@ grep -q "diverged" "$T/out" && pass || fail "diverged run says so: $(tail -1 "$T
 expect 0 "runs" -- "$H" runs --db "$T/a.db"
 grep -q "diverged" "$T/out" && pass || fail "runs lists the diverged status"
 
+# --dump-batches with gradient accumulation: one line per micro-batch, each with its step
+variant 's/"seed": 123/"seed": 123, "gradient_accumulation_steps": 3/' "$T/accum.json"
+expect 0 "dump with 3 micro-batches a step" -- "$H" run "$T/accum.json" --steps 2 --db "$T/d.db" --dump-batches "$T/accum.jsonl"
+[ "$(sed 's/^{"step":\([0-9]*\),.*/\1/' "$T/accum.jsonl" | tr '\n' ' ')" = "1 1 1 2 2 2 " ] && pass ||
+  fail "the dump's steps: $(cut -c1-12 "$T/accum.jsonl" | tr '\n' ' ')"
+
 # killed mid-way (SIGKILL): the steps it recorded stay, the status never says ok
 "$H" run "$tiny" --steps 1000000 --db "$T/k.db" >"$T/kill.out" 2>&1 &
 pid=$!

@@ -64,8 +64,14 @@ device *device_open(const char *spec, char *err, size_t errlen)
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
     for (size_t i = 0; i < N_BACKENDS; i++) {
-        if (strlen(backends[i].name) == len && strncmp(spec, backends[i].name, len) == 0)
-            return backends[i].open(colon ? colon + 1 : "", err, errlen);
+        if (strlen(backends[i].name) != len || strncmp(spec, backends[i].name, len) != 0)
+            continue;
+        if (colon && !colon[1]) { /* "cpu:" is not "cpu": the device after the colon is missing */
+            snprintf(err, errlen, "expected %s or %s:DEVICE, got '%s' (nothing after the colon)",
+                     backends[i].name, backends[i].name, spec);
+            return NULL;
+        }
+        return backends[i].open(colon ? colon + 1 : "", err, errlen);
     }
     char known[256] = "";
     for (size_t i = 0; i < N_BACKENDS; i++) {

@@ -152,6 +152,8 @@ hostile "misshapen weights" "wte.weight" -- run "$T/shape.json"
 echo "# devices"
 hostile "unknown device" "nosuch" -- run "$tiny" --device nosuch
 hostile "cpu:7" "cpu:7" -- run "$tiny" --device cpu:7
+hostile "cpu: (ran on cpu:0)" "expected cpu or cpu:DEVICE, got 'cpu:'" -- run "$tiny" --device cpu:
+hostile "opencl: in a --compare list" "got 'opencl:' (nothing after the colon)" -- run "$tiny" --compare --device opencl:
 hostile "compare: every cell an input error" "short.txt" -- run "$T/short.json" --compare --device cpu,cpu64
 # a --baselines folder or --baseline file that cannot be used was found only after every run was
 # trained and recorded (a missing folder not at all)

@@ -14,7 +14,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
-            "                            [--dump-batches FILE] [--comm mpi|nccl]\n"
+            "                            [--dump-batches FILE] [--comm mpi|nccl|auto]\n"
             "                            [--comm-timeout S] [--quiet]\n"
             "       harness run SCENARIO --golden [--db FILE] [--steps N] [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
@@ -39,10 +39,10 @@ static void run_usage(FILE *f)
             "  --dump-batches FILE  write every step's batch (input ids, token types,\n"
             "                 attention mask, labels) to FILE as one JSON line per step (per\n"
             "                 micro-batch with gradient_accumulation_steps > 1)\n"
-            "  --comm C       what moves the gradients between the ranks: mpi (host memory) or\n"
+            "  --comm C       what moves the gradients between the ranks: mpi (host memory),\n"
             "                 nccl (cuda device memory: a build with NCCL, --device cuda, one\n"
-            "                 GPU per rank); default nccl for cuda with several ranks when this\n"
-            "                 build has it, else mpi\n"
+            "                 GPU per rank) or auto, the default: nccl for cuda with several\n"
+            "                 ranks when this build has it, else mpi\n"
             "  --comm-timeout S  with several ranks (mpirun, srun: docs/ranks.md): the longest\n"
             "                 wait of any collective, in seconds (default 300); a rank dead or\n"
             "                 hung that long ends the run as failed, naming it\n"

@@ -173,6 +173,9 @@ hostile "--dump-batches at the data file" "data.txt: cannot write the batch dump
 hostile "--dump-batches at the scenario" "in.json: cannot write the batch dump there" -- run "$T/mdump/in.json" --dump-batches "$T/mdump/in.json"
 hostile "--dump-batches at the weights" "model.safetensors: cannot write the batch dump there" -- run "$T/ok.json" --dump-batches "$T/m/model.safetensors"
 [ "$(cat "$T/mdump/in.json" "$T/mdump/data.txt" | sha256sum)" = "$inputs_before" ] && pass || fail "a dump overwrote an input"
+weights_before=$(cat "$T/m/config.json" "$T/m/model.safetensors" | sha256sum)
+hostile "--save into the run's own model directory" "config.json is a file this run reads (its model directory)" -- run "$T/ok.json" --save "$T/m"
+[ "$(cat "$T/m/config.json" "$T/m/model.safetensors" | sha256sum)" = "$weights_before" ] && pass || fail "--save overwrote the scenario's weights"
 before=$(sha256sum "$db")
 expect 2 "--dump-batches at the store" -- "$H" run "$tiny" --steps 1 --db "$db" --dump-batches "$T/./store.db"
 says "is the store (--db"

@@ -79,6 +79,12 @@ static int check_new_file(const char *what, const char *path)
     return 0;
 }
 
+int output_is_input(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && input_was_read(&st);
+}
+
 int output_check_target(const char *what, const char *path)
 {
     struct stat st;

@@ -13,4 +13,7 @@ int same_file_path(const char *a, const char *b);
  * new file's directory must exist and be writable. 0, or EXIT_USAGE after a message. */
 int output_check_target(const char *option, const char *path);
 
+/* 1 when path names an existing file this process has read as an input (input_was_read) */
+int output_is_input(const char *path);
+
 #endif

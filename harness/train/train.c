@@ -13,6 +13,7 @@
 #include "thread_policy_internal.h"
 #include "train_dist_internal.h"
 #include "train_lowp_internal.h"
+#include "util/json_locate.h"
 #include "util/output_target.h"
 #include "util/util.h"
 
@@ -232,10 +233,12 @@ static int check_fit(const scenario *s, const device *d)
 /* the alpaca format's EOS and pad ids (data.eos_token, data.pad_token) */
 static int alpaca_ids(const scenario *s, tokenizer *tok, alpaca_options *o)
 {
-    char where[PATH_MAX + 32];
-    snprintf(where, sizeof where, "%s: data.eos_token", s->path);
+    char where[PATH_MAX + 48]; /* FILE:LINE: data.KEY, the line of the key (or of "data") */
+    snprintf(where, sizeof where, "%s:%d: data.eos_token", s->path,
+             json_locate_line(s->json, "data.eos_token"));
     int rc = data_special_id(tok, "eos", s->eos_token, where, &o->eos_id);
-    snprintf(where, sizeof where, "%s: data.pad_token", s->path);
+    snprintf(where, sizeof where, "%s:%d: data.pad_token", s->path,
+             json_locate_line(s->json, "data.pad_token"));
     if (!rc && strcmp(s->pad_token, "eos") == 0) /* the EOS as data.eos_token resolved it */
         o->pad_id = o->eos_id;
     else if (!rc)

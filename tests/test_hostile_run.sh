@@ -52,6 +52,10 @@ expect 0 "init a model directory" -- "$H" init "$tiny" "$T/m"
 scenario ok "\"path\": \"$T/m\"" "$bytes"
 expect 0 "the model directory trains" -- "$H" run "$T/ok.json" --steps 1 --db "$T/other.db"
 
+echo "# scenario files"
+{ printf '\357\273\277'; cat "$tiny"; } >"$T/bom.json"
+hostile "a scenario with a UTF-8 BOM" "bom.json:1:1: invalid JSON: the file starts with a UTF-8 byte-order mark (BOM)" -- run "$T/bom.json"
+
 echo "# data files"
 printf 'too short' >"$T/short.txt"
 scenario short "$(cfg)" "\"path\": \"$T/short.txt\", \"tokenizer\": \"byte\", \"seq_len\": 64"

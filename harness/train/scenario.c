@@ -60,8 +60,13 @@ __attribute__((format(printf, 3, 4))) static int fail(const src *x, const char *
 
 /* jansson's message quotes the input near the error: bytes that are not printable ASCII are
  * shown as '?' so that a binary file does not write control bytes to the terminal */
-static int syntax_error(const char *file, const json_error_t *e)
+static int syntax_error(const char *file, const json_error_t *e, const char *doc)
 {
+    if (doc && strncmp(doc, "\xef\xbb\xbf", 3) == 0) { /* as Python's json refuses it too */
+        log_error("%s:1:1: invalid JSON: the file starts with a UTF-8 byte-order mark (BOM); "
+                  "save it without one", file);
+        return 2;
+    }
     char text[JSON_ERROR_TEXT_LENGTH];
     snprintf(text, sizeof text, "%s", e->text);
     for (char *c = text; *c; c++)
@@ -244,7 +249,7 @@ static int part_read(const src *mx, const char *key, part *p)
     json_error_t e;
     p->obj = json_loadb(p->text, len, JSON_REJECT_DUPLICATES, &e);
     if (!p->obj)
-        return syntax_error(p->path, &e);
+        return syntax_error(p->path, &e, p->text);
     p->at = (src){p->path, p->text, "", mx->dir};
     snprintf(p->where, sizeof p->where, "%s", p->path);
     if (!json_is_object(p->obj))
@@ -902,7 +907,7 @@ int scenario_load(const char *path, scenario *s)
     src x = {s->path, s->json, "", dir};
     json_error_t e;
     json_t *root = json_loadb(s->json, len, JSON_REJECT_DUPLICATES, &e);
-    rc = root ? load_root(&x, root, s) : syntax_error(s->path, &e);
+    rc = root ? load_root(&x, root, s) : syntax_error(s->path, &e, s->json);
     if (!rc)
         rc = hash_doc(s->path, root, s->hash);
     json_decref(root);

@@ -186,6 +186,7 @@ says "is the store (--db"
 [ "$(sha256sum "$db")" = "$before" ] && pass || fail "--dump-batches at the store: the store changed"
 expect 2 "--dump-batches at a new store" -- "$H" run "$tiny" --steps 1 --db "$fresh" --dump-batches "$T/./fresh.db"
 says "is the store (--db"; [ -e "$fresh" ] && { fail "created the store $fresh"; rm -f "$fresh"; } || pass
+hostile "--dump-batches at what --save writes" "is the model.safetensors that --save" -- run "$tiny" --save "$T/mdump" --dump-batches "$T/mdump/model.safetensors"
 hostile "--dump-batches at a directory" "cannot write the batch dump: it is a directory" -- run "$tiny" --dump-batches "$T/mdump"
 hostile "--dump-batches in no directory" "cannot write the batch dump" -- run "$tiny" --dump-batches "$T/mdump/none/b.jsonl"
 hostile "--dump-batches with garbage weights" "model.safetensors" -- run "$T/garbage.json" --dump-batches "$T/mdump/new.jsonl"

@@ -90,6 +90,22 @@ static int check_golden_args(run_args *a)
     return 0;
 }
 
+/* 1 (after a message) when the dump is one of the files --save writes at the end */
+static int dump_in_save_dir(const char *dump, const char *save)
+{
+    static const char *const saved[] = {"config.json", "model.safetensors"};
+    char path[4200];
+    for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", save, saved[i]);
+        if (same_file_path(dump, path)) {
+            log_error("run: --dump-batches %s is the %s that --save %s writes at the end", dump,
+                      saved[i], save);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int parse_run_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -169,6 +185,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
                   a->dump_batches, a->db);
         return EXIT_USAGE;
     }
+    if (a->dump_batches && a->save && dump_in_save_dir(a->dump_batches, a->save))
+        return EXIT_USAGE;
     if (!a->compare && (a->baseline || a->baselines)) {
         log_error("run: --baseline and --baselines go with --compare");
         return EXIT_USAGE;

@@ -13,6 +13,7 @@ int cpu64_device_list(device_info *out, int max);
 #ifdef HARNESS_OPENCL
 device *opencl_device_open(const char *arg, char *err, size_t errlen);
 int opencl_device_list(device_info *out, int max);
+void opencl_device_note(char *out, size_t len);
 #endif
 #ifdef HARNESS_CUDA
 device *cuda_device_open(const char *arg, char *err, size_t errlen);
@@ -36,7 +37,7 @@ static const backend_entry backends[] = {
     {"cpu", cpu_device_open, cpu_device_list, NULL},
     {"cpu64", cpu64_device_open, cpu64_device_list, NULL},
 #ifdef HARNESS_OPENCL
-    {"opencl", opencl_device_open, opencl_device_list, NULL},
+    {"opencl", opencl_device_open, opencl_device_list, opencl_device_note},
 #endif
 #ifdef HARNESS_CUDA
     {CUDA_BACKEND_NAME, cuda_device_open, cuda_device_list, cuda_device_note},

@@ -13,6 +13,7 @@ int cpu64_device_list(device_info *out, int max);
 #ifdef HARNESS_OPENCL
 device *opencl_device_open(const char *arg, char *err, size_t errlen);
 int opencl_device_list(device_info *out, int max);
+void opencl_device_note(char *out, size_t len);
 #endif
 #ifdef HARNESS_CUDA
 device *cuda_device_open(const char *arg, char *err, size_t errlen);
@@ -36,7 +37,7 @@ static const backend_entry backends[] = {
     {"cpu", cpu_device_open, cpu_device_list, NULL},
     {"cpu64", cpu64_device_open, cpu64_device_list, NULL},
 #ifdef HARNESS_OPENCL
-    {"opencl", opencl_device_open, opencl_device_list, NULL},
+    {"opencl", opencl_device_open, opencl_device_list, opencl_device_note},
 #endif
 #ifdef HARNESS_CUDA
     {CUDA_BACKEND_NAME, cuda_device_open, cuda_device_list, cuda_device_note},
@@ -64,8 +65,14 @@ device *device_open(const char *spec, char *err, size_t errlen)
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
     for (size_t i = 0; i < N_BACKENDS; i++) {
-        if (strlen(backends[i].name) == len && strncmp(spec, backends[i].name, len) == 0)
-            return backends[i].open(colon ? colon + 1 : "", err, errlen);
+        if (strlen(backends[i].name) != len || strncmp(spec, backends[i].name, len) != 0)
+            continue;
+        if (colon && !colon[1]) { /* "cpu:" is not "cpu": the device after the colon is missing */
+            snprintf(err, errlen, "expected %s or %s:DEVICE, got '%s' (nothing after the colon)",
+                     backends[i].name, backends[i].name, spec);
+            return NULL;
+        }
+        return backends[i].open(colon ? colon + 1 : "", err, errlen);
     }
     char known[256] = "";
     for (size_t i = 0; i < N_BACKENDS; i++) {

@@ -57,6 +57,23 @@ expect 2 "run --save without value" -- "$H" run "$tiny" --save
 # ---- BPE tokenizer: init copies its files; a directory's tokenizer.json is found -------------
 expect 0 "init parity-b (bpe)" -- "$H" init "$SRC/tests/fixtures/parity-b/scenario.json" "$T/bpe"
 [ -f "$T/bpe/tokenizer.json" ] && pass || fail "init copied tokenizer.json"
+# a tokenizer file by another name was not copied at all: it goes under the name the harness
+# reads it as (a name ending in vocab.json: vocab.json + merges.txt; else tokenizer.json)
+mkdir -p "$T/named"
+cp "$SRC/tests/data/hf/bpe512/tokenizer.json" "$T/named/bpe512.json"
+cp "$SRC/tests/data/hf/bpe512/vocab.json" "$T/named/gpt2-vocab.json"
+cp "$SRC/tests/data/hf/bpe512/merges.txt" "$T/named/merges.txt"
+printf '{"eos_token": "<|endoftext|>"}\n' >"$T/named/tokenizer_config.json"
+for f in bpe512.json gpt2-vocab.json; do
+  sed "s#\"tokenizer_path\": \"[^\"]*\"#\"tokenizer_path\": \"$T/named/$f\"#; s#\"path\": \"[^\"]*corpus.txt\"#\"path\": \"$corpus\"#" \
+    "$SRC/tests/fixtures/parity-b/scenario.json" >"$T/named-$f.scenario"
+  expect 0 "init with the tokenizer $f" -- "$H" init "$T/named-$f.scenario" "$T/named-$f"
+done
+cmp -s "$T/named-bpe512.json/tokenizer.json" "$T/named/bpe512.json" && pass || fail "bpe512.json not copied as tokenizer.json"
+cmp -s "$T/named-gpt2-vocab.json/vocab.json" "$T/named/gpt2-vocab.json" && pass || fail "gpt2-vocab.json not copied as vocab.json"
+cmp -s "$T/named-gpt2-vocab.json/merges.txt" "$T/named/merges.txt" && pass || fail "merges.txt not copied beside vocab.json"
+cmp -s "$T/named-bpe512.json/tokenizer_config.json" "$T/named/tokenizer_config.json" && pass || fail "tokenizer_config.json not copied"
+[ -e "$T/named-bpe512.json/vocab.json" ] && fail "init copied vocab.json for a tokenizer.json" || pass
 scenario "$T/bpe" bpedir "" '"tokenizer": "bpe"'
 sed -i 's/"seq_len": 64/"seq_len": 48/' "$T/bpedir.json"
 expect 0 "run with the directory's tokenizer" -- "$H" run "$T/bpedir.json" --steps 1 --db "$T/a.db"

@@ -147,6 +147,13 @@ else
     head -c 1 "$T/out" | grep -q '\[' || fail "devices --json does not start with ["
     grep_in out '"spec": "cpu"' "devices --json lists cpu"
 fi
+# a backend built in that has no device here says why on a line of its own (README: Devices);
+# opencl said nothing when no OpenCL platform could be found
+"$H" devices >"$T/out" 2>&1
+if grep -q '^backends in this build:.* opencl' "$T/out"; then
+    expect 0 "devices with no OpenCL ICD" env OCL_ICD_VENDORS="$T/no-icd" "$H" devices &&
+        grep_in out "^opencl: no OpenCL device on this machine (" "devices says why opencl has none"
+fi
 
 if [ "$fails" -gt 0 ]; then
     echo "$fails check(s) failed"

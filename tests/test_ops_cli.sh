@@ -3,7 +3,7 @@
 # --db, the opencl device in every mode (skipped, with a message, when there is none).
 # usage: test_ops_cli.sh HARNESS_EXE SOURCE_DIR
 set -u
-H="$1"
+H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"
 prints() { if grep -qE -- "$1" "$T/out"; then pass; else fail "output lacks /$1/"; tail -3 "$T/out" | sed 's/^/    /'; fi; }
 
@@ -20,6 +20,21 @@ expect 2 "empty --device" -- "$H" ops --device=
 expect 2 "unknown device" -- "$H" ops --device nosuch; says "nosuch"
 expect 2 "cpu:3" -- "$H" ops --device cpu:3
 expect 2 "positional argument" -- "$H" ops gemm
+# an empty item ran every op (--op ,) or every device (--device ,); a long spec was cut at 63
+# bytes and the cut one opened
+expect 2 "--op ," -- "$H" ops --op , --device cpu64; says "--op: an empty name"
+expect 2 "--op with a trailing comma" -- "$H" ops --op gemm, --device cpu64; says "--op: an empty name"
+expect 2 "--device ," -- "$H" ops --device , --op sum; says "--device: an empty name"
+expect 2 "--device with an empty item" -- "$H" ops --device cpu,,cpu64 --op sum; says "--device: an empty name"
+# a device that cannot be opened is exit 2: the --db store must not be created by it
+expect 2 "unknown device with --db" -- "$H" ops --device nosuch --op sum --db "$T/new.db"; says "nosuch"
+[ -e "$T/new.db" ] && fail "a usage error created the --db store" || pass
+expect 2 "--db in no folder" -- "$H" ops --device cpu64 --op sum --db "$T/nodir/x.db"; says "nodir"
+long="plugin:$T/$(printf 'd%.0s' $(seq 70))/example_cpu.so"
+expect 2 "a 100-byte device spec" -- "$H" ops --device "$long" --op sum; says "longer than 63 bytes"
+says "$long"
+expect 2 "run --compare, a 100-byte device spec" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --compare --device "$long" --db "$T/none.db"
+says "longer than 63 bytes"; [ -e "$T/none.db" ] && fail "run --compare created the store" || pass
 printf 'not a database\n' >"$T/text.db"; cp "$T/text.db" "$T/text.copy"
 expect 2 "--db on a text file" -- "$H" ops --device cpu --op sum --db "$T/text.db"
 cmp -s "$T/text.db" "$T/text.copy" && pass || fail "a non-database --db file was modified"

@@ -58,6 +58,12 @@ grep -q "diverged" "$T/out" && pass || fail "diverged run says so: $(tail -1 "$T
 expect 0 "runs" -- "$H" runs --db "$T/a.db"
 grep -q "diverged" "$T/out" && pass || fail "runs lists the diverged status"
 
+# --dump-batches with gradient accumulation: one line per micro-batch, each with its step
+variant 's/"seed": 123/"seed": 123, "gradient_accumulation_steps": 3/' "$T/accum.json"
+expect 0 "dump with 3 micro-batches a step" -- "$H" run "$T/accum.json" --steps 2 --db "$T/d.db" --dump-batches "$T/accum.jsonl"
+[ "$(sed 's/^{"step":\([0-9]*\),.*/\1/' "$T/accum.jsonl" | tr '\n' ' ')" = "1 1 1 2 2 2 " ] && pass ||
+  fail "the dump's steps: $(cut -c1-12 "$T/accum.jsonl" | tr '\n' ' ')"
+
 # killed mid-way (SIGKILL): the steps it recorded stay, the status never says ok
 "$H" run "$tiny" --steps 1000000 --db "$T/k.db" >"$T/kill.out" 2>&1 &
 pid=$!
@@ -78,5 +84,25 @@ wait_until 120 "2 steps printed" -- printed_at_least 2 "$T/term.out"
 kill -TERM "$pid"; wait "$pid"; code=$?
 [ "$code" = 1 ] && pass || fail "SIGTERM run exits 1, got $code"
 grep -q "failed" "$T/term.out" && pass || fail "SIGTERM run ends as failed"
+
+# the terminal closed (SIGHUP), the output piped to a reader that left (SIGPIPE): they killed the
+# process mid-run and left the run "running" for ever; now the run ends after the step, recorded
+# as failed ("interrupted"), exit 1
+"$H" run "$tiny" --steps 1000000 --db "$T/h.db" >"$T/hup.out" 2>&1 &
+pid=$!
+wait_until 120 "2 steps printed" -- printed_at_least 2 "$T/hup.out"
+kill -HUP "$pid"; wait "$pid"; code=$?
+[ "$code" = 1 ] && pass || fail "SIGHUP run exits 1, got $code"
+# interrupted DB: the one run of DB is failed, "interrupted by a signal"
+interrupted() {
+  "$H" runs --db "$1" --json >"$T/runs.json" 2>&1 && grep -q '"status": "failed"' "$T/runs.json" &&
+    grep -q '"error": "interrupted by a signal"' "$T/runs.json" && grep -c '"id":' "$T/runs.json" | grep -qx 1
+}
+interrupted "$T/h.db" && pass || fail "SIGHUP run: $(grep -E '"(status|error)"' "$T/runs.json")"
+"$H" run "$tiny" --steps 1000000 --db "$T/p.db" 2>"$T/pipe.err" | head -2 >/dev/null
+code=${PIPESTATUS[0]}
+[ "$code" = 1 ] && pass || fail "run piped to head -2 exits 1, got $code"
+[ -s "$T/pipe.err" ] && fail "run piped to head -2 says: $(head -3 "$T/pipe.err")" || pass
+interrupted "$T/p.db" && pass || fail "run piped to head -2: $(grep -E '"(status|error)"' "$T/runs.json")"
 
 finish

@@ -126,6 +126,19 @@ int ocl_select_device(const char *arg, cl_platform_id *platform, cl_device_id *d
 }
 
 int opencl_device_list(device_info *out, int max);
+void opencl_device_note(char *out, size_t len);
+
+/* why `harness devices` lists no opencl device (no ICD, no platform, no device), else "" */
+void opencl_device_note(char *out, size_t len)
+{
+    dev_entry devs[MAX_DEVICES];
+    char why[128] = "";
+    out[0] = 0;
+    int n = enumerate(devs, MAX_DEVICES, why, sizeof why);
+    if (n <= 0)
+        snprintf(out, len, "opencl: no OpenCL device on this machine (%s)",
+                 why[0] ? why : "no platform with a device: is an ICD installed (OCL_ICD_VENDORS)?");
+}
 
 int opencl_device_list(device_info *out, int max)
 {

@@ -18,9 +18,11 @@ static void init_usage(FILE *f)
     fprintf(f, "usage: harness init SCENARIO OUT_DIR [--device SPEC]\n\n"
                "Writes the scenario's initial weights (seeded, or the model directory's) and its\n"
                "model config as a Hugging Face model directory: OUT_DIR/config.json and\n"
-               "OUT_DIR/model.safetensors (GPT2LMHeadModel names, fp32), plus the tokenizer files\n"
-               "of a bpe tokenizer. transformers' from_pretrained(OUT_DIR) then starts from the\n"
-               "same bits as 'harness run'.\n\n"
+               "OUT_DIR/model.safetensors (fp32, with the tensor names of the family's\n"
+               "transformers class: GPT2LMHeadModel, BertForMaskedLM, LlamaForCausalLM, ...),\n"
+               "plus the tokenizer files of a bpe tokenizer (as tokenizer.json, or vocab.json +\n"
+               "merges.txt, with the tokenizer_config.json beside them). transformers'\n"
+               "from_pretrained(OUT_DIR) then starts from the same bits as 'harness run'.\n\n"
                "  --device SPEC  device that builds the weights (default cpu)\n\n"
                "Exit codes: 0 written, 1 a write failed, 2 usage or input error.\n");
 }
@@ -46,26 +48,33 @@ static int copy_file(const char *from, const char *dir, const char *name)
     return ok ? 0 : EXIT_FAIL;
 }
 
-/* the files of a bpe tokenizer (a file or a folder) into dir */
+/* the files of a bpe tokenizer into dir, under the names from_pretrained looks for, as the
+ * harness reads them (formats/tokenizer.c): a folder's tokenizer.json, vocab.json and merges.txt;
+ * a file whose name ends in vocab.json as vocab.json with the merges.txt beside it; any other
+ * file as tokenizer.json. The tokenizer_config.json beside them (special tokens' roles) too. */
 static int copy_tokenizer(const scenario *s, const char *dir)
 {
-    static const char *const names[] = {"tokenizer.json", "vocab.json", "merges.txt"};
+    static const char *const names[] = {"tokenizer.json", "vocab.json", "merges.txt",
+                                        "tokenizer_config.json"};
     char base[PATH_MAX], from[PATH_MAX + 64];
     struct stat st;
     if (strcmp(s->tokenizer, "bpe") != 0)
         return 0;
     int is_dir = stat(s->tokenizer_path, &st) == 0 && S_ISDIR(st.st_mode);
+    size_t n = strlen(s->tokenizer_path);
+    int vocab_form = !is_dir && n >= 10 && strcmp(s->tokenizer_path + n - 10, "vocab.json") == 0;
     if (is_dir)
         snprintf(base, sizeof base, "%s", s->tokenizer_path);
     else
         path_dirname(s->tokenizer_path, base, sizeof base);
-    const char *file = strrchr(s->tokenizer_path, '/');
-    file = file ? file + 1 : s->tokenizer_path;
     int rc = 0;
-    for (size_t i = 0; i < 3 && !rc; i++) {
-        snprintf(from, sizeof from, "%s/%s", base, names[i]);
-        int wanted = is_dir || strcmp(file, names[i]) == 0 ||
-                     (strcmp(file, "vocab.json") == 0 && i == 2);
+    for (size_t i = 0; i < 4 && !rc; i++) {
+        int named = !is_dir && i == (vocab_form ? 1u : 0u), wanted = is_dir || i == 3 ||
+                    named || (vocab_form && i == 2);
+        if (named)
+            snprintf(from, sizeof from, "%s", s->tokenizer_path);
+        else
+            snprintf(from, sizeof from, "%s/%s", base, names[i]);
         if (wanted && stat(from, &st) == 0)
             rc = copy_file(from, dir, names[i]);
     }

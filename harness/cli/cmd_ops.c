@@ -59,35 +59,60 @@ typedef struct {
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
-/* splits a comma list into the device specs */
-static int add_devices(ops_args *a, const char *list)
+/* the length of the comma list's item at p in *len; 0, or 2 after a message when the item is
+ * empty ("a,,b", "a,", ",") or longer than max_len */
+static int item_length(const char *option, const char *p, size_t *len, size_t max_len)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (a->ndev == MAX_DEVICES)
-            return cmd_usage_error("ops", "more than 16 devices: %s", list);
-        snprintf(a->devices[a->ndev++], sizeof a->devices[0], "%s", tok);
-    }
+    *len = strcspn(p, ",");
+    if (*len == 0)
+        return cmd_usage_error("ops", "%s: an empty name in the comma list (expected "
+                               "NAME[,NAME...])", option);
+    if (*len > max_len)
+        return cmd_usage_error("ops", "%s '%.*s': longer than %zu bytes (a plugin far away: "
+                               "plugin:NAME with HARNESS_PLUGIN_PATH, docs/porting.md)",
+                               option, (int)*len, p, max_len);
     return 0;
 }
 
-/* an op filter: every name must be an op of the table */
+/* splits a comma list into the device specs */
+static int add_devices(ops_args *a, const char *list)
+{
+    for (const char *p = list;;) {
+        size_t len;
+        if (item_length("--device", p, &len, sizeof a->devices[0] - 1))
+            return EXIT_USAGE;
+        if (a->ndev == MAX_DEVICES)
+            return cmd_usage_error("ops", "more than %d devices: %s", MAX_DEVICES, list);
+        snprintf(a->devices[a->ndev++], sizeof a->devices[0], "%.*s", (int)len, p);
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+/* an op filter: every name must be an op of the table (the list is cut in place) */
 static int add_ops(ops_args *a, char *list)
 {
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!oc_find(tok)) {
-            fprintf(stderr, "harness: error: ops: no op named '%s'; the ops are:", tok);
+    for (char *p = list;;) {
+        size_t len;
+        if (item_length("--op", p, &len, (size_t)-1))
+            return EXIT_USAGE;
+        int last = p[len] == 0;
+        p[len] = 0;
+        if (!oc_find(p)) {
+            fprintf(stderr, "harness: error: ops: no op named '%s'; the ops are:", p);
             for (int i = 0; i < oc_op_count(); i++)
                 fprintf(stderr, " %s", oc_op_at(i)->name);
             fprintf(stderr, "\n");
             return EXIT_USAGE;
         }
         if (a->nops == MAX_FILTERS)
-            return cmd_usage_error("ops", "more than 32 op filters at '%s'", tok);
-        a->ops[a->nops++] = tok;
+            return cmd_usage_error("ops", "more than %d op filters at '%s'", MAX_FILTERS, p);
+        a->ops[a->nops++] = p;
+        if (last)
+            return 0;
+        p += len + 1;
     }
-    return 0;
 }
 
 /* the value of option argv[*i] ("--opt VALUE" or "--opt=VALUE"), or NULL after a message */

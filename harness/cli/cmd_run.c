@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/output_target.h"
 #include "util/util.h"
 #include "commands.h"
 #include "runner/runner.h"
@@ -13,7 +14,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: harness run SCENARIO [--device SPEC] [--db FILE] [--steps N] [--save DIR]\n"
-            "                            [--dump-batches FILE] [--comm mpi|nccl]\n"
+            "                            [--dump-batches FILE] [--comm mpi|nccl|auto]\n"
             "                            [--comm-timeout S] [--quiet]\n"
             "       harness run SCENARIO --golden [--db FILE] [--steps N] [--quiet]\n"
             "       harness run SCENARIO... --compare [--device SPEC,SPEC...|all]\n"
@@ -36,11 +37,12 @@ static void run_usage(FILE *f)
             "                 (config.json + model.safetensors) when the run ends ok; DIR (or\n"
             "                 its nearest existing parent) must be a writable directory\n"
             "  --dump-batches FILE  write every step's batch (input ids, token types,\n"
-            "                 attention mask, labels) to FILE as one JSON line per step\n"
-            "  --comm C       what moves the gradients between the ranks: mpi (host memory) or\n"
+            "                 attention mask, labels) to FILE as one JSON line per step (per\n"
+            "                 micro-batch with gradient_accumulation_steps > 1)\n"
+            "  --comm C       what moves the gradients between the ranks: mpi (host memory),\n"
             "                 nccl (cuda device memory: a build with NCCL, --device cuda, one\n"
-            "                 GPU per rank); default nccl for cuda with several ranks when this\n"
-            "                 build has it, else mpi\n"
+            "                 GPU per rank) or auto, the default: nccl for cuda with several\n"
+            "                 ranks when this build has it, else mpi\n"
             "  --comm-timeout S  with several ranks (mpirun, srun: docs/ranks.md): the longest\n"
             "                 wait of any collective, in seconds (default 300); a rank dead or\n"
             "                 hung that long ends the run as failed, naming it\n"
@@ -85,6 +87,22 @@ static int check_golden_args(run_args *a)
         return cmd_usage_error("run", "--golden trains on cpu64 (fp64), not on --device %s",
                                a->device);
     a->device = "cpu64";
+    return 0;
+}
+
+/* 1 (after a message) when the dump is one of the files --save writes at the end */
+static int dump_in_save_dir(const char *dump, const char *save)
+{
+    static const char *const saved[] = {"config.json", "model.safetensors"};
+    char path[4200];
+    for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", save, saved[i]);
+        if (same_file_path(dump, path)) {
+            log_error("run: --dump-batches %s is the %s that --save %s writes at the end", dump,
+                      saved[i], save);
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -162,6 +180,13 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         log_error("run: --comm goes with one run, not with --compare");
         return EXIT_USAGE;
     }
+    if (a->dump_batches && same_file_path(a->dump_batches, a->db)) {
+        log_error("run: --dump-batches %s is the store (--db %s): the dump would overwrite it",
+                  a->dump_batches, a->db);
+        return EXIT_USAGE;
+    }
+    if (a->dump_batches && a->save && dump_in_save_dir(a->dump_batches, a->save))
+        return EXIT_USAGE;
     if (!a->compare && (a->baseline || a->baselines)) {
         log_error("run: --baseline and --baselines go with --compare");
         return EXIT_USAGE;

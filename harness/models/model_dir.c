@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model_config.h"
 #include "util/util.h"
 
 /* a boolean key that must keep GPT2Config's default to be trained as the harness trains */
@@ -16,15 +17,12 @@ static int check_bool(json_t *config, const char *key, int want, const char *whe
     json_t *v = json_object_get(config, key);
     if (!v || json_is_null(v))
         return 0;
-    if (!json_is_boolean(v)) {
-        log_error("%s: %s: must be true or false", where, key);
-        return EXIT_USAGE;
-    }
+    if (!json_is_boolean(v))
+        return config_error(where, key, "must be true or false");
     if (json_is_true(v) == want)
         return 0;
-    log_error("%s: %s: %s is not implemented by the harness (GPT2Config's default is %s)", where,
-              key, want ? "false" : "true", want ? "true" : "false");
-    return EXIT_USAGE;
+    return config_error(where, key, "%s is not implemented by the harness (GPT2Config's default "
+                        "is %s)", want ? "false" : "true", want ? "true" : "false");
 }
 
 int model_dir_check_config(json_t *config, const gpt2_config *c, const char *where)
@@ -32,9 +30,8 @@ int model_dir_check_config(json_t *config, const gpt2_config *c, const char *whe
     json_t *inner = json_object_get(config, "n_inner");
     if (inner && !json_is_null(inner) &&
         !(json_is_integer(inner) && json_integer_value(inner) == 4LL * c->n_embd)) {
-        log_error("%s: n_inner: only null (4 * n_embd = %lld) is implemented", where,
-                  4LL * c->n_embd);
-        return EXIT_USAGE;
+        return config_error(where, "n_inner", "only null (4 * n_embd = %lld) is implemented",
+                            4LL * c->n_embd);
     }
     static const struct {
         const char *key;

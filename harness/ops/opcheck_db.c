@@ -1,11 +1,14 @@
 /* harness/ops/opcheck_db.c: records `harness ops` results in the store's database, in a table of
  * their own (op_results, created if missing), next to the runs the store module keeps. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "opcheck_db.h"
 #include "store/store.h"
+#include "util/output_target.h"
 #include "util/util.h"
 
 static const char SCHEMA[] =
@@ -95,7 +98,8 @@ static int insert_all(sqlite3 *db, const char *path, const op_row *rows, int n)
 
 /* the store module opens (creating or migrating) the file, so it is a harness store that
  * `harness run` accepts later, and anything else is refused with the store's message */
-int opdb_check(const char *path)
+/* opens path as a harness store, creating and migrating it as needed; 0, or 2 after a message */
+static int open_as_store(const char *path)
 {
     store *st = NULL;
     if (store_open(path, &st) != 0)
@@ -104,9 +108,17 @@ int opdb_check(const char *path)
     return 0;
 }
 
+int opdb_check(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT) /* created only when the results are recorded */
+        return output_check_target("the store", path);
+    return open_as_store(path);
+}
+
 int opdb_record(const char *path, const op_row *rows, int n)
 {
-    if (opdb_check(path))
+    if (open_as_store(path))
         return EXIT_USAGE;
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {

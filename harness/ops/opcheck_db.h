@@ -16,7 +16,9 @@ typedef struct {
     oc_result res;
 } op_row;
 
-/* opens path as a harness store (creating it if missing); 0, or 2 after the store's message */
+/* checks --db before any work without creating it: an existing file must open as a harness
+ * store, a missing one's folder must be writable (it is created when the results are recorded,
+ * so a usage error leaves none); 0, or 2 after a message */
 int opdb_check(const char *path);
 /* appends rows to op_results in the database at path (opened as a harness store first, so a
  * file that is not one is refused). Returns 0, or 2 after a message. */

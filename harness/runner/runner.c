@@ -83,20 +83,27 @@ int runner_prepare(const scenario *s, device *d, const run_args *a, trainer **tr
     return train_prepare(s, d, &o, tr);
 }
 
-/* SIGINT and SIGTERM end the run after its current step while a run row is open; before it
- * exists (setup) and after it is finished, their dispositions are the caller's (by default
- * they end the process at once: nothing of the run is recorded then, or all of it is). */
-static void catch_signals(int on, struct sigaction old[2])
+/* SIGINT, SIGTERM, SIGHUP (the terminal closed) and SIGPIPE (the output piped to a reader that
+ * left, `harness run S | head`) end the run after its current step while a run row is open, so
+ * that the row is finished ("interrupted"), never left "running"; before it exists (setup) and
+ * after it is finished, their dispositions are the caller's (by default they end the process at
+ * once: nothing of the run is recorded then, or all of it is). After a SIGPIPE the output is
+ * gone, so SIGPIPE stays ignored: the last lines fail quietly and the exit code says how the run
+ * ended. */
+#define CAUGHT_SIGNALS 4
+static void catch_signals(int on, struct sigaction old[CAUGHT_SIGNALS])
 {
-    static const int sigs[2] = {SIGINT, SIGTERM};
+    static const int sigs[CAUGHT_SIGNALS] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART; /* as signal() had it: the store's I/O is not cut short */
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < CAUGHT_SIGNALS; i++)
         if (on)
             sigaction(sigs[i], &sa, &old[i]);
+        else if (sigs[i] == SIGPIPE && stop_requested == SIGPIPE)
+            signal(SIGPIPE, SIG_IGN);
         else
             sigaction(sigs[i], &old[i], NULL);
 }
@@ -110,7 +117,7 @@ static int record_run(trainer *tr, const scenario *s, device *d, store *st, cons
     *ended = TRAIN_FAILED;
     if (begin_run(st, s, d, &sink.run_id))
         return EXIT_FAIL;
-    struct sigaction old[2];
+    struct sigaction old[CAUGHT_SIGNALS];
     catch_signals(1, old);
     *run_id = sink.run_id;
     train_options o = run_options(a);
@@ -138,7 +145,7 @@ int runner_record(trainer *tr, const scenario *s, device *d, store *st, const ru
 
 int ranks_follow(trainer *tr, const run_args *a, train_status *status)
 {
-    struct sigaction old[2];
+    struct sigaction old[CAUGHT_SIGNALS];
     catch_signals(1, old);
     train_options o = run_options(a);
     train_result res;

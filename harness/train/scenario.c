@@ -60,8 +60,13 @@ __attribute__((format(printf, 3, 4))) static int fail(const src *x, const char *
 
 /* jansson's message quotes the input near the error: bytes that are not printable ASCII are
  * shown as '?' so that a binary file does not write control bytes to the terminal */
-static int syntax_error(const char *file, const json_error_t *e)
+static int syntax_error(const char *file, const json_error_t *e, const char *doc)
 {
+    if (doc && strncmp(doc, "\xef\xbb\xbf", 3) == 0) { /* as Python's json refuses it too */
+        log_error("%s:1:1: invalid JSON: the file starts with a UTF-8 byte-order mark (BOM); "
+                  "save it without one", file);
+        return 2;
+    }
     char text[JSON_ERROR_TEXT_LENGTH];
     snprintf(text, sizeof text, "%s", e->text);
     for (char *c = text; *c; c++)
@@ -244,7 +249,7 @@ static int part_read(const src *mx, const char *key, part *p)
     json_error_t e;
     p->obj = json_loadb(p->text, len, JSON_REJECT_DUPLICATES, &e);
     if (!p->obj)
-        return syntax_error(p->path, &e);
+        return syntax_error(p->path, &e, p->text);
     p->at = (src){p->path, p->text, "", mx->dir};
     snprintf(p->where, sizeof p->where, "%s", p->path);
     if (!json_is_object(p->obj))
@@ -568,7 +573,8 @@ static int add_dataset(const src *dx, const char *key, size_t i, const char *rel
         close(fd);
     }
     if (!(weight > 0) || weight > 1e300)
-        return fail(dx, key, "dataset %zu: the weight must be a number > 0, got %g", i, weight);
+        return fail(dx, key, "dataset %zu: the weight must be a number in (0, 1e300], got %g", i,
+                    weight);
     s->blend_weight[s->n_blend++] = weight;
     return 0;
 }
@@ -582,14 +588,26 @@ static int blend_object(const src *dx, json_t *e, size_t i, scenario *s)
     return add_dataset(dx, "blend", i, json_string_value(p), json_number_value(w), s);
 }
 
-/* a flat blend list's weight: a number, or a string holding one (Megatron's --data-path words) */
+/* a flat blend list's weight: a number, or a string holding one (Megatron's --data-path words,
+ * which Python's float() reads: white space around it is fine, a hexadecimal number is not) */
 static int blend_weight(json_t *e, double *w)
 {
     if (json_is_number(e)) {
         *w = json_number_value(e);
         return 1;
     }
-    return json_is_string(e) && parse_double(json_string_value(e), w) == 0;
+    if (!json_is_string(e))
+        return 0;
+    char text[64];
+    const char *v = json_string_value(e);
+    v += strspn(v, " \t\n\r\f\v");
+    size_t n = strlen(v);
+    while (n && strchr(" \t\n\r\f\v", v[n - 1]))
+        n--;
+    if (n >= sizeof text || strpbrk(v, "xX") != NULL)
+        return 0;
+    snprintf(text, sizeof text, "%.*s", (int)n, v);
+    return parse_double(text, w) == 0;
 }
 
 /* data.blend: [{"path", "weight"}, ...] or Megatron's flat [W, PREFIX, W, PREFIX, ...] */
@@ -889,7 +907,7 @@ int scenario_load(const char *path, scenario *s)
     src x = {s->path, s->json, "", dir};
     json_error_t e;
     json_t *root = json_loadb(s->json, len, JSON_REJECT_DUPLICATES, &e);
-    rc = root ? load_root(&x, root, s) : syntax_error(s->path, &e);
+    rc = root ? load_root(&x, root, s) : syntax_error(s->path, &e, s->json);
     if (!rc)
         rc = hash_doc(s->path, root, s->hash);
     json_decref(root);

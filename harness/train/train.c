@@ -13,6 +13,8 @@
 #include "thread_policy_internal.h"
 #include "train_dist_internal.h"
 #include "train_lowp_internal.h"
+#include "util/json_locate.h"
+#include "util/output_target.h"
 #include "util/util.h"
 
 double lr_multiplier(const char *schedule, int step, int warmup, int total)
@@ -231,10 +233,12 @@ static int check_fit(const scenario *s, const device *d)
 /* the alpaca format's EOS and pad ids (data.eos_token, data.pad_token) */
 static int alpaca_ids(const scenario *s, tokenizer *tok, alpaca_options *o)
 {
-    char where[PATH_MAX + 32];
-    snprintf(where, sizeof where, "%s: data.eos_token", s->path);
+    char where[PATH_MAX + 48]; /* FILE:LINE: data.KEY, the line of the key (or of "data") */
+    snprintf(where, sizeof where, "%s:%d: data.eos_token", s->path,
+             json_locate_line(s->json, "data.eos_token"));
     int rc = data_special_id(tok, "eos", s->eos_token, where, &o->eos_id);
-    snprintf(where, sizeof where, "%s: data.pad_token", s->path);
+    snprintf(where, sizeof where, "%s:%d: data.pad_token", s->path,
+             json_locate_line(s->json, "data.pad_token"));
     if (!rc && strcmp(s->pad_token, "eos") == 0) /* the EOS as data.eos_token resolved it */
         o->pad_id = o->eos_id;
     else if (!rc)
@@ -323,6 +327,25 @@ static int check_objective(struct trainer *tr, const scenario *s)
     return EXIT_USAGE;
 }
 
+/* --save DIR writes DIR/config.json and DIR/model.safetensors: neither may be a file this run
+ * has read (the scenario's own model directory), or the scenario would start from other weights
+ * next time under the same hash */
+static int check_save_not_input(const char *dir)
+{
+    static const char *const names[] = {"config.json", "model.safetensors"};
+    char path[4200];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (output_is_input(path)) {
+            log_error("--save %s: %s is a file this run reads (its model directory): the "
+                      "scenario would start from other weights next time; save elsewhere",
+                      dir, path);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
 static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const train_options *o)
 {
     tr->s = s;
@@ -347,11 +370,6 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         return rc;
     if ((rc = check_objective(tr, s)))
         return rc;
-    int dumps = o && o->dump_batches && tr->rank == 0; /* rank 0 dumps its own batches */
-    if (dumps && !(tr->dump = fopen(tr->dump_path = o->dump_batches, "w"))) {
-        log_error("%s: cannot write the batch dump: %s", o->dump_batches, strerror(errno));
-        return EXIT_USAGE;
-    }
     size_t bt = (size_t)s->batch_size * (size_t)s->seq_len; /* <= INT_MAX: check_fit */
     tr->inputs = malloc(bt * sizeof *tr->inputs);
     tr->targets = malloc(bt * sizeof *tr->targets);
@@ -367,9 +385,17 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
     tr->model = model_create(s->fam, d, &s->model, s->batch_size, s->seq_len);
     if (!tr->model || dist_init(&tr->dist, tr->c, s->grad_accum, tr->model))
         return EXIT_FAIL;
-    if ((rc = routing_setup(tr)))
+    if ((rc = routing_setup(tr)) || (rc = train_initial_weights(tr->model, s)))
         return rc;
-    return train_initial_weights(tr->model, s);
+    if (o && o->save_dir && (rc = check_save_not_input(o->save_dir)))
+        return rc;
+    /* rank 0 dumps its own batches; the file is checked now, once every input has been read,
+     * and created only when the run starts (train_loop): an input error leaves none behind */
+    if (o && o->dump_batches && tr->rank == 0) {
+        tr->dump_path = o->dump_batches;
+        return output_check_target("the batch dump", tr->dump_path);
+    }
+    return 0;
 }
 
 void train_free(trainer *tr)
@@ -529,6 +555,11 @@ int train_loop(trainer *tr, const train_options *o, train_result *res)
     res->activation_bytes = model_activation_bytes(tr->model);
     res->state_bytes = model_state_bytes(tr->model);
     int rc = finish(res, TRAIN_OK, NULL, NULL), stop_all = 0;
+    if (tr->dump_path && !tr->dump && !(tr->dump = fopen(tr->dump_path, "w"))) {
+        snprintf(res->error, sizeof res->error, "%s: cannot write the batch dump: %s",
+                 tr->dump_path, strerror(errno));
+        return finish(res, TRAIN_FAILED, NULL, NULL);
+    }
     for (int step = 1; step <= tr->steps; step++) {
         step_record r;
         char err[COMM_ERR] = "";

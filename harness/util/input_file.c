@@ -47,6 +47,39 @@ static const char *file_type(mode_t m)
                          : "not a plain file";
 }
 
+/* every file input_open opened (device and inode), for input_was_read; grown as needed, kept
+ * until the process ends (reachable, so no leak) */
+static struct {
+    dev_t dev;
+    ino_t ino;
+} *opened;
+static size_t n_opened, cap_opened;
+
+/* remembers st's file; out of memory only makes input_was_read forget it */
+static void remember_opened(const struct stat *st)
+{
+    if (input_was_read(st))
+        return;
+    if (n_opened == cap_opened) {
+        size_t cap = cap_opened ? 2 * cap_opened : 64;
+        void *grown = realloc(opened, cap * sizeof *opened);
+        if (!grown)
+            return;
+        opened = grown;
+        cap_opened = cap;
+    }
+    opened[n_opened].dev = st->st_dev;
+    opened[n_opened++].ino = st->st_ino;
+}
+
+int input_was_read(const struct stat *st)
+{
+    for (size_t i = 0; i < n_opened; i++)
+        if (opened[i].dev == st->st_dev && opened[i].ino == st->st_ino)
+            return 1;
+    return 0;
+}
+
 int input_open(const char *path, uint64_t *size, char *why, size_t why_len)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -66,6 +99,7 @@ int input_open(const char *path, uint64_t *size, char *why, size_t why_len)
         return -1;
     }
     *size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    remember_opened(&st);
     return fd;
 }
 

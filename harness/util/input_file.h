@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* what a file is read as; each kind has its size cap (the table in input_file.c, documented in
  * docs/limits.md: keep the two the same) */
@@ -31,6 +32,10 @@ const char *input_kind_name(input_kind kind);
  * terminal never blocks, then fstat. Returns the descriptor and *size, or -1 with why set:
  * strerror's text, or "it is a FIFO (named pipe), not a regular file" and the like. */
 int input_open(const char *path, uint64_t *size, char *why, size_t why_len);
+
+/* 1 when the file st describes (its device and inode) was opened by input_open in this process:
+ * an output file must not overwrite what the run reads (harness/util/output_target.h) */
+int input_was_read(const struct stat *st);
 
 /* the whole regular file at path into a NUL-terminated heap buffer of *len bytes, refused
  * (NULL, why set, errno set) when it is not a regular file or larger than kind's cap; the read

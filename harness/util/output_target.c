@@ -1,0 +1,113 @@
+/* harness/util/output_target.c: checks on a file the harness is asked to write (--dump-batches):
+ * writable, not a directory, and neither the store nor a file the run has read as its input. */
+#define _XOPEN_SOURCE 700
+#include "output_target.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "input_file.h"
+#include "util.h"
+
+/* the directory part of path ("." when it has none) into out; 0, or -1 when it does not fit */
+static int parent_of(const char *path, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (slash && n == 0)
+        n = 1; /* "/name": the root */
+    if (!slash)
+        return snprintf(out, len, ".") < (int)len ? 0 : -1;
+    if (n >= len)
+        return -1;
+    memcpy(out, path, n);
+    out[n] = 0;
+    return 0;
+}
+
+static const char *last_component(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* 1 when neither file exists and both name the same entry of the same resolved directory */
+static int same_new_file(const char *a, const char *b)
+{
+    char dir_a[PATH_MAX], dir_b[PATH_MAX], real_a[PATH_MAX], real_b[PATH_MAX];
+    if (parent_of(a, dir_a, sizeof dir_a) || parent_of(b, dir_b, sizeof dir_b) ||
+        !realpath(dir_a, real_a) || !realpath(dir_b, real_b))
+        return 0;
+    return strcmp(real_a, real_b) == 0 && strcmp(last_component(a), last_component(b)) == 0;
+}
+
+int same_file_path(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    int has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
+    if (has_a && has_b)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return !has_a && !has_b && same_new_file(a, b);
+}
+
+/* a path that does not exist yet: its directory must exist and be writable */
+static int check_new_file(const char *what, const char *path)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    if (parent_of(path, dir, sizeof dir) != 0) {
+        log_error("%.64s...: cannot write %s: the path is too long", path, what);
+        return EXIT_USAGE;
+    }
+    if (stat(dir, &st) != 0) {
+        log_error("%s: cannot write %s: %s: %s", path, what, dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        log_error("%s: cannot write %s: %s is not a directory", path, what, dir);
+        return EXIT_USAGE;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        log_error("%s: cannot write %s: %s: %s", path, what, dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+int output_is_input(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && input_was_read(&st);
+}
+
+int output_check_target(const char *what, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT) {
+            log_error("%s: cannot write %s: %s", path, what, strerror(errno));
+            return EXIT_USAGE;
+        }
+        return check_new_file(what, path);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        log_error("%s: cannot write %s: it is a directory", path, what);
+        return EXIT_USAGE;
+    }
+    if (input_was_read(&st)) {
+        log_error("%s: cannot write %s there: it is a file this run reads (the scenario, its "
+                  "config, data, tokenizer or weights); name another file",
+                  path, what);
+        return EXIT_USAGE;
+    }
+    if (access(path, W_OK) != 0) {
+        log_error("%s: cannot write %s: %s", path, what, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
+}

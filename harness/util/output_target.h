@@ -1,0 +1,19 @@
+/* harness/util/output_target.h: checks on a file the harness is asked to write (--dump-batches):
+ * writable, not a directory, and neither the store nor a file the run has read as its input. */
+#ifndef OUTPUT_TARGET_H
+#define OUTPUT_TARGET_H
+
+/* 1 when paths a and b name the same file: the same device and inode when both exist, else the
+ * same resolved parent directory and the same last component (one may not exist yet) */
+int same_file_path(const char *a, const char *b);
+
+/* checks, without creating or truncating anything, that path (named `option` in messages) could
+ * be written as a new output file: an existing file must be a writable non-directory that this
+ * process has not read as an input (input_was_read: the scenario, data, tokenizer, weights); a
+ * new file's directory must exist and be writable. 0, or EXIT_USAGE after a message. */
+int output_check_target(const char *option, const char *path);
+
+/* 1 when path names an existing file this process has read as an input (input_was_read) */
+int output_is_input(const char *path);
+
+#endif

@@ -101,7 +101,7 @@ says "1 steps"
 echo "exec/ingest --compare: a missing baseline FILE or --baselines folder is exit 2 before anything runs"
 S="$SRC/scenarios/gpt2-tiny.json"
 expect 2 "exec --baseline missing file" -- "$H" exec --db p.db --compare --scenario "$S" --baseline nope/x.baseline -- touch ran
-says "--baseline nope/x.baseline: No such file or directory"
+says "nope/x.baseline: cannot read the baseline: No such file or directory"
 expect 2 "exec --baselines missing folder" -- "$H" exec --db p.db --compare --scenario "$S" --baselines nope -- touch ran
 says "--baselines nope: No such file or directory"
 expect 2 "ingest --baselines a file" -- "$H" ingest dup.log --device a100 --db p.db --compare --scenario "$S" --baselines dup.log

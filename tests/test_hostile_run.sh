@@ -162,7 +162,7 @@ hostile "compare: every cell an input error" "short.txt" -- run "$T/short.json" 
 # a --baselines folder or --baseline file that cannot be used was found only after every run was
 # trained and recorded (a missing folder not at all)
 hostile "compare: --baselines not there" "--baselines $T/nodir: No such file" -- run "$tiny" --steps 1 --compare --baselines "$T/nodir"
-hostile "compare: --baselines a file" "not a directory" -- run "$tiny" --steps 1 --compare --baselines "$tiny"
+hostile "compare: --baselines a file" "not a folder" -- run "$tiny" --steps 1 --compare --baselines "$tiny"
 hostile "compare: --baseline FILE not there" "nofile.baseline: cannot read the baseline" -- run "$tiny" --steps 1 --compare --baseline "$T/nofile.baseline"
 sed 's#"baseline": "cpu"#"baseline": "'"$T"'/nofile.baseline"#; s#"data/corpus.txt"#"'"$corpus"'"#' "$tiny" >"$T/basefile.json"
 grep -q nofile.baseline "$T/basefile.json" && pass || fail "basefile.json names its baseline file"

@@ -37,6 +37,17 @@ expect 2 "compare --verdict ensemble without an ensemble" -- "$H" compare 1 --ve
 says "needs an ensemble baseline"; unchanged "compare --verdict ensemble"
 expect 2 "compare --verdict error_ratio without a golden" -- "$H" compare 1 --verdict error_ratio --db "$db"
 says "needs a golden run"; unchanged "compare --verdict error_ratio"
+# --baselines that is no folder or a --baseline FILE that does not read: exit 2 before the store
+# is opened (compare fell back to the repository's baselines/ without a word)
+for c in compare report; do
+  out=(); [ $c = report ] && out=(--out "$T/rb")
+  expect 2 "$c --baselines missing folder" -- "$H" $c 1 --baselines "$T/nodir" --db "$db" "${out[@]}"
+  says "--baselines $T/nodir: No such file or directory"; unchanged "$c --baselines missing"
+  expect 2 "$c --baselines a file" -- "$H" $c 1 --baselines "$tiny" --db "$db" "${out[@]}"
+  says "--baselines $tiny: not a folder"; unchanged "$c --baselines a file"
+  expect 2 "$c --baseline unreadable file" -- "$H" $c 1 --baseline "$T/no.baseline" --db "$db" "${out[@]}"
+  says "no.baseline: cannot read the baseline"; unchanged "$c --baseline missing file"
+done
 expect 0 "report: run 2 against another scenario (a row without baseline)" -- "$H" report 2 --db "$db" --out "$T/r" --no-plots --golden nosuch
 unchanged "report with a refused baseline"
 

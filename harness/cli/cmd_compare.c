@@ -8,6 +8,7 @@
 
 #include "util/util.h"
 #include "commands.h"
+#include "judge/baseline_args.h"
 #include "judge/judge.h"
 
 static void compare_usage(void)
@@ -190,6 +191,8 @@ int cmd_compare(int argc, char **argv)
     int rc = parse_compare_args(argc, argv, &a, &warmup);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
+    if ((rc = baseline_args_check("compare", a.baseline, a.baselines)) != 0)
+        return rc;
     store *st = NULL;
     if ((rc = open_existing(a.db, &st)) != 0)
         return rc;

@@ -12,6 +12,7 @@
 #include "util/util.h"
 #include "commands.h"
 #include "ingest/ingest.h"
+#include "judge/baseline_args.h"
 
 typedef struct {
     const char *scenario, *device, *db, *format, *keys, *baseline, *baselines;
@@ -185,7 +186,7 @@ int cmd_exec(int argc, char **argv)
         log_error("exec: %s", err);
         return EXIT_USAGE;
     }
-    if (a.compare && (rc = exec_compare_precheck("exec", a.baseline, a.baselines)))
+    if (a.compare && (rc = baseline_args_check("exec", a.baseline, a.baselines)))
         return rc;
     scenario s;
     memset(&s, 0, sizeof s);

@@ -10,6 +10,7 @@
 #include "util/util.h"
 #include "commands.h"
 #include "ingest/ingest.h"
+#include "judge/baseline_args.h"
 #include "util/input_file.h"
 
 #define MAX_LOGS REC_MAX_SOURCES
@@ -153,7 +154,7 @@ int cmd_ingest(int argc, char **argv)
     char err[512];
     if (lp_reader_init(&probe, a.format, a.keys, err, sizeof err))
         return cmd_usage_error("ingest", "%s", err);
-    if (a.compare && (rc = exec_compare_precheck("ingest", a.baseline, a.baselines)))
+    if (a.compare && (rc = baseline_args_check("ingest", a.baseline, a.baselines)))
         return rc;
     int fds[MAX_LOGS];
     for (int i = 0; i < MAX_LOGS; i++)

@@ -9,6 +9,7 @@
 
 #include "util/util.h"
 #include "commands.h"
+#include "judge/baseline_args.h"
 #include "report/report.h"
 
 static void report_usage(void)
@@ -349,6 +350,8 @@ int cmd_report(int argc, char **argv)
     int rc = parse_report_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
+    if ((rc = baseline_args_check("report", a.baseline, a.baselines)) != 0)
+        return rc;
     struct stat sb;
     store *st = NULL;
     if (stat(a.db, &sb) != 0) {

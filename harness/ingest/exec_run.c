@@ -58,30 +58,6 @@ void exec_keep_env(recorder *r)
     }
 }
 
-int exec_compare_precheck(const char *cmd, const char *baseline, const char *baselines)
-{
-    char why[INPUT_WHY_LEN];
-    uint64_t size = 0;
-    int fd;
-    if (baseline && is_file_spec(baseline)) {
-        if ((fd = input_open(baseline, &size, why, sizeof why)) < 0) {
-            log_error("%s: --baseline %s: %s", cmd, baseline, why);
-            return EXIT_USAGE;
-        }
-        close(fd);
-    }
-    struct stat st;
-    if (baselines && stat(baselines, &st) != 0) {
-        log_error("%s: --baselines %s: %s", cmd, baselines, strerror(errno));
-        return EXIT_USAGE;
-    }
-    if (baselines && !S_ISDIR(st.st_mode)) {
-        log_error("%s: --baselines %s: not a folder", cmd, baselines);
-        return EXIT_USAGE;
-    }
-    return 0;
-}
-
 int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,
                  const char *baselines)
 {

@@ -23,10 +23,5 @@ void exec_keep_env(recorder *r);
  * when there is no usable baseline. */
 int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,
                  const char *baselines);
-/* Before anything runs or is recorded: a --baseline that names a FILE must be a readable
- * regular file and --baselines a folder (a typo found after hours of training would leave a
- * run without its verdict). Labels and run ids are looked up after the run. 0, or 2 after a
- * message naming the option (cmd: "exec", "ingest"). */
-int exec_compare_precheck(const char *cmd, const char *baseline, const char *baselines);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "judge/baseline_args.h"
 #include "judge/judge.h"
 #include "runner.h"
 #include "util/util.h"
@@ -182,27 +183,13 @@ static int run_cell(recorder *r, const scenario *s, cell *c)
     return store_rc;
 }
 
-/* a baseline spec naming a file (docs/compare.md: it has a '/' or ends in .baseline) must read as
- * a baseline; 0 for a label or run id (looked up per run), else EXIT_USAGE after a message */
-static int check_baseline_file(const char *spec)
-{
-    size_t n = spec ? strlen(spec) : 0;
-    if (!n || !(strchr(spec, '/') || (n > 9 && !strcmp(spec + n - 9, ".baseline"))))
-        return 0;
-    baseline b;
-    int rc = baseline_read(spec, &b);
-    if (rc == 0)
-        baseline_free(&b);
-    return rc ? EXIT_USAGE : 0;
-}
-
 /* every device for one scenario file; 0, 2 when out of memory, or store_open's code */
 static int run_scenario(recorder *r, const char *path, char specs[][64], int n_dev, matrix *m)
 {
     scenario s;
     int bad = runner_load_scenario(r->a, path, &s), rc = 0;
     const char *why = "the scenario file is not valid (see above)";
-    if (!bad && !r->a->baseline && check_baseline_file(s.baseline)) { /* its default baseline */
+    if (!bad && !r->a->baseline && baseline_file_spec_check(s.baseline)) { /* its default baseline */
         bad = EXIT_USAGE;
         why = "the scenario's baseline file is not valid (see above)";
     }
@@ -274,22 +261,6 @@ static int summary(const matrix *m, int n_scenarios, int n_dev)
     return run_stop_requested() ? EXIT_FAIL : verdict_exit_code(worst);
 }
 
-/* what can be told about the baselines before any run (so that an input error there records
- * nothing): --baselines must be a folder, and a --baseline naming a file must read as one */
-static int check_baseline_args(const run_args *a)
-{
-    struct stat st;
-    if (a->baselines && stat(a->baselines, &st) != 0) {
-        log_error("run: --baselines %s: %s", a->baselines, strerror(errno));
-        return EXIT_USAGE;
-    }
-    if (a->baselines && !S_ISDIR(st.st_mode)) {
-        log_error("run: --baselines %s: not a directory", a->baselines);
-        return EXIT_USAGE;
-    }
-    return check_baseline_file(a->baseline);
-}
-
 int run_matrix(const run_args *a)
 {
     char specs[MAX_DEVICES][64];
@@ -301,7 +272,7 @@ int run_matrix(const run_args *a)
         rc = EXIT_USAGE;
     }
     if (rc || (rc = parse_devices(a->device, specs, MAX_DEVICES, &n_dev)) ||
-        (rc = check_baseline_args(a)))
+        (rc = baseline_args_check("run", a->baseline, a->baselines)))
         return rc;
     recorder r = {a, NULL};
     matrix m = {NULL, 0, 0};

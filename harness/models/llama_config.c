@@ -59,6 +59,8 @@ void llama_config_defaults(llama_config *c)
     c->rms_norm_eps = 1e-6;
     c->rope_theta = 10000.0;
     c->sliding_window = -1;
+    c->max_window_layers = 28;
+    c->layer_types_sliding = -1;
     c->pad_token_id = -1;
     snprintf(c->torch_dtype, sizeof c->torch_dtype, "float32");
 }
@@ -116,6 +118,7 @@ static const field FIELDS[] = {
     FIELD(attention_dropout, F_REAL),
     FIELD(sliding_window, F_NINT),
     FIELD(use_sliding_window, F_BOOL),
+    FIELD(max_window_layers, F_NINT),
     FIELD(pad_token_id, F_NINT),
     FIELD(num_local_experts, F_INT),
     FIELD(num_experts_per_tok, F_INT),
@@ -129,8 +132,8 @@ static const field FIELDS[] = {
 /* keys a config may hold that do not change the training computation */
 static const char *const NO_EFFECT[] = {
     "model_type", "architectures", "transformers_version", "use_cache", "bos_token_id",
-    "eos_token_id", "pretraining_tp", "rope_scaling", "rope_parameters", "max_window_layers",
-    "layer_types", "dtype", "_name_or_path", "auto_map", "tokenizer_class", "return_dict",
+    "eos_token_id", "pretraining_tp", "rope_scaling", "rope_parameters", "layer_types",
+    "dtype", "_name_or_path", "auto_map", "tokenizer_class", "return_dict",
     "output_hidden_states", "output_attentions", "torchscript", "is_encoder_decoder",
     "chunk_size_feed_forward", "id2label", "label2id", "problem_type", "quantization_config",
     "use_return_dict", "_attn_implementation_autoset", "initializer_factor", NULL};
@@ -212,6 +215,30 @@ static int read_rope(llama_config *c, json_t *obj, const char *key, const char *
     return 0;
 }
 
+/* layer_types (Qwen2Config): whether any layer is "sliding_attention"; null: not given */
+static int read_layer_types(llama_config *c, json_t *obj, const char *where)
+{
+    json_t *types = json_object_get(obj, "layer_types");
+    if (!types || json_is_null(types)) {
+        c->layer_types_sliding = -1;
+        return 0;
+    }
+    if (!json_is_array(types))
+        return config_error(where, "layer_types", "must be an array of strings or null, not %s",
+                            json_type_name(types));
+    c->layer_types_sliding = 0;
+    size_t i;
+    json_t *t;
+    json_array_foreach(types, i, t) {
+        if (!json_is_string(t))
+            return config_error(where, "layer_types", "entry %zu must be a string, not %s", i,
+                                json_type_name(t));
+        if (strcmp(json_string_value(t), "sliding_attention") == 0)
+            c->layer_types_sliding = 1;
+    }
+    return 0;
+}
+
 int llama_config_from_json(llama_config *c, json_t *obj, const char *where)
 {
     if (!json_is_object(obj))
@@ -224,6 +251,8 @@ int llama_config_from_json(llama_config *c, json_t *obj, const char *where)
         if (v && FIELDS[i].type != F_DTYPE)
             rc = set_field(c, &FIELDS[i], v, where);
     }
+    if (!rc)
+        rc = read_layer_types(c, obj, where);
     if (!rc)
         rc = read_rope(c, obj, "rope_scaling", where);
     if (!rc)
@@ -260,8 +289,13 @@ static int kv_heads(const llama_config *c)
 
 int llama_config_window(const llama_config *c)
 {
-    if (c->variant == LLAMA_QWEN2 && !c->use_sliding_window)
+    if (c->variant != LLAMA_QWEN2)
+        return c->sliding_window;
+    if (!c->use_sliding_window || c->layer_types_sliding == 0)
         return -1;
+    if (c->layer_types_sliding < 0 && c->max_window_layers >= 0 &&
+        c->num_hidden_layers <= c->max_window_layers)
+        return -1; /* every layer i < max_window_layers: full attention */
     return c->sliding_window;
 }
 

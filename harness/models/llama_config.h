@@ -34,6 +34,8 @@ typedef struct {
     double attention_dropout;     /* 0 (other values refused) */
     int sliding_window;           /* -1 = null; mistral 4096; qwen2 4096 (with use_sliding_window) */
     int use_sliding_window;       /* qwen2: false */
+    int max_window_layers;        /* qwen2 28: layers i >= it use the window; -1 = null */
+    int layer_types_sliding;      /* layer_types: -1 not given, 0 no "sliding_attention", 1 some */
     int pad_token_id;             /* -1 = null: nn.Embedding's padding_idx when set */
     /* mixtral's sparse MoE block (num_local_experts 0 for the dense variants) */
     int num_local_experts;        /* mixtral 8 */
@@ -67,7 +69,9 @@ uint64_t llama_config_param_count(const llama_config *c);
  * NULL) that no variant knows are warned about. 0, or 2 after a message. */
 int llama_config_validate(const llama_config *c, json_t *raw_config, const char *where);
 
-/* the sliding window in effect (mistral's, or qwen2's with use_sliding_window), -1 when none */
+/* the sliding window in effect, -1 when none: mistral's and mixtral's on every layer; qwen2's
+ * with use_sliding_window on the layers layer_types names "sliding_attention", or without
+ * layer_types on the layers i >= max_window_layers (Qwen2Config's rule) */
 int llama_config_window(const llama_config *c);
 
 /* the head size: head_dim, or hidden_size / num_attention_heads when null */

@@ -58,6 +58,20 @@ static void set_common(json_t *j, const llama_config *c)
                         c->pad_token_id >= 0 ? json_integer(c->pad_token_id) : json_null());
 }
 
+/* qwen2's layer_types when the config gave them without a sliding layer: all full attention,
+ * one per layer (num_hidden_layers may have been overridden); otherwise as the source had them,
+ * or none, and transformers derives them from max_window_layers as the harness does */
+static void set_layer_types(json_t *j, const llama_config *c)
+{
+    if (c->layer_types_sliding != 0)
+        return;
+    json_t *types = json_array();
+    for (int i = 0; types && i < c->num_hidden_layers; i++)
+        json_array_append_new(types, json_string("full_attention"));
+    if (types)
+        json_object_set_new(j, "layer_types", types);
+}
+
 /* the keys of one variant */
 static void set_variant(json_t *j, const llama_config *c)
 {
@@ -69,8 +83,13 @@ static void set_variant(json_t *j, const llama_config *c)
         json_object_set_new(j, "sliding_window", c->sliding_window >= 0
                                                      ? json_integer(c->sliding_window)
                                                      : json_null());
-    if (c->variant == LLAMA_QWEN2)
+    if (c->variant == LLAMA_QWEN2) {
         json_object_set_new(j, "use_sliding_window", json_boolean(c->use_sliding_window));
+        json_object_set_new(j, "max_window_layers", c->max_window_layers >= 0
+                                                        ? json_integer(c->max_window_layers)
+                                                        : json_null());
+        set_layer_types(j, c);
+    }
     if (c->variant == LLAMA_MIXTRAL) {
         json_object_set_new(j, "num_local_experts", json_integer(c->num_local_experts));
         json_object_set_new(j, "num_experts_per_tok", json_integer(c->num_experts_per_tok));

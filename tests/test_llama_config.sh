@@ -55,6 +55,14 @@ grep -q '"max_window_layers": 5' "$T/qwen2-init/config.json" && pass || fail "in
 run_cfg qwen2-init-types "{\"model_type\": \"qwen2\", $base, \"use_sliding_window\": true, \"sliding_window\": 8, \"max_window_layers\": 0, \"layer_types\": [\"full_attention\"]}"
 expect 0 "qwen2 init (layer_types)" -- "$H" init "$T/qwen2-init-types.json" "$T/qwen2-init-types"
 tr -d ' \n' <"$T/qwen2-init-types/config.json" | grep -q '"layer_types":\["full_attention"\]' && pass || fail "init: layer_types not written"
+echo "hidden_size not a multiple of the heads: LlamaConfig refuses it, the others floor head_dim"
+odd='"vocab_size": 256, "hidden_size": 34, "intermediate_size": 48, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64'
+refused llama-hidden-34 "{\"model_type\": \"llama\", $odd}" "hidden_size: 34 is not divisible"
+for v in qwen2 mistral mixtral; do
+  ok "$v-hidden-34" "{\"model_type\": \"$v\", $odd}"
+done
+expect 0 "qwen2 init, hidden 34" -- "$H" init "$T/qwen2-hidden-34.json" "$T/qwen2-hidden-34"
+grep -q '"head_dim": 8' "$T/qwen2-hidden-34/config.json" && pass || fail "init: head_dim 34 // 4 = 8 not written"
 refused act "{$base, \"hidden_act\": \"gelu\"}" "hidden_act"
 refused mlp-bias "{$base, \"mlp_bias\": true}" "mlp_bias"
 refused attn-drop "{$base, \"attention_dropout\": 0.1}" "attention_dropout"

@@ -124,6 +124,10 @@ for op in allreduce allgather reducescatter broadcast; do
 done
 n=$(sqlite3 "$T/cc.db" "select count(*) from comm_checks where status='wrong' and first_bad_rank=1")
 [ "$n" = 4 ] && pass || fail "comm_checks holds $n wrong rows naming rank 1, want 4"
+# sizes under one float per rank measure that one float: one row each, not a row per size asked
+expect 0 "comm-check sizes below a float" -- $MPI "$H" comm-check --sizes 1B:16B --op allgather --iters 1 --db "$T/small.db"
+sizes=$(sqlite3 "$T/small.db" "select group_concat(bytes, ' ') from (select bytes from comm_checks order by id)")
+[ "$sizes" = "8 16" ] && pass || fail "comm-check 1B:16B allgather on 2 ranks stored sizes '$sizes', want '8 16'"
 expect 2 "comm-check bad sizes" -- "$H" comm-check --sizes 8B:4Q
 says "is not MIN:MAX"
 expect 2 "comm-check bad op" -- "$H" comm-check --op alltoall

@@ -169,7 +169,13 @@ static int run_all(comm *c, const cc_args *a, cc_result *rows, int *n)
                c->size, c->size == 1 ? "" : "s", c->ops->name, c->launcher, "size(B)", "count",
                "op", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
     for (int k = 0; k < a->n_ops; k++)
-        for (size_t b = a->o.min_bytes; b <= a->o.max_bytes && *n < CC_MAX_ROWS; b *= 2) {
+        for (size_t b = a->o.min_bytes, last = 0; b <= a->o.max_bytes && *n < CC_MAX_ROWS;
+             b *= 2) {
+            /* sizes under one float per rank all measure that one float: one row, not several
+             * rows of the same size */
+            if (cc_row_bytes((cc_op)a->ops[k], b, c->size) == last)
+                continue;
+            last = cc_row_bytes((cc_op)a->ops[k], b, c->size);
             cc_result *r = &rows[(*n)++];
             if (cc_run_one(c, (cc_op)a->ops[k], b, &a->o, r)) {
                 log_error("comm-check: %s", c->error);

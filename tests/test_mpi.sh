@@ -73,6 +73,14 @@ says "OMPI_COMM_WORLD_SIZE='abc' is not a number"
 expect 2 "a rank outside the world" -- env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=2 "$H" run "$T/two4.json" --db "$T/none.db"
 says "OMPI_COMM_WORLD_RANK='2' is not a number in [0, 1]"
 
+# a --db that is no store: every rank stops with rank 0's exit 2 before the first step (not rank
+# 0 alone, leaving rank 1 waiting until mpirun kills it), the file untouched
+printf 'not a database\n' >"$T/text.db"; cp "$T/text.db" "$T/text.copy"
+expect 2 "np 2, a --db that is no store" -- $MPI "$H" run "$T/two4.json" --db "$T/text.db" --quiet
+says "not a SQLite database"
+grep -q "interrupted by a signal" "$T/err" && fail "rank 1 was killed waiting instead of stopping with rank 0" || pass
+cmp -s "$T/text.db" "$T/text.copy" && pass || fail "a --db that is no store was modified"
+
 expect 2 "run --compare under mpirun" -- $MPI "$H" run "$T/one8.json" --compare --db "$T/none.db"
 says "the matrix runs one rank per run"
 [ ! -e "$T/none.db" ] && pass || fail "a refused --compare created the store"

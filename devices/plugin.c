@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "device_plugin.h"
 
@@ -35,8 +36,13 @@ static int split_spec(const char *arg, char *what, size_t len, int *ordinal, cha
     return 0;
 }
 
+/* a regular file (or a link to one) that opens: a folder that happens to be named NAME.so is
+ * no candidate, and the search goes on to the next folder of the path */
 static int readable(const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 0;
     FILE *f = fopen(path, "rb");
     if (f)
         fclose(f);

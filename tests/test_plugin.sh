@@ -44,6 +44,10 @@ says "plugin: cannot load $B/absent.so"
 env -u HARNESS_PLUGIN_PATH "$H" ops --device plugin:example_cpu >"$T/out" 2>"$T/err"
 if [ $? = 2 ]; then pass; else fail "a name without HARNESS_PLUGIN_PATH: not exit 2"; fi
 says "HARNESS_PLUGIN_PATH is not set"
+# a folder named example_cpu.so earlier on the path is no plugin: the search goes on
+mkdir -p "$T/shadow/example_cpu.so"
+HARNESS_PLUGIN_PATH="$T/shadow:$B" expect 0 "a folder named NAME.so on the path is passed over" -- \
+  "$H" ops --device plugin:example_cpu --op gelu_forward
 HARNESS_PLUGIN_PATH="$T" expect 2 "a name not on the path" -- "$H" ops --device plugin:example_cpu
 says "no example_cpu.so or libexample_cpu.so in HARNESS_PLUGIN_PATH"
 # a plugin that names itself as a built-in backend, sizes its elements unlike its dtype, or

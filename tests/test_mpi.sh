@@ -136,6 +136,10 @@ n=$(sqlite3 "$T/cc.db" "select count(*) from comm_checks where status='wrong' an
 expect 0 "comm-check sizes below a float" -- $MPI "$H" comm-check --sizes 1B:16B --op allgather --iters 1 --db "$T/small.db"
 sizes=$(sqlite3 "$T/small.db" "select group_concat(bytes, ' ') from (select bytes from comm_checks order by id)")
 [ "$sizes" = "8 16" ] && pass || fail "comm-check 1B:16B allgather on 2 ranks stored sizes '$sizes', want '8 16'"
+# a fault rank outside the world would inject nothing: a check that cannot fail, so exit 2
+expect 2 "comm-check fault on a rank outside the world" -- $MPI -x HARNESS_COMM_FAULT=2 "$H" comm-check --sizes 1K:1K --op allreduce --iters 1 --db "$T/nofault.db"
+says "HARNESS_COMM_FAULT=2 names no rank of this world of 2"
+[ ! -e "$T/nofault.db" ] && pass || fail "a fault rank outside the world created the store"
 expect 2 "comm-check bad sizes" -- "$H" comm-check --sizes 8B:4Q
 says "is not MIN:MAX"
 expect 2 "comm-check bad op" -- "$H" comm-check --op alltoall

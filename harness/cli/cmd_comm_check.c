@@ -218,6 +218,12 @@ static int open_comm(const cc_args *a, comm **c, device **d)
     int rc = comm_env_read(&env);
     if (rc)
         return rc;
+    if (a->o.fault_rank >= env.world) { /* no rank would spoil anything: a check that cannot fail */
+        if (env.rank == 0)
+            log_error("comm-check: HARNESS_COMM_FAULT=%d names no rank of this world of %d "
+                      "(ranks 0 to %d)", a->o.fault_rank, env.world, env.world - 1);
+        return EXIT_USAGE;
+    }
     int kind = comm_choose(a->comm, a->device, env.world, comm_have_nccl(), why, sizeof why);
     if (kind < 0) {
         if (env.rank == 0)

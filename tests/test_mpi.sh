@@ -62,6 +62,26 @@ for dev in cpu opencl; do
   [ "$tok" = 512 ] && pass || fail "$dev: the np 2 step counts $tok tokens, want 512 (2 ranks x 4 x 64)"
 done
 
+# an fp64 device (cpu64, the golden runs') keeps its gradients fp64 through accumulation and the
+# ranks' sum: np 2 x 4 and accumulation 2 x 4 against one batch of 8 within 1e-12 relative (they
+# were 3e-9 apart, fp32's rounding, when the host buffers were fp32)
+same64() {
+  sqlite3 "$1" "select step, loss, grad_norm from steps where run_id=$2 order by step" >"$T/a"
+  sqlite3 "$1" "select step, loss, grad_norm from steps where run_id=$3 order by step" >"$T/b"
+  if [ -s "$T/a" ] && [ "$(wc -l <"$T/a")" = "$(wc -l <"$T/b")" ] && paste -d'|' "$T/a" "$T/b" |
+     awk -F'|' '{ dl=$2-$5; if (dl<0) dl=-dl; dg=$3-$6; if (dg<0) dg=-dg;
+                  if (dl > 1e-12*$5 || dg > 1e-12*$6) { print; bad=1 } } END { exit bad }'
+  then pass; else fail "$4"; paste -d'|' "$T/a" "$T/b" | head -3; fi
+}
+db="$T/cpu64.db"
+expect 0 "cpu64 one rank batch 8" -- "$H" run "$T/one8.json" --device cpu64 --db "$db" --quiet
+expect 0 "cpu64 np 2 batch 4" -- $MPI "$H" run "$T/two4.json" --device cpu64 --db "$db" --quiet
+expect 0 "cpu64 accumulation 2 x 4" -- "$H" run "$T/acc.json" --device cpu64 --db "$db" --quiet
+expect 0 "cpu64 np 2 accumulation 2 x 2" -- $MPI "$H" run "$T/two2x2.json" --device cpu64 --db "$db" --quiet
+same64 "$db" 1 2 "cpu64: np 2 x 4 is not 1 x 8 in fp64"
+same64 "$db" 1 3 "cpu64: accumulation 2 x 4 is not 1 x 8 in fp64"
+same64 "$db" 1 4 "cpu64: np 2 x (2 x 2) is not 1 x 8 in fp64"
+
 echo "the launcher's world must be the scenario's: exit 2, nothing recorded"
 expect 2 "np 2, world_size 1" -- $MPI "$H" run "$T/one8.json" --db "$T/none.db"
 says "world_size 1, but mpirun started 2 ranks"

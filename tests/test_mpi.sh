@@ -101,6 +101,15 @@ says "not a SQLite database"
 grep -q "interrupted by a signal" "$T/err" && fail "rank 1 was killed waiting instead of stopping with rank 0" || pass
 cmp -s "$T/text.db" "$T/text.copy" && pass || fail "a --db that is no store was modified"
 
+# ranks given different step counts (or scenarios): rank 0 recorded its 3 steps 'ok' while rank 1
+# waited for a 4th until its timeout; now every rank stops with exit 2 before anything is opened
+cat >"$T/steps_by_rank.sh" <<'WRAP'
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --steps 5; else exec "$@" --steps 3; fi
+WRAP
+expect 2 "np 2, ranks given different --steps" -- $MPI bash "$T/steps_by_rank.sh" "$H" run "$T/two4.json" --db "$T/none.db" --quiet --comm-timeout $((20 * SLOW))
+says "rank 1 runs another scenario"
+[ ! -e "$T/none.db" ] && pass || fail "ranks with different scenarios created the store"
+
 expect 2 "run --compare under mpirun" -- $MPI "$H" run "$T/one8.json" --compare --db "$T/none.db"
 says "the matrix runs one rank per run"
 [ ! -e "$T/none.db" ] && pass || fail "a refused --compare created the store"

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "device_plugin.h"
 
@@ -35,8 +36,13 @@ static int split_spec(const char *arg, char *what, size_t len, int *ordinal, cha
     return 0;
 }
 
+/* a regular file (or a link to one) that opens: a folder that happens to be named NAME.so is
+ * no candidate, and the search goes on to the next folder of the path */
 static int readable(const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 0;
     FILE *f = fopen(path, "rb");
     if (f)
         fclose(f);
@@ -65,6 +71,28 @@ static int search_path(const char *name, char *out, size_t len, char *err, size_
     snprintf(err, errlen, "plugin: no %s.so or lib%s.so in HARNESS_PLUGIN_PATH (%s)", name, name,
              dirs);
     return 1;
+}
+
+/* the backend name runs record (device->backend, 32 bytes): it must fit, and must not be a
+ * built-in backend's, or a plugin's runs would pass for (and be compared as) cpu's; 0, or 1 */
+static int check_name(const char *name, const char *path, char *err, size_t errlen)
+{
+    const size_t room = sizeof(((device *)0)->backend);
+    size_t n = 0;
+    while (n < room && name[n])
+        n++;
+    if (n == room) {
+        snprintf(err, errlen, "plugin: %s: the backend name '%.*s...' is longer than %zu bytes",
+                 path, (int)(room - 1), name, room - 1);
+        return 1;
+    }
+    for (const char *const *b = device_backends(); *b; b++)
+        if (strcmp(name, *b) == 0) {
+            snprintf(err, errlen, "plugin: %s: the backend name '%s' is a built-in backend's; "
+                     "a plugin names itself (its runs are recorded under that name)", path, name);
+            return 1;
+        }
+    return 0;
 }
 
 /* the table's version and sizes against this harness's; 0, or 1 + err */
@@ -98,7 +126,7 @@ static int check_abi(const harness_device_plugin *t, const char *path, char *err
         snprintf(err, errlen, "plugin: %s: the table has no name or no open function", path);
         return 1;
     }
-    return 0;
+    return check_name(t->name, path, err, errlen);
 }
 
 /* the index of the first entry of the opened device's ops table that is NULL, or -1 */
@@ -110,6 +138,32 @@ static int missing_op(const device *d)
         if (!slot[i])
             return (int)i;
     return -1;
+}
+
+/* the identity strings the plugin filled, cut at their last byte: a plugin that filled one to
+ * the brim without a terminator would have the store read into the next field */
+static void terminate_identity(device *d)
+{
+    char *const fields[] = {d->name, d->vendor, d->driver_version, d->runtime_version};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        fields[i][DEVICE_STR - 1] = 0;
+    d->dtype[sizeof d->dtype - 1] = 0;
+    d->err[sizeof d->err - 1] = 0;
+}
+
+/* the element type the device computes in: fp32 (4 bytes) or fp64 (8), its dtype saying the
+ * same; the harness sizes every buffer and picks thresholds by real_size. 0, or 1 + err */
+static int check_element(const device *d, const char *path, const char *name, char *err,
+                         size_t errlen)
+{
+    int fp32 = d->real_size == sizeof(float) && strcmp(d->dtype, "fp32") == 0;
+    int fp64 = d->real_size == sizeof(double) && strcmp(d->dtype, "fp64") == 0;
+    if (fp32 || fp64)
+        return 0;
+    snprintf(err, errlen, "plugin: %s (%s): the device says dtype '%s' with real_size %zu; a "
+             "device computes in fp32 (real_size 4) or fp64 (real_size 8)", path, name,
+             d->dtype, d->real_size);
+    return 1;
 }
 
 /* loads the library and returns its checked table (the library stays loaded for the process) */
@@ -154,6 +208,7 @@ device *plugin_device_open(const char *arg, char *err, size_t errlen)
         return NULL;
     char why[DEVICE_ERR] = "";
     device *d = t->open(ordinal, why, sizeof why);
+    why[sizeof why - 1] = 0; /* a plugin that filled the buffer without a terminator */
     if (!d) {
         snprintf(err, errlen, "plugin: %s (%s): cannot open device %d: %s", path, t->name,
                  ordinal, why[0] ? why : "no reason given");
@@ -168,6 +223,11 @@ device *plugin_device_open(const char *arg, char *err, size_t errlen)
             d->ops->close(d);
         return NULL;
     }
-    snprintf(d->backend, sizeof d->backend, "%.31s", t->name);
+    terminate_identity(d);
+    if (check_element(d, path, t->name, err, errlen)) {
+        d->ops->close(d);
+        return NULL;
+    }
+    snprintf(d->backend, sizeof d->backend, "%s", t->name);
     return d;
 }

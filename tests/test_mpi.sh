@@ -62,6 +62,26 @@ for dev in cpu opencl; do
   [ "$tok" = 512 ] && pass || fail "$dev: the np 2 step counts $tok tokens, want 512 (2 ranks x 4 x 64)"
 done
 
+# an fp64 device (cpu64, the golden runs') keeps its gradients fp64 through accumulation and the
+# ranks' sum: np 2 x 4 and accumulation 2 x 4 against one batch of 8 within 1e-12 relative (they
+# were 3e-9 apart, fp32's rounding, when the host buffers were fp32)
+same64() {
+  sqlite3 "$1" "select step, loss, grad_norm from steps where run_id=$2 order by step" >"$T/a"
+  sqlite3 "$1" "select step, loss, grad_norm from steps where run_id=$3 order by step" >"$T/b"
+  if [ -s "$T/a" ] && [ "$(wc -l <"$T/a")" = "$(wc -l <"$T/b")" ] && paste -d'|' "$T/a" "$T/b" |
+     awk -F'|' '{ dl=$2-$5; if (dl<0) dl=-dl; dg=$3-$6; if (dg<0) dg=-dg;
+                  if (dl > 1e-12*$5 || dg > 1e-12*$6) { print; bad=1 } } END { exit bad }'
+  then pass; else fail "$4"; paste -d'|' "$T/a" "$T/b" | head -3; fi
+}
+db="$T/cpu64.db"
+expect 0 "cpu64 one rank batch 8" -- "$H" run "$T/one8.json" --device cpu64 --db "$db" --quiet
+expect 0 "cpu64 np 2 batch 4" -- $MPI "$H" run "$T/two4.json" --device cpu64 --db "$db" --quiet
+expect 0 "cpu64 accumulation 2 x 4" -- "$H" run "$T/acc.json" --device cpu64 --db "$db" --quiet
+expect 0 "cpu64 np 2 accumulation 2 x 2" -- $MPI "$H" run "$T/two2x2.json" --device cpu64 --db "$db" --quiet
+same64 "$db" 1 2 "cpu64: np 2 x 4 is not 1 x 8 in fp64"
+same64 "$db" 1 3 "cpu64: accumulation 2 x 4 is not 1 x 8 in fp64"
+same64 "$db" 1 4 "cpu64: np 2 x (2 x 2) is not 1 x 8 in fp64"
+
 echo "the launcher's world must be the scenario's: exit 2, nothing recorded"
 expect 2 "np 2, world_size 1" -- $MPI "$H" run "$T/one8.json" --db "$T/none.db"
 says "world_size 1, but mpirun started 2 ranks"
@@ -72,6 +92,23 @@ expect 2 "a malformed launcher variable" -- env OMPI_COMM_WORLD_SIZE=abc OMPI_CO
 says "OMPI_COMM_WORLD_SIZE='abc' is not a number"
 expect 2 "a rank outside the world" -- env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=2 "$H" run "$T/two4.json" --db "$T/none.db"
 says "OMPI_COMM_WORLD_RANK='2' is not a number in [0, 1]"
+
+# a --db that is no store: every rank stops with rank 0's exit 2 before the first step (not rank
+# 0 alone, leaving rank 1 waiting until mpirun kills it), the file untouched
+printf 'not a database\n' >"$T/text.db"; cp "$T/text.db" "$T/text.copy"
+expect 2 "np 2, a --db that is no store" -- $MPI "$H" run "$T/two4.json" --db "$T/text.db" --quiet
+says "not a SQLite database"
+grep -q "interrupted by a signal" "$T/err" && fail "rank 1 was killed waiting instead of stopping with rank 0" || pass
+cmp -s "$T/text.db" "$T/text.copy" && pass || fail "a --db that is no store was modified"
+
+# ranks given different step counts (or scenarios): rank 0 recorded its 3 steps 'ok' while rank 1
+# waited for a 4th until its timeout; now every rank stops with exit 2 before anything is opened
+cat >"$T/steps_by_rank.sh" <<'WRAP'
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --steps 5; else exec "$@" --steps 3; fi
+WRAP
+expect 2 "np 2, ranks given different --steps" -- $MPI bash "$T/steps_by_rank.sh" "$H" run "$T/two4.json" --db "$T/none.db" --quiet --comm-timeout $((20 * SLOW))
+says "rank 1 runs another scenario"
+[ ! -e "$T/none.db" ] && pass || fail "ranks with different scenarios created the store"
 
 expect 2 "run --compare under mpirun" -- $MPI "$H" run "$T/one8.json" --compare --db "$T/none.db"
 says "the matrix runs one rank per run"
@@ -124,6 +161,14 @@ for op in allreduce allgather reducescatter broadcast; do
 done
 n=$(sqlite3 "$T/cc.db" "select count(*) from comm_checks where status='wrong' and first_bad_rank=1")
 [ "$n" = 4 ] && pass || fail "comm_checks holds $n wrong rows naming rank 1, want 4"
+# sizes under one float per rank measure that one float: one row each, not a row per size asked
+expect 0 "comm-check sizes below a float" -- $MPI "$H" comm-check --sizes 1B:16B --op allgather --iters 1 --db "$T/small.db"
+sizes=$(sqlite3 "$T/small.db" "select group_concat(bytes, ' ') from (select bytes from comm_checks order by id)")
+[ "$sizes" = "8 16" ] && pass || fail "comm-check 1B:16B allgather on 2 ranks stored sizes '$sizes', want '8 16'"
+# a fault rank outside the world would inject nothing: a check that cannot fail, so exit 2
+expect 2 "comm-check fault on a rank outside the world" -- $MPI -x HARNESS_COMM_FAULT=2 "$H" comm-check --sizes 1K:1K --op allreduce --iters 1 --db "$T/nofault.db"
+says "HARNESS_COMM_FAULT=2 names no rank of this world of 2"
+[ ! -e "$T/nofault.db" ] && pass || fail "a fault rank outside the world created the store"
 expect 2 "comm-check bad sizes" -- "$H" comm-check --sizes 8B:4Q
 says "is not MIN:MAX"
 expect 2 "comm-check bad op" -- "$H" comm-check --op alltoall

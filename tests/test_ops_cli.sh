@@ -46,6 +46,13 @@ expect 0 "cpu against itself" -- "$H" ops --device cpu --op layernorm_forward,ge
 expect 0 "cpu grad mode" -- "$H" ops --device cpu --mode grad
 prints "layernorm_backward"
 expect 0 "cpu64 grad mode" -- "$H" ops --device cpu64 --mode grad
+# grad mode checks only ops with a gradient case: an --op that has none would check nothing and
+# pass (0 passed, 0 failed, exit 0) and create the --db store; it is exit 2 naming the op
+expect 2 "grad mode of an op without a gradient check" -- "$H" ops --device cpu --mode grad --op gelu_forward,add --db "$T/grad.db"
+says "--mode grad has no gradient check of 'add'"; says "gelu_forward/gelu_backward"
+[ -e "$T/grad.db" ] && fail "grad mode of an unchecked op created the --db store" || pass
+expect 0 "grad mode by the forward op's name" -- "$H" ops --device cpu --mode grad --op gelu_forward
+prints "^1 passed, 0 failed$"
 expect 0 "--json" -- "$H" ops --device cpu64 --op sum --json
 head -c 1 "$T/out" | grep -q '\[' && pass || fail "--json prints a JSON array"
 [ "$(grep -c '"status": "pass"' "$T/out")" -ge 3 ] && pass || fail "--json has a pass per sum shape"

@@ -44,8 +44,21 @@ says "plugin: cannot load $B/absent.so"
 env -u HARNESS_PLUGIN_PATH "$H" ops --device plugin:example_cpu >"$T/out" 2>"$T/err"
 if [ $? = 2 ]; then pass; else fail "a name without HARNESS_PLUGIN_PATH: not exit 2"; fi
 says "HARNESS_PLUGIN_PATH is not set"
+# a folder named example_cpu.so earlier on the path is no plugin: the search goes on
+mkdir -p "$T/shadow/example_cpu.so"
+HARNESS_PLUGIN_PATH="$T/shadow:$B" expect 0 "a folder named NAME.so on the path is passed over" -- \
+  "$H" ops --device plugin:example_cpu --op gelu_forward
 HARNESS_PLUGIN_PATH="$T" expect 2 "a name not on the path" -- "$H" ops --device plugin:example_cpu
 says "no example_cpu.so or libexample_cpu.so in HARNESS_PLUGIN_PATH"
+# a plugin that names itself as a built-in backend, sizes its elements unlike its dtype, or
+# refuses with a message that fills the buffer unterminated: exit 2, nothing recorded
+expect 2 "a plugin named cpu" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_name.so" --db "$T/clash.db"
+says "the backend name 'cpu' is a built-in backend's"
+[ -e "$T/clash.db" ] && fail "a plugin named cpu created the store" || pass
+expect 2 "a plugin whose real_size is not its dtype's" -- "$H" ops --device "plugin:$B/broken_element.so" --op add
+says "the device says dtype 'fp32' with real_size 2"
+expect 2 "a plugin refusal without a terminator" -- "$H" ops --device "plugin:$B/broken_err.so" --op add
+says "cannot open device 0: xxxx"
 expect 2 "a device number the plugin lacks" -- "$H" ops --device "plugin:$B/example_cpu.so:3"
 says "there is one device (0), not 3"
 

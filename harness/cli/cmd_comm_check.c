@@ -169,7 +169,13 @@ static int run_all(comm *c, const cc_args *a, cc_result *rows, int *n)
                c->size, c->size == 1 ? "" : "s", c->ops->name, c->launcher, "size(B)", "count",
                "op", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
     for (int k = 0; k < a->n_ops; k++)
-        for (size_t b = a->o.min_bytes; b <= a->o.max_bytes && *n < CC_MAX_ROWS; b *= 2) {
+        for (size_t b = a->o.min_bytes, last = 0; b <= a->o.max_bytes && *n < CC_MAX_ROWS;
+             b *= 2) {
+            /* sizes under one float per rank all measure that one float: one row, not several
+             * rows of the same size */
+            if (cc_row_bytes((cc_op)a->ops[k], b, c->size) == last)
+                continue;
+            last = cc_row_bytes((cc_op)a->ops[k], b, c->size);
             cc_result *r = &rows[(*n)++];
             if (cc_run_one(c, (cc_op)a->ops[k], b, &a->o, r)) {
                 log_error("comm-check: %s", c->error);
@@ -212,6 +218,12 @@ static int open_comm(const cc_args *a, comm **c, device **d)
     int rc = comm_env_read(&env);
     if (rc)
         return rc;
+    if (a->o.fault_rank >= env.world) { /* no rank would spoil anything: a check that cannot fail */
+        if (env.rank == 0)
+            log_error("comm-check: HARNESS_COMM_FAULT=%d names no rank of this world of %d "
+                      "(ranks 0 to %d)", a->o.fault_rank, env.world, env.world - 1);
+        return EXIT_USAGE;
+    }
     int kind = comm_choose(a->comm, a->device, env.world, comm_have_nccl(), why, sizeof why);
     if (kind < 0) {
         if (env.rank == 0)

@@ -133,6 +133,29 @@ static int is_opt(const char *arg, const char *name)
     return strncmp(arg, name, n) == 0 && (arg[n] == 0 || arg[n] == '=');
 }
 
+/* grad mode checks only the ops a gradient case names (a backward op and its forward op): an
+ * --op filter that names none of them would check nothing and pass; 0, or 2 after a message */
+static int check_grad_filters(const ops_args *a)
+{
+    const oc_grad_case *cases;
+    int n = oc_grad_cases(&cases);
+    for (int f = 0; f < a->nops; f++) {
+        int covered = 0;
+        for (int i = 0; i < n && !covered; i++)
+            covered = strcmp(a->ops[f], cases[i].fwd) == 0 || strcmp(a->ops[f], cases[i].bwd) == 0;
+        if (covered)
+            continue;
+        fprintf(stderr, "harness: error: ops: --mode grad has no gradient check of '%s'; the "
+                "checked ops are:", a->ops[f]);
+        for (int i = 0; i < n; i++)
+            if (i == 0 || strcmp(cases[i].bwd, cases[i - 1].bwd) != 0)
+                fprintf(stderr, " %s/%s", cases[i].fwd, cases[i].bwd);
+        fprintf(stderr, "\n");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* 0, -1 after printing help, or 2 after a message */
 static int parse_ops_args(int argc, char **argv, ops_args *a)
 {
@@ -169,7 +192,7 @@ static int parse_ops_args(int argc, char **argv, ops_args *a)
     }
     if (strcmp(a->mode, "test") && strcmp(a->mode, "grad") && strcmp(a->mode, "perf"))
         return cmd_usage_error("ops", "--mode must be test, grad or perf, not '%s'", a->mode);
-    return 0;
+    return strcmp(a->mode, "grad") == 0 ? check_grad_filters(a) : 0;
 }
 
 /* every device of the build; test mode leaves out the reference itself */

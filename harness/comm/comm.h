@@ -179,6 +179,8 @@ typedef struct {
 
 /* "8B:256M" (B, K, M, G: powers of 1024) into *min, *max. 0, or 2 after a message */
 int cc_parse_sizes(const char *spec, size_t *min, size_t *max);
+/* the size cc_run_one measures for a requested size: whole floats per rank, at least one */
+size_t cc_row_bytes(cc_op op, size_t bytes, int world);
 /* One op at one size on every rank (a collective: every rank calls it with the same
  * arguments); fills *r identically on every rank. 0 (r->wrong says the verdict), or 1 when the
  * communicator failed (c->error). */

@@ -276,13 +276,25 @@ static int time_iters(comm *c, cc_op op, const cc_options *o, cc_bufs *b, size_t
     return 0;
 }
 
+/* the floats per rank of a requested size: whole floats per rank, at least one */
+static size_t row_count(cc_op op, size_t bytes, int world, size_t *per)
+{
+    *per = op == CC_ALLGATHER || op == CC_REDUCESCATTER ? (size_t)world : 1;
+    size_t count = bytes / sizeof(float) / *per;
+    return count ? count : 1;
+}
+
+size_t cc_row_bytes(cc_op op, size_t bytes, int world)
+{
+    size_t per;
+    size_t count = row_count(op, bytes, world, &per);
+    return count * per * sizeof(float);
+}
+
 int cc_run_one(comm *c, cc_op op, size_t bytes, const cc_options *o, cc_result *r)
 {
-    int W = c->size;
-    size_t per = op == CC_ALLGATHER || op == CC_REDUCESCATTER ? (size_t)W : 1;
-    size_t count = bytes / sizeof(float) / per;
-    if (count == 0)
-        count = 1;
+    size_t per;
+    size_t count = row_count(op, bytes, c->size, &per);
     memset(r, 0, sizeof *r);
     *r = (cc_result){op, count * per * sizeof(float), count, o->iters, 0, 0, 0, 0, -1, -1,
                      0, 0};
@@ -300,6 +312,6 @@ int cc_run_one(comm *c, cc_op op, size_t bytes, const cc_options *o, cc_result *
         return 1;
     double s = r->time_us / 1e6;
     r->algbw = s > 0 ? (double)r->bytes / s / 1e9 : 0;
-    r->busbw = r->algbw * cc_busbw_factor(op, W);
+    r->busbw = r->algbw * cc_busbw_factor(op, c->size);
     return 0;
 }

@@ -165,14 +165,13 @@ int runner_load_scenario(const run_args *a, const char *path, scenario *s)
     return rc;
 }
 
-/* the prepared run recorded into a.db, opened only now: an input error found while preparing
- * leaves the store as it was (not even created) */
+/* the prepared run recorded into a.db, opened only now (st, or opened here when NULL): an input
+ * error found while preparing leaves the store as it was (not even created) */
 static int record_into_db(trainer *tr, const scenario *s, device *d, const run_args *a,
-                          train_status *status)
+                          store *st, train_status *status)
 {
     *status = TRAIN_FAILED;
-    store *st = NULL;
-    int rc = store_open(a->db, &st);
+    int rc = st ? 0 : store_open(a->db, &st);
     if (rc)
         return rc;
     if (!a->quiet && a->comm->size > 1)
@@ -215,9 +214,17 @@ int runner_run_one(const run_args *a)
     if ((rc = ranks_agree(ra.comm, "setting up", rc, &status)) == 0)
         rc = ranks_agree(ra.comm, "checking the initial weights", train_check_replicas(tr),
                          &status);
+    /* with several ranks, a --db that does not open (no store, no folder) stops every rank
+     * with rank 0's exit 2 before the first step, not rank 0 alone while the others wait */
+    store *st = NULL;
+    if (rc == 0 && ra.comm->size > 1)
+        rc = ranks_agree(ra.comm, "opening the store",
+                         ra.comm->rank == 0 ? store_open(a->db, &st) : 0, &status);
     if (rc == 0)
-        rc = ra.comm->rank == 0 ? record_into_db(tr, &s, d, &ra, &status)
+        rc = ra.comm->rank == 0 ? record_into_db(tr, &s, d, &ra, st, &status)
                                 : ranks_follow(tr, &ra, &status);
+    else if (st)
+        store_close(st);
     train_free(tr);
     scenario_free(&s);
     ranks_close(ra.comm, rc, status); /* an nccl communicator before the device it runs on */

@@ -23,6 +23,34 @@ static int choose_comm(run_args *a, const comm_env *env)
     return 0;
 }
 
+/* every rank runs the same scenario with the same --steps (its hash covers both): a rank given
+ * another file or step count would train other steps than rank 0 records, or wait for ever
+ * after rank 0 is done. A collective; 0 on every rank, or 2 on every rank (rank 0 names them) */
+static int same_scenario(comm *c, const scenario *s)
+{
+    if (c->size == 1)
+        return 0;
+    c = comm_host(c);
+    size_t h = sizeof s->hash;
+    char *all = malloc((size_t)c->size * h);
+    if (!all || c->ops->allgather(c, s->hash, all, h)) {
+        log_error("run: comparing the ranks' scenarios: %s", all ? c->error : "out of host memory");
+        free(all);
+        return EXIT_FAIL;
+    }
+    int rc = 0;
+    for (int k = 1; k < c->size; k++)
+        if (memcmp(all, all + (size_t)k * h, h) != 0) {
+            if (c->rank == 0)
+                log_error("%s: rank %d runs another scenario (sha256 %.16s...) than rank 0 "
+                          "(%.16s...): every rank must be given the same scenario and --steps",
+                          s->path, k, all + (size_t)k * h, all);
+            rc = EXIT_USAGE;
+        }
+    free(all);
+    return rc;
+}
+
 int ranks_open(run_args *a, const scenario *s)
 {
     comm_env env;
@@ -41,7 +69,13 @@ int ranks_open(run_args *a, const scenario *s)
     if ((rc = choose_comm(a, &env)))
         return rc;
     double timeout = a->comm_timeout > 0 ? a->comm_timeout : COMM_DEFAULT_TIMEOUT_S;
-    return comm_open(&env, timeout, runner_stop_flag(), &a->comm);
+    if ((rc = comm_open(&env, timeout, runner_stop_flag(), &a->comm)))
+        return rc;
+    if ((rc = same_scenario(a->comm, s))) {
+        comm_close(a->comm);
+        a->comm = NULL;
+    }
+    return rc;
 }
 
 device *ranks_device(const run_args *a)

@@ -37,6 +37,21 @@ static int init_on_device(dist_state *ds)
     return 0;
 }
 
+/* an fp64 device's host buffers: the sums in double, and every rank's gathered (world > 1) */
+static int init_host_f64(dist_state *ds, int size)
+{
+    ds->grads64 = malloc(ds->n * sizeof *ds->grads64);
+    ds->sum64 = malloc(ds->n * sizeof *ds->sum64);
+    if (size > 1)
+        ds->ranks64 = malloc(size_mul((uint64_t)size, ds->n * sizeof *ds->ranks64));
+    if (!ds->ranks || !ds->grads64 || !ds->sum64 || (size > 1 && !ds->ranks64)) {
+        log_error("out of host memory for %zu fp64 gradients (%d rank%s)", ds->n, size,
+                  size == 1 ? "" : "s");
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
 int dist_init(dist_state *ds, comm *c, int accum, model *m)
 {
     memset(ds, 0, sizeof *ds);
@@ -49,6 +64,8 @@ int dist_init(dist_state *ds, comm *c, int accum, model *m)
     ds->ranks = calloc((size_t)size, sizeof *ds->ranks);
     if (ds->on_device)
         return init_on_device(ds);
+    if (dist_active(ds) && ds->dev->real_size == sizeof(double))
+        return init_host_f64(ds, size);
     if (dist_active(ds)) {
         ds->grads = malloc(ds->n * sizeof *ds->grads);
         ds->sum = malloc(ds->n * sizeof *ds->sum);
@@ -66,6 +83,9 @@ void dist_free(dist_state *ds)
         device_free(ds->dev, ds->dsum);
     free(ds->grads);
     free(ds->sum);
+    free(ds->grads64);
+    free(ds->sum64);
+    free(ds->ranks64);
     free(ds->ranks);
     memset(ds, 0, sizeof *ds);
 }
@@ -105,12 +125,27 @@ static int accumulate_on_device(dist_state *ds, model *m, int a)
     return device_error(d) ? 1 : 0;
 }
 
+/* an fp64 device's micro-batch gradients, summed in double on the host */
+static int accumulate_f64(dist_state *ds, model *m, int a)
+{
+    device *d = ds->dev;
+    d->ops->download_f64(d, a == 0 ? ds->sum64 : ds->grads64, model_all_grads(m));
+    if (device_error(d)) /* the training loop reports the device's sticky error */
+        return 1;
+    if (a > 0)
+        for (size_t i = 0; i < ds->n; i++)
+            ds->sum64[i] += ds->grads64[i];
+    return 0;
+}
+
 int dist_accumulate(dist_state *ds, model *m, int a)
 {
     if (!dist_active(ds))
         return 0;
     if (ds->on_device)
         return accumulate_on_device(ds, m, a);
+    if (ds->sum64)
+        return accumulate_f64(ds, m, a);
     if (model_get_weights(m, a == 0 ? ds->sum : ds->grads, 1))
         return 1;
     if (a > 0)
@@ -140,6 +175,34 @@ static int reduce_on_device(dist_state *ds, model *m, float scale, char *err, si
     return 0;
 }
 
+/* an fp64 device: every rank's double sum gathered (the host communicators' collectives are
+ * fp32) and added in rank order, the same bits on every rank, times scale, uploaded */
+static int reduce_f64(dist_state *ds, model *m, double scale, char *err, size_t len)
+{
+    comm *c = ds->c;
+    if (c && c->size > 1) {
+        if (c->ops->allgather(c, ds->sum64, ds->ranks64, ds->n * sizeof *ds->sum64)) {
+            snprintf(err, len, "%s", c->error);
+            return 1;
+        }
+        for (size_t i = 0; i < ds->n; i++) {
+            double total = 0;
+            for (int k = 0; k < c->size; k++)
+                total += ds->ranks64[(size_t)k * ds->n + i];
+            ds->sum64[i] = total;
+        }
+    }
+    for (size_t i = 0; i < ds->n; i++)
+        ds->sum64[i] *= scale;
+    device *d = model_device(m);
+    d->ops->upload_f64(d, model_all_grads(m), ds->sum64);
+    if (device_error(d)) {
+        snprintf(err, len, "uploading the reduced gradients: %s", device_error(d));
+        return 1;
+    }
+    return 0;
+}
+
 int dist_reduce(dist_state *ds, model *m, char *err, size_t len)
 {
     if (!dist_active(ds))
@@ -148,6 +211,8 @@ int dist_reduce(dist_state *ds, model *m, char *err, size_t len)
     float scale = (float)(1.0 / ((double)ds->accum * size));
     if (ds->on_device)
         return reduce_on_device(ds, m, scale, err, len);
+    if (ds->sum64)
+        return reduce_f64(ds, m, 1.0 / ((double)ds->accum * size), err, len);
     if (ds->c && comm_allreduce_scaled(ds->c, ds->sum, ds->n, scale)) {
         snprintf(err, len, "%s", ds->c->error);
         return 1;

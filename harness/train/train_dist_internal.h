@@ -21,6 +21,9 @@ typedef struct {
     size_t n;        /* parameters */
     float *grads;    /* [n] the micro-batch's gradients, downloaded */
     float *sum;      /* [n] their sum over the micro-batches, then over the ranks */
+    double *grads64, *sum64; /* instead of grads, sum on an fp64 device (cpu64, --golden): its
+                              * gradients never rounded to fp32 */
+    double *ranks64; /* [size * n] every rank's sum64, gathered (several ranks, fp64) */
     int on_device;   /* c->ops->device_buffers: the sums below, in device memory, instead */
     device *dev;     /* the model's device */
     dten dsum;       /* [n] the micro-batches' sum when accum > 1 (else the gradients' own) */

@@ -1,6 +1,8 @@
 /* tests/plugins/broken_plugin.c: deliberately broken device plugins for tests/test_plugin.sh, one
- * source built four ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP. */
+ * source built seven ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
+ * BROKEN_ELEMENT, BROKEN_ERR. */
 #include <stdio.h>
+#include <string.h>
 
 #include "device_plugin.h"
 
@@ -19,7 +21,15 @@ static void failing_gelu_forward(device *d, dten out, dten inp, int n)
 
 static device *broken_open(int ordinal, char *err, size_t errlen)
 {
+#ifdef BROKEN_ERR
+    memset(err, 'x', errlen); /* a refusal whose message fills the buffer, no terminator */
+    return NULL;
+#endif
     device *d = cpu_device_open("", err, errlen);
+#ifdef BROKEN_ELEMENT
+    if (d) /* says fp32 but sizes its elements as 2 bytes: the harness would mis-size buffers */
+        d->real_size = 2;
+#endif
 #ifdef BROKEN_OP
     if (d) {
         broken_ops = *d->ops;
@@ -48,6 +58,9 @@ const harness_device_plugin *PLUGIN_ENTRY(void)
 #endif
 #ifdef BROKEN_SIZE
     table.device_i_size -= (uint32_t)sizeof(void *); /* built against an older device_i */
+#endif
+#ifdef BROKEN_NAME
+    table.name = "cpu"; /* a built-in backend's name: its runs would pass for cpu's */
 #endif
     return &table;
 }

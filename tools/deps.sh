@@ -5,7 +5,7 @@ set -euo pipefail
 
 HARNESS_PACKAGES=(
   build-essential cmake pkg-config git
-  libsqlite3-dev libjansson-dev libcmocka-dev libopenblas-openmp-dev libssl-dev libcurl4-openssl-dev libonig-dev libutf8proc-dev
+  libsqlite3-dev libjansson-dev libcmocka-dev libopenblas-openmp-dev libdnnl-dev libssl-dev libcurl4-openssl-dev libonig-dev libutf8proc-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
   gnuplot-nox libxml2-utils
   python3-venv sqlite3  # tools/pyenv.sh (the optional PyTorch test) and test_exec_cli.sh's raw-log checks

@@ -193,7 +193,7 @@ device *CPU_SYM(device_open)(const char *arg, char *err, size_t errlen)
     cpu_identity(d->name, sizeof d->name);
     snprintf(d->vendor, sizeof d->vendor, "host");
     snprintf(d->driver_version, sizeof d->driver_version, "n/a");
-    snprintf(d->runtime_version, sizeof d->runtime_version, "OpenBLAS");
+    cpu_gemm_library(d->runtime_version, sizeof d->runtime_version);
     snprintf(d->dtype, sizeof d->dtype, "%s", CPU_DTYPE);
     d->real_size = sizeof(real);
     d->mem_total = cpu_mem_total();

@@ -15,7 +15,7 @@ typedef struct {
     double dropout; /* every dropout of the model; < 0: the family's default (0.1) */
 } bench_cfg;
 
-/* the device's GEMM ceiling: its own gemm op (OpenBLAS on cpu, cuBLAS on cuda, CLBlast on
+/* the device's GEMM ceiling: its own gemm op (oneDNN on cpu, cuBLAS on cuda, CLBlast on
  * opencl) on square matrices of size n, best of reps; -1 when the device fails */
 static double gemm_gflops(device *d, int n, int reps)
 {

@@ -211,6 +211,35 @@ if command -v sqlite3 >/dev/null; then
   [ -s "$T/nostep/report.md" ] && [ -s "$T/nostep/plots/throughput.svg" ] && pass || fail "report of a run with no step: no report.md or plots"
 fi
 
+# ---- run, exec and ingest --compare: a baseline label or run id that cannot be found is known
+# before anything is trained or recorded (it was found only after the run was recorded: exit 2
+# with a new run in the store, or a new store where there was none)
+snapshot
+expect 2 "run --compare --baseline of no such label" -- "$H" run "$tiny" --steps 2 --compare --baseline nosuch --db "$db"
+says "no baseline 'nosuch' for scenario 'gpt2-tiny'"; unchanged "run --compare --baseline nosuch"
+grep -qF "not trained" "$T/out" && pass || fail "run --compare --baseline nosuch: the summary does not say the cell was not trained"
+grep -q "^step " "$T/out" && fail "run --compare --baseline nosuch trained" || pass
+expect 2 "run --compare --baseline of no such run" -- "$H" run "$tiny" --steps 2 --compare --baseline 99 --db "$db"
+says "no run 99"; unchanged "run --compare --baseline 99"
+expect 2 "run --compare --baseline 1 into no store" -- "$H" run "$tiny" --steps 2 --compare --baseline 1 --db "$T/none.db"
+says "no run 1 to compare with: the store does not exist yet"
+[ ! -e "$T/none.db" ] && pass || fail "run --compare --baseline 1 created $T/none.db"
+printf '{"step": 1, "loss": 2.5}\n{"step": 2, "loss": 2.25}\n' >"$T/steps.jsonl"
+expect 2 "ingest --compare --baseline of no such label" -- "$H" ingest "$T/steps.jsonl" --device d --compare --baseline nosuch --db "$db"
+says "no baseline 'nosuch' for scenario 'ingest:steps.jsonl'"; unchanged "ingest --compare --baseline nosuch"
+expect 2 "ingest --compare --baseline into no store" -- "$H" ingest "$T/steps.jsonl" --device d --compare --baseline nosuch --db "$T/none.db"
+[ ! -e "$T/none.db" ] && pass || fail "ingest --compare --baseline nosuch created $T/none.db"
+expect 2 "exec --compare --baseline of no such run" -- "$H" exec --compare --baseline 99 --db "$db" -- sh -c 'echo ran >"$0"' "$T/exec-ran"
+says "no run 99"; unchanged "exec --compare --baseline 99"
+[ ! -e "$T/exec-ran" ] && pass || fail "exec --compare --baseline 99 ran the command"
+expect 2 "exec --compare --scenario, no such label" -- "$H" exec --compare --scenario "$tiny" --baseline nosuch --db "$T/none.db" -- true
+[ ! -e "$T/none.db" ] && pass || fail "exec --compare --baseline nosuch created $T/none.db"
+# the same with a label that exists runs and judges as before
+expect 0 "label run 1 as lab" -- "$H" baseline record 1 --label lab --db "$db"
+expect 0 "run --compare --baseline lab" -- "$H" run "$tiny" --compare --baseline lab --db "$db" --quiet
+says_out() { grep -qF -- "$1" "$T/out" && pass || fail "stdout lacks '$1': $(head -c 600 "$T/out")"; }
+says_out "worst verdict: pass"
+
 # ---- report --since has no plots: --no-plots there is a mistake, not ignored
 expect 2 "report --since 1 --no-plots" -- "$H" report --since 1 --no-plots --db "$db"
 says "--no-plots: the transitions of --since have no plots"

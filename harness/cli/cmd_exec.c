@@ -194,6 +194,13 @@ int cmd_exec(int argc, char **argv)
         scenario_free(&s);
         return rc;
     }
+    char name[300];
+    run_name(a.cmd, name, sizeof name);
+    if (a.compare &&
+        (rc = exec_baseline_known(a.db, a.scenario ? &s : NULL, name, a.baseline, a.baselines))) {
+        scenario_free(&s);
+        return rc;
+    }
     store *st = NULL;
     struct stat db_stat;
     int db_existed = lstat(a.db, &db_stat) == 0, not_started = 0;

@@ -108,6 +108,21 @@ static int feed_log(recorder *r, int src, int fd, const char *path, char *buf)
     }
 }
 
+/* the run's name without a scenario: ingest:<the first log's file name> */
+static void log_run_name(const ingest_args *a, char *name, size_t len)
+{
+    const char *base = strrchr(a->logs[0], '/');
+    snprintf(name, len, "ingest:%s", base ? base + 1 : a->logs[0]);
+}
+
+/* --compare: the baseline found before anything is recorded */
+static int baseline_known(const ingest_args *a, const scenario *s)
+{
+    char name[300];
+    log_run_name(a, name, sizeof name);
+    return exec_baseline_known(a->db, s, name, a->baseline, a->baselines);
+}
+
 static int record_logs(store *st, const scenario *s, const ingest_args *a, const int *fds,
                        int64_t *run_id)
 {
@@ -117,9 +132,8 @@ static int record_logs(store *st, const scenario *s, const ingest_args *a, const
         return EXIT_FAIL;
     }
     recorder r;
-    const char *base = strrchr(a->logs[0], '/');
     char name[300];
-    snprintf(name, sizeof name, "ingest:%s", base ? base + 1 : a->logs[0]);
+    log_run_name(a, name, sizeof name);
     if (exec_begin_run(st, s, name, a->device, 1, run_id) ||
         rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s))) {
         free(buf);
@@ -161,7 +175,8 @@ int cmd_ingest(int argc, char **argv)
         fds[i] = -1;
     scenario s;
     memset(&s, 0, sizeof s);
-    if ((rc = open_logs(&a, fds)) == 0 && (!a.scenario || !(rc = scenario_load(a.scenario, &s)))) {
+    if ((rc = open_logs(&a, fds)) == 0 && (!a.scenario || !(rc = scenario_load(a.scenario, &s))) &&
+        (!a.compare || !(rc = baseline_known(&a, a.scenario ? &s : NULL)))) {
         store *st = NULL;
         if ((rc = store_open(a.db, &st)) == 0) {
             int64_t run_id = 0;

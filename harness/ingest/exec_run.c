@@ -58,6 +58,20 @@ void exec_keep_env(recorder *r)
     }
 }
 
+int exec_baseline_known(const char *db, const scenario *s, const char *name,
+                        const char *baseline, const char *baselines)
+{
+    baseline_query q = {baseline, s ? s->path : NULL, baselines, 0, -1, NULL, NULL, NULL};
+    store *st = NULL;
+    struct stat sb;
+    int rc = stat(db, &sb) == 0 ? store_open(db, &st) : 0;
+    if (!rc)
+        rc = judge_baseline_known(st, &q, s ? s->name : name, s ? s->json : NULL,
+                                  s ? s->dtype : "");
+    store_close(st);
+    return rc ? EXIT_USAGE : 0;
+}
+
 int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,
                  const char *baselines)
 {

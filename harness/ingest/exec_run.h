@@ -23,5 +23,10 @@ void exec_keep_env(recorder *r);
  * when there is no usable baseline. */
 int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,
                  const char *baselines);
+/* Before anything runs or is recorded: whether exec_compare will find the baseline of a run of
+ * s (NULL: none; the run is then called name) in the store at db (not created when missing).
+ * 0, or 2 after a message: no such label or run, no default baseline. */
+int exec_baseline_known(const char *db, const scenario *s, const char *name,
+                        const char *baseline, const char *baselines);
 
 #endif

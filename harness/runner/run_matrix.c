@@ -147,6 +147,24 @@ typedef struct {
 } recorder;
 
 /* prepares, records and judges one cell; 0, or store_open's code when the store cannot open */
+/* Whether the cell's baseline (a label, a run id, the scenario's default) can be found, before
+ * anything is trained: 0, 2 after a message (the cell is then an error, not run), or
+ * store_open's code (the matrix stops). A store that does not exist yet is not created here. */
+static int baseline_ready(recorder *r, const scenario *s, cell *c)
+{
+    const run_args *a = r->a;
+    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL, NULL, NULL};
+    struct stat sb;
+    int rc = !r->st && stat(a->db, &sb) == 0 ? store_open(a->db, &r->st) : 0;
+    if (rc)
+        return rc;
+    if (judge_baseline_known(r->st, &q, s->name, s->json, s->dtype)) {
+        c->error = 1;
+        snprintf(c->note, sizeof c->note, "no usable baseline (see above); not trained");
+    }
+    return 0;
+}
+
 static int run_cell(recorder *r, const scenario *s, cell *c)
 {
     const run_args *a = r->a;
@@ -166,6 +184,8 @@ static int run_cell(recorder *r, const scenario *s, cell *c)
         c->error = rc == EXIT_USAGE;
         c->setup_failed = rc != EXIT_USAGE;
         snprintf(c->note, sizeof c->note, "the run could not start (see above); not recorded");
+    } else if ((store_rc = baseline_ready(r, s, c)) != 0 || c->error) {
+        /* no baseline to judge it by: not trained, nothing recorded */
     } else if (r->st || (store_rc = store_open(a->db, &r->st)) == 0) {
         if (!a->quiet)
             printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),

@@ -105,6 +105,18 @@ grep -q got-TERM "$T/term.out" && pass || fail "the workload did not get SIGTERM
 show 6
 [ "$(field status)" = failed ] && [ "$(field steps)" = 1 ] && pass || fail "SIGTERM: failed, 1 step"
 
+echo "a workload that catches the passed-on SIGTERM and exits 0 is still an interrupted run"
+workload "$T/long0.sh" "trap 'echo got-TERM; exit 0' TERM
+$(step_line 1 2.5)
+end=\$((\$(date +%s) + $idle_limit)); while [ \$(date +%s) -lt \$end ]; do sleep 0.1; done"
+"$H" exec --db "$T/t0.db" -- "$T/long0.sh" >"$T/term0.out" 2>"$T/err" &
+hpid=$!
+wait_until 120 "the workload's step on the harness's stdout" -- grep -q HARNESS_STEP "$T/term0.out"
+kill -TERM "$hpid"; wait "$hpid"; rc=$?
+[ "$rc" = 1 ] && pass || fail "harness after SIGTERM, workload exit 0: exit $rc, want 1"
+"$H" runs --db "$T/t0.db" --json >"$T/t0.json" 2>&1
+grep -q '"status": "failed"' "$T/t0.json" && pass || fail "SIGTERM then exit 0: recorded $(grep -o '"status": "[a-z]*"' "$T/t0.json")"
+
 echo "kill -9 of the harness keeps every step seen"
 workload "$T/slow.sh" "echo \$\$ >$T/slow.pid
 $(step_line 1 2.5)

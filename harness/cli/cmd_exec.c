@@ -154,7 +154,9 @@ static int record_child(store *st, const scenario *s, const exec_args *a, child_
     child_pump(c, on_output, &r);
     child_describe(c, how, sizeof how);
     rec_extra(&r, c->signaled ? "signal" : "exit_code", how);
-    int rc = rec_finish(&r, !c->signaled && c->exit_code == 0, how, stderr);
+    /* interrupted (a signal passed on to it) is failed even when the command then exits 0, as
+     * an interrupted `harness run` is */
+    int rc = rec_finish(&r, !c->signaled && c->exit_code == 0 && !c->forwarded, how, stderr);
     rec_free(&r);
     return rc;
 }

@@ -49,6 +49,10 @@ hostile() {
 echo "# a store with one run, and a model directory"
 expect 0 "first run" -- "$H" run "$tiny" --steps 1 --db "$db"
 expect 0 "init a model directory" -- "$H" init "$tiny" "$T/m"
+
+echo "# numbers given with a leading space or in hexadecimal are refused (strtol/strtod took them)"
+hostile "--steps with a leading space" "--steps: ' 2' is not a number" -- run "$tiny" --steps " 2"
+hostile "--comm-timeout in hexadecimal" "--comm-timeout: '0x10'" -- run "$tiny" --comm-timeout 0x10
 scenario ok "\"path\": \"$T/m\"" "$bytes"
 expect 0 "the model directory trains" -- "$H" run "$T/ok.json" --steps 1 --db "$T/other.db"
 

@@ -240,6 +240,15 @@ expect 0 "run --compare --baseline lab" -- "$H" run "$tiny" --compare --baseline
 says_out() { grep -qF -- "$1" "$T/out" && pass || fail "stdout lacks '$1': $(head -c 600 "$T/out")"; }
 says_out "worst verdict: pass"
 
+# ---- a baseline value that overflows a double (1e999) is refused; "inf", a diverged run's
+# loss, is still read
+awk 'BEGIN{d=0} /^1 / && !d {$2="1e999"; d=1} {print}' "$SRC/baselines/gpt2-tiny.cpu.baseline" >"$T/over.baseline"
+snapshot
+expect 2 "baseline import of a loss of 1e999" -- "$H" baseline import "$T/over.baseline" --db "$db"
+says "over.baseline:26: loss: '1e999' is out of range for a double"; unchanged "baseline import of 1e999"
+awk 'BEGIN{d=0} /^1 / && !d {$2="inf"; d=1} {print}' "$SRC/baselines/gpt2-tiny.cpu.baseline" >"$T/inf.baseline"
+expect 0 "baseline import of a loss of inf" -- "$H" baseline import "$T/inf.baseline" --label inf --db "$db"
+
 # ---- report --since has no plots: --no-plots there is a mistake, not ignored
 expect 2 "report --since 1 --no-plots" -- "$H" report --since 1 --no-plots --db "$db"
 says "--no-plots: the transitions of --since have no plots"

@@ -458,9 +458,12 @@ static int table_value(parser *ps, int ci, const char *t, step_record *r, double
     }
     if (!c->is_int) {
         char *end;
+        errno = 0;
         double x = strtod(t, &end);
         if (*end || end == t)
             return perr(ps, c->name, "'%.40s' is not a number", t);
+        if (errno == ERANGE && isinf(x)) /* "inf" itself is a diverged run's loss; 1e999 is not */
+            return perr(ps, c->name, "'%.40s' is out of range for a double", t);
         if (c->off == offsetof(step_record, loss_scale) && !(isfinite(x) && x > 0))
             return perr(ps, c->name, "'%.40s': a loss scale is a finite number > 0 (or -)", t);
         *(double *)p = x;

@@ -6,6 +6,7 @@
 #include "escape.h"
 #include "input_file.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
@@ -124,7 +125,7 @@ void sha256_hex(const void *data, size_t len, char out[65])
 
 int parse_long(const char *s, long *out)
 {
-    if (!s || !*s)
+    if (!s || !*s || isspace((unsigned char)*s))
         return -1;
     char *end;
     errno = 0;
@@ -137,7 +138,8 @@ int parse_long(const char *s, long *out)
 
 int parse_double(const char *s, double *out)
 {
-    if (!s || !*s)
+    /* strtod alone takes " 2" and hexadecimal "0x10" */
+    if (!s || !*s || isspace((unsigned char)*s) || strpbrk(s, "xX"))
         return -1;
     char *end;
     errno = 0;

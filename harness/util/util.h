@@ -43,7 +43,8 @@ void host_name(char *out, size_t len);
 /* lowercase hex sha256 of data into out[65] */
 void sha256_hex(const void *data, size_t len, char out[65]);
 
-/* strict number parsing for command-line values: 0 ok, -1 if s is not entirely a number */
+/* strict number parsing for command-line values: 0 ok, -1 if s is not entirely a number (no
+ * leading space; parse_double takes no hexadecimal) */
 int parse_long(const char *s, long *out);
 int parse_double(const char *s, double *out);
 

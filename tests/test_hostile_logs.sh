@@ -15,6 +15,31 @@ expect 0 "ingest a jsonl with a BOM" -- "$H" ingest bom.jsonl --device a100 --db
 [ "$(q x.db 'select group_concat(step || ":" || loss, " ") from (select * from steps where run_id = 1 order by step)')" = "1:2.0 2:2.1" ] \
   && pass || fail "both steps of the BOM file: $(q x.db 'select step, loss from steps where run_id = 1')"
 
+echo "ingest: a UTF-16 log (Windows PowerShell's >) is read as its text, little- and big-endian"
+printf '{"step":1,"loss":2.0}\r\n{"step":2,"loss":2.1,"note":"\xc3\xa9\xf0\x9f\x98\x80"}\r\n' > u8.jsonl
+iconv -f UTF-8 -t UTF-16 u8.jsonl > le.jsonl          # glibc writes FF FE, then little-endian
+{ printf '\xfe\xff'; iconv -f UTF-8 -t UTF-16BE u8.jsonl; } > be.jsonl
+for e in le be; do
+  rm -f x.db
+  expect 0 "ingest a UTF-16 ($e) jsonl" -- "$H" ingest $e.jsonl --device a100 --db x.db
+  [ "$(q x.db 'select group_concat(step || ":" || loss, " ") from (select * from steps where run_id = 1 order by step)')" = "1:2.0 2:2.1" ] \
+    && pass || fail "both steps of the UTF-16 ($e) file: $(q x.db 'select step, loss from steps where run_id = 1')"
+  q x.db 'select data from run_logs where run_id = 1 order by seq' | grep -qF "$(printf '\xc3\xa9\xf0\x9f\x98\x80')" \
+    && pass || fail "the UTF-16 ($e) log's text kept as UTF-8"
+done
+# a surrogate pair cut by the 1 MiB read, an unpaired surrogate and an odd last byte: the pair
+# whole, U+FFFD for the rest, the steps after them read
+{ printf '{"step":1,"loss":2.0}\n'; head -c 524264 /dev/zero | tr '\0' 'x'; printf '\xf0\x9f\x98\x80\n{"step":2,"loss":2.1}\n'; } > long.txt
+{ iconv -f UTF-8 -t UTF-16 long.txt; printf '\x00\xd8{\x00'; printf '\x0a'; } > cut.jsonl
+rm -f x.db
+expect 0 "ingest a UTF-16 log with a pair cut at 1 MiB and an unpaired surrogate" -- "$H" ingest cut.jsonl --device a100 --db x.db
+[ "$(q x.db 'select group_concat(step || ":" || loss, " ") from (select * from steps where run_id = 1 order by step)')" = "1:2.0 2:2.1" ] \
+  && pass || fail "the steps around the cut pair: $(q x.db 'select step, loss from steps where run_id = 1')"
+q x.db "select group_concat(data, '') from (select data from run_logs where run_id = 1 order by seq)" | grep -qF "x$(printf '\xf0\x9f\x98\x80')" \
+  && pass || fail "the surrogate pair cut by the read is not whole"
+q x.db 'select data from run_logs where run_id = 1 order by seq' | grep -qF "$(printf '\xef\xbf\xbd{')" \
+  && pass || fail "the unpaired surrogate is not U+FFFD"
+
 echo "ingest: a step logged twice (a resumed run) is one step; the final loss is the last step's"
 printf "$STEP$STEP$STEP$STEP" 1 3.0 2 2.0 1 2.9 2 1.5 > dup.log
 expect 0 "ingest duplicated steps" -- "$H" ingest dup.log --device a100 --db x.db

@@ -10,6 +10,7 @@
 #include "util/util.h"
 #include "commands.h"
 #include "ingest/ingest.h"
+#include "ingest/log_decode.h"
 #include "judge/baseline_args.h"
 #include "util/input_file.h"
 
@@ -94,18 +95,32 @@ static int open_logs(const ingest_args *a, int *fds)
  * memory); 0, or 2 after a message when reading it failed */
 static int feed_log(recorder *r, int src, int fd, const char *path, char *buf)
 {
+    log_decoder dec; /* a UTF-16 log (PowerShell's `>`) reaches the parsers as UTF-8 */
+    log_decoder_init(&dec);
+    int rc = 0;
     for (;;) {
         ssize_t got = read(fd, buf, READ_CHUNK);
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
             log_error("ingest: %s: reading: %s", path, strerror(errno));
-            return EXIT_USAGE;
+            rc = EXIT_USAGE;
+            break;
         }
         if (got == 0)
-            return 0;
-        rec_feed(r, src, buf, (size_t)got);
+            break;
+        const char *text;
+        size_t len;
+        if (log_decode(&dec, buf, (size_t)got, &text, &len)) {
+            log_error("ingest: %s: converting its %s to UTF-8: %s", path,
+                      log_decoder_encoding(&dec), strerror(errno));
+            rc = EXIT_USAGE;
+            break;
+        }
+        rec_feed(r, src, text, len);
     }
+    log_decoder_free(&dec);
+    return rc;
 }
 
 /* the run's name without a scenario: ingest:<the first log's file name> */

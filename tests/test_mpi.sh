@@ -92,6 +92,13 @@ expect 2 "a malformed launcher variable" -- env OMPI_COMM_WORLD_SIZE=abc OMPI_CO
 says "OMPI_COMM_WORLD_SIZE='abc' is not a number"
 expect 2 "a rank outside the world" -- env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=2 "$H" run "$T/two4.json" --db "$T/none.db"
 says "OMPI_COMM_WORLD_RANK='2' is not a number in [0, 1]"
+# half a launcher's pair: two such processes would each record as the one rank 0 (RANK=1
+# alone ran as one process, exit 0)
+expect 2 "RANK=1 without WORLD_SIZE" -- env RANK=1 "$H" run "$T/one8.json" --db "$T/none.db"
+says "RANK=1 is set but WORLD_SIZE is not"
+expect 2 "WORLD_SIZE=2 without RANK" -- env WORLD_SIZE=2 "$H" run "$T/one8.json" --db "$T/none.db"
+says "WORLD_SIZE=2 is set but RANK is not"
+[ ! -e "$T/none.db" ] && pass || fail "a half launcher pair created the store"
 
 # a --db that is no store: every rank stops with rank 0's exit 2 before the first step (not rank
 # 0 alone, leaving rank 1 waiting until mpirun kills it), the file untouched

@@ -29,10 +29,23 @@ static int env_int(const char *name, long min, long max, int *v)
  * (local rank optional: 0) are set, 1 when the rank or world is unset, 2 after a message */
 static int read_triple(const char *rank, const char *world, const char *local, comm_env *e)
 {
-    int rc = env_int(world, 1, COMM_MAX_WORLD, &e->world);
+    int rc = env_int(world, 1, COMM_MAX_WORLD, &e->world), r;
+    if (rc == 1) { /* no world: one process, unless a rank other than 0 says otherwise */
+        if ((rc = env_int(rank, 0, COMM_MAX_WORLD - 1, &r)) == 0 && r != 0) {
+            log_error("environment: %s=%d is set but %s is not: a launcher sets both (unset %s "
+                      "to run one process)", rank, r, world, rank);
+            return 2;
+        }
+        return rc == 2 ? 2 : 1;
+    }
     if (rc)
         return rc;
-    if ((rc = env_int(rank, 0, e->world - 1, &e->rank)))
+    if ((rc = env_int(rank, 0, e->world - 1, &e->rank)) == 1 && e->world > 1) {
+        log_error("environment: %s=%d is set but %s is not: a launcher sets both (unset %s to "
+                  "run one process)", world, e->world, rank, world);
+        return 2;
+    }
+    if (rc)
         return rc == 1 ? 1 : 2;
     e->local_rank = 0;
     rc = env_int(local, 0, COMM_MAX_WORLD - 1, &e->local_rank);

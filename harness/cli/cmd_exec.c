@@ -136,12 +136,11 @@ static void keep_invocation(recorder *r, char **cmd)
     exec_keep_env(r);
 }
 
-/* the child is running: record it to its end */
-static int record_child(store *st, const scenario *s, const exec_args *a, child_proc *c,
-                        int64_t *run_id)
+/* the child is running: record it to its end (as the run name when there is no scenario) */
+static int record_child(store *st, const scenario *s, const char *name, const exec_args *a,
+                        child_proc *c, int64_t *run_id)
 {
-    char name[300], how[300];
-    run_name(a->cmd, name, sizeof name);
+    char how[300];
     recorder r;
     if (exec_begin_run(st, s, name, a->device, 0, run_id) ||
         rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s)) ||
@@ -214,7 +213,7 @@ int cmd_exec(int argc, char **argv)
             rc = EXIT_USAGE;
             not_started = 1;
         } else {
-            rc = record_child(st, a.scenario ? &s : NULL, &a, &c, &run_id);
+            rc = record_child(st, a.scenario ? &s : NULL, name, &a, &c, &run_id);
             if (a.compare && rc == 0)
                 rc = exec_compare(st, run_id, a.scenario, a.baseline, a.baselines);
         }

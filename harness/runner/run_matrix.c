@@ -114,9 +114,16 @@ static void note_ratio(const judgement *j, cell *c)
                  j->same_host ? "" : ", another host", base);
 }
 
+/* how a cell's baseline is looked up: --baseline (or the scenario's label), --baselines, and
+ * the committed files beside the scenario */
+static baseline_query cell_query(const run_args *a, const scenario *s)
+{
+    return (baseline_query){a->baseline, s->path, a->baselines, 0, -1, NULL, NULL, NULL};
+}
+
 static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
 {
-    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL, NULL, NULL};
+    baseline_query q = cell_query(a, s);
     judgement j;
     if (judge_run(st, c->run_id, &q, &j)) {
         c->error = 1;
@@ -146,14 +153,13 @@ typedef struct {
     store *st;
 } recorder;
 
-/* prepares, records and judges one cell; 0, or store_open's code when the store cannot open */
 /* Whether the cell's baseline (a label, a run id, the scenario's default) can be found, before
  * anything is trained: 0, 2 after a message (the cell is then an error, not run), or
  * store_open's code (the matrix stops). A store that does not exist yet is not created here. */
 static int baseline_ready(recorder *r, const scenario *s, cell *c)
 {
     const run_args *a = r->a;
-    baseline_query q = {a->baseline, s->path, a->baselines, 0, -1, NULL, NULL, NULL};
+    baseline_query q = cell_query(a, s);
     struct stat sb;
     int rc = !r->st && stat(a->db, &sb) == 0 ? store_open(a->db, &r->st) : 0;
     if (rc)
@@ -165,6 +171,7 @@ static int baseline_ready(recorder *r, const scenario *s, cell *c)
     return 0;
 }
 
+/* prepares, records and judges one cell; 0, or store_open's code when the store cannot open */
 static int run_cell(recorder *r, const scenario *s, cell *c)
 {
     const run_args *a = r->a;

@@ -234,6 +234,16 @@ echo "# empty paths"
 printf 'x' >"$T/afile"
 hostile "--save under a file" "afile" -- run "$tiny" --save "$T/afile/sub"
 hostile "--save \"\"" "--save" -- run "$tiny" --save ""
+# a directory that passes access() but takes no new entry (procfs, even for root) is found before
+# training, not when the weights are written after it (the run recorded, then failed)
+if [ -d /proc/self ]; then
+  hostile "--save under /proc" "nothing can be created in /proc" -- run "$tiny" --steps 1 --save /proc/harness-nope
+  hostile "--dump-batches under /proc" "nothing can be created in /proc" -- run "$tiny" --steps 1 --dump-batches /proc/harness-nope.jsonl
+fi
+# the probe that finds it leaves nothing behind
+mkdir -p "$T/mprobe"
+expect 0 "--save into a fresh directory" -- "$H" run "$tiny" --steps 1 --save "$T/mprobe/ck" --db "$T/mprobe.db"
+ls -A "$T/mprobe" | grep -q harness-probe && fail "a probe was left in $T/mprobe" || pass
 hostile "empty scenario path" "SCENARIO" -- run ""
 hostile "empty --device" "--device" -- run "$tiny" --device ""
 cd "$T" && before=$(sha256sum "$db")

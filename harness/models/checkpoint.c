@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "formats/formats.h"
+#include "util/output_target.h"
 #include "util/util.h"
 
 /* ---- writing ------------------------------------------------------------------------------- */
@@ -117,8 +118,9 @@ int checkpoint_check_target(const char *dir)
         log_error("%s: cannot create the checkpoint directory: %s is not a directory", dir, at);
         return EXIT_USAGE;
     }
-    if (access(at, W_OK | X_OK) != 0) {
-        log_error("%s: cannot write the checkpoint directory: %s: %s", dir, at, strerror(errno));
+    if (access(at, W_OK | X_OK) != 0 || output_dir_probe(at) != 0) {
+        log_error("%s: cannot write the checkpoint directory: nothing can be created in %s (%s)",
+                  dir, at, strerror(errno));
         return EXIT_USAGE;
     }
     return 0;

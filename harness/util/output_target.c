@@ -55,7 +55,20 @@ int same_file_path(const char *a, const char *b)
     return !has_a && !has_b && same_new_file(a, b);
 }
 
-/* a path that does not exist yet: its directory must exist and be writable */
+int output_dir_probe(const char *dir)
+{
+    char probe[PATH_MAX];
+    if (snprintf(probe, sizeof probe, "%s/.harness-probe-XXXXXX", dir) >= (int)sizeof probe) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (!mkdtemp(probe))
+        return -1;
+    rmdir(probe);
+    return 0;
+}
+
+/* a path that does not exist yet: its directory must exist and take a new entry */
 static int check_new_file(const char *what, const char *path)
 {
     char dir[PATH_MAX];
@@ -72,8 +85,9 @@ static int check_new_file(const char *what, const char *path)
         log_error("%s: cannot write %s: %s is not a directory", path, what, dir);
         return EXIT_USAGE;
     }
-    if (access(dir, W_OK | X_OK) != 0) {
-        log_error("%s: cannot write %s: %s: %s", path, what, dir, strerror(errno));
+    if (access(dir, W_OK | X_OK) != 0 || output_dir_probe(dir) != 0) {
+        log_error("%s: cannot write %s: nothing can be created in %s (%s)", path, what, dir,
+                  strerror(errno));
         return EXIT_USAGE;
     }
     return 0;

@@ -7,10 +7,15 @@
  * same resolved parent directory and the same last component (one may not exist yet) */
 int same_file_path(const char *a, const char *b);
 
-/* checks, without creating or truncating anything, that path (named `option` in messages) could
+/* 0 when a new entry can be made in directory dir: a probe directory is made there and removed
+ * again (access() alone passes where root cannot create, e.g. under /proc); else -1, errno set */
+int output_dir_probe(const char *dir);
+
+/* checks, without truncating anything or leaving anything behind, that path (named `option` in messages) could
  * be written as a new output file: an existing file must be a writable non-directory that this
  * process has not read as an input (input_was_read: the scenario, data, tokenizer, weights); a
- * new file's directory must exist and be writable. 0, or EXIT_USAGE after a message. */
+ * new file's directory must exist and take a new entry (output_dir_probe). 0, or EXIT_USAGE
+ * after a message. */
 int output_check_target(const char *option, const char *path);
 
 /* 1 when path names an existing file this process has read as an input (input_was_read) */

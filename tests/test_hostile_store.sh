@@ -240,6 +240,29 @@ expect 0 "run --compare --baseline lab" -- "$H" run "$tiny" --compare --baseline
 says_out() { grep -qF -- "$1" "$T/out" && pass || fail "stdout lacks '$1': $(head -c 600 "$T/out")"; }
 says_out "worst verdict: pass"
 
+# ---- run --compare checks the whole matrix before any cell trains: an unknown device, a bad
+# scenario file, a baseline of another scenario (--steps) or one that is not finished anywhere
+# in it leaves the store as it was (the good cells before it were trained and recorded, exit 2)
+snapshot
+expect 2 "run --compare --device cpu,nosuch" -- "$H" run "$tiny" --compare --device cpu,nosuch --db "$db" --quiet
+says "unknown device 'nosuch'"; unchanged "run --compare --device cpu,nosuch"
+says_out "nothing was trained or recorded"
+grep -q "^run [0-9]" "$T/out" && fail "run --compare --device cpu,nosuch trained the cpu cell" || pass
+printf '{"name": "x",' >"$T/cut.json"
+expect 2 "run --compare with a cut scenario second" -- "$H" run "$tiny" "$T/cut.json" --compare --db "$db" --quiet
+says "cut.json"; unchanged "run --compare with a cut scenario second"
+expect 2 "run --compare --steps 3 against the 40-step baseline" -- "$H" run "$tiny" --steps 3 --compare --db "$db" --quiet
+says "differ in train.steps (3 vs 40)"; unchanged "run --compare --steps 3"
+grep -q "^step " "$T/out" && fail "run --compare --steps 3 trained" || pass
+if command -v sqlite3 >/dev/null; then
+  cp "$db" "$T/unfinished.db"
+  sqlite3 "$T/unfinished.db" "UPDATE runs SET status = 'failed' WHERE id = 1"
+  sha256sum <"$T/unfinished.db" >"$T/unfinished.sha"
+  expect 2 "run --compare --baseline of a failed run" -- "$H" run "$tiny" --compare --baseline 1 --db "$T/unfinished.db" --quiet
+  says "is failed: a baseline must be a finished run"
+  sha256sum <"$T/unfinished.db" | cmp -s - "$T/unfinished.sha" && pass || fail "run --compare --baseline of a failed run changed the store"
+fi
+
 # ---- a baseline value that overflows a double (1e999) is refused; "inf", a diverged run's
 # loss, is still read
 awk 'BEGIN{d=0} /^1 / && !d {$2="1e999"; d=1} {print}' "$SRC/baselines/gpt2-tiny.cpu.baseline" >"$T/over.baseline"

@@ -67,7 +67,7 @@ int exec_baseline_known(const char *db, const scenario *s, const char *name,
     int rc = stat(db, &sb) == 0 ? store_open(db, &st) : 0;
     if (!rc)
         rc = judge_baseline_known(st, &q, s ? s->name : name, s ? s->json : NULL,
-                                  s ? s->dtype : "");
+                                  s ? s->hash : NULL, s ? s->dtype : "");
     store_close(st);
     return rc ? EXIT_USAGE : 0;
 }

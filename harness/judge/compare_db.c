@@ -318,55 +318,6 @@ static int find_baseline(store *st, judgement *j, const baseline_query *q)
     return use_label(st, j, q, spec);
 }
 
-/* 1 when the scenario text names its baseline by URL ("baseline": {...}) */
-static int names_baseline_url(const char *scenario_json)
-{
-    json_t *root = scenario_json ? json_loads(scenario_json, 0, NULL) : NULL;
-    int url = json_is_object(json_object_get(root, "baseline"));
-    json_decref(root);
-    return url;
-}
-
-int judge_baseline_known(store *st, const baseline_query *q, const char *scenario,
-                         const char *scenario_json, const char *dtype)
-{
-    char label[256];
-    const char *spec = q->spec;
-    if (!spec || !spec[0]) {
-        if (names_baseline_url(scenario_json))
-            return 0; /* fetched (and its digest checked) when the run is judged */
-        compare_config cfg;
-        scenario_compare_config(scenario_json, dtype, dtype, &cfg, label, sizeof label);
-        if (!label[0]) {
-            log_error("scenario '%s' names no default baseline (\"baseline\"); give --baseline "
-                      "LABEL|RUN|FILE", scenario);
-            return EXIT_USAGE;
-        }
-        spec = label;
-    }
-    if (is_file_spec(spec))
-        return 0; /* read and checked before (baseline_args.c) */
-    if (is_run_spec(spec)) {
-        run_row row;
-        if (!st) {
-            log_error("no run %s to compare with: the store does not exist yet", spec);
-            return EXIT_USAGE;
-        }
-        return store_get_run(st, strtoll(spec, NULL, 10), &row) ? EXIT_USAGE : 0;
-    }
-    int64_t id;
-    int rc = st ? store_find_baseline(st, scenario, spec, &id) : 1;
-    if (rc != 1)
-        return rc ? EXIT_USAGE : 0;
-    char path[PATH_MAX], tried[4 * PATH_MAX];
-    if (!find_file(q, scenario, spec, path, sizeof path, tried, sizeof tried)) {
-        log_error("no baseline '%s' for scenario '%s': not in the store, and no file at %s", spec,
-                  scenario, tried);
-        return EXIT_USAGE;
-    }
-    return 0;
-}
-
 /* ---- judging ------------------------------------------------------------------------------ */
 
 /* 1 when two scenario texts differ at most in "baseline" (which names the reference to compare
@@ -385,18 +336,25 @@ int same_but_baseline(const char *a, const char *b)
     return same;
 }
 
+int scenarios_differ(const char *run_hash, const char *run_json, const char *base_hash,
+                     const char *base_json, char *diff, size_t len)
+{
+    if (strcmp(run_hash, base_hash) == 0 || same_but_baseline(run_json, base_json))
+        return 0;
+    int n = scenario_json_diff(run_json, base_json, diff, len);
+    if (n < 0)
+        snprintf(diff, len, "unknown fields (the %s has no scenario JSON)",
+                 run_json ? "baseline" : "run");
+    else if (n == 0)
+        snprintf(diff, len, "no field (equal JSON, different hash: edited file?)");
+    return 1;
+}
+
 static int check_hashes(judgement *j, const baseline_query *q)
 {
-    if (strcmp(j->run.scenario_hash, j->base.scenario_hash) == 0 ||
-        same_but_baseline(j->run.scenario_json, j->base.scenario_json))
+    if (!scenarios_differ(j->run.scenario_hash, j->run.scenario_json, j->base.scenario_hash,
+                          j->base.scenario_json, j->diff, sizeof j->diff))
         return 0;
-    int n = scenario_json_diff(j->run.scenario_json, j->base.scenario_json, j->diff,
-                               sizeof j->diff);
-    if (n < 0)
-        snprintf(j->diff, sizeof j->diff, "unknown fields (the %s has no scenario JSON)",
-                 j->run.scenario_json ? "baseline" : "run");
-    else if (n == 0)
-        snprintf(j->diff, sizeof j->diff, "no field (equal JSON, different hash: edited file?)");
     if (q->force) {
         j->forced = 1;
         log_warn("run %lld and baseline %s have different scenarios (%s): compared anyway "

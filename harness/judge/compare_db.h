@@ -69,13 +69,14 @@ typedef struct {
  * be freed with judge_free either way. */
 int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
 
-/* Before a run of scenario (its name; its JSON text, NULL when unknown; its dtype) is recorded:
- * whether judge_run will find its baseline by q (st: the store, NULL when there is none yet).
- * Reads only. 0 when it will, or when only the run can tell (a baseline URL is fetched then),
- * 2 after the message judge_run would print: no such label, run or default baseline. Whether
- * the baseline ran the same scenario is still judge_run's to say. */
+/* Before a run of scenario (its name; its JSON text and hash, NULL when unknown; its dtype) is
+ * recorded: whether judge_run will find its baseline by q (st: the store, NULL when there is
+ * none yet), finished (status ok), and of the same scenario (unless q->force; not checked when
+ * the hash is NULL). Reads only (compare_precheck.c). 0 when it will, or when only the run can
+ * tell (a baseline URL is fetched then); 2 after a message: no such label, run or default
+ * baseline, an unfinished one, or another scenario. */
 int judge_baseline_known(store *st, const baseline_query *q, const char *scenario,
-                         const char *scenario_json, const char *dtype);
+                         const char *scenario_json, const char *scenario_hash, const char *dtype);
 /* The golden run of j's run (compare_golden.c): q->golden, else the label "golden" of the
  * scenario when there is one. 0 (j->has_golden says whether one was found), or 2 after a message:
  * a golden named that is not there, not finished ok, not fp64 or of another scenario. */

@@ -1,5 +1,5 @@
-/* harness/judge/compare_db_internal.h: what compare_db.c shares with compare_golden.c only: the
- * kinds of baseline spec, the committed-file lookup and the scenario comparison. */
+/* harness/judge/compare_db_internal.h: what compare_db.c shares with compare_golden.c and
+ * compare_precheck.c only: the kinds of baseline spec, the committed-file lookup, the scenarios. */
 #ifndef COMPARE_DB_INTERNAL_H
 #define COMPARE_DB_INTERNAL_H
 
@@ -16,5 +16,9 @@ int find_file(const baseline_query *q, const char *scenario, const char *label, 
               size_t len, char *tried, size_t tlen);
 /* 1 when two scenario texts differ at most in "baseline" */
 int same_but_baseline(const char *a, const char *b);
+/* 1 when a run of (run_hash, run_json) and a baseline of (base_hash, base_json) ran different
+ * scenarios, the fields that differ named in diff[len] for people; 0 when they ran the same */
+int scenarios_differ(const char *run_hash, const char *run_json, const char *base_hash,
+                     const char *base_json, char *diff, size_t len);
 
 #endif

@@ -153,10 +153,10 @@ typedef struct {
     store *st;
 } recorder;
 
-/* Whether the cell's baseline (a label, a run id, the scenario's default) can be found, before
- * anything is trained: 0, 2 after a message (the cell is then an error, not run), or
+/* Whether the scenario's baseline (a label, a run id, the scenario's default) can be found,
+ * finished and of the same scenario, before anything is trained: 0, 2 after a message, or
  * store_open's code (the matrix stops). A store that does not exist yet is not created here. */
-static int baseline_ready(recorder *r, const scenario *s, cell *c)
+static int baseline_ready(recorder *r, const scenario *s, int *unusable)
 {
     const run_args *a = r->a;
     baseline_query q = cell_query(a, s);
@@ -164,14 +164,12 @@ static int baseline_ready(recorder *r, const scenario *s, cell *c)
     int rc = !r->st && stat(a->db, &sb) == 0 ? store_open(a->db, &r->st) : 0;
     if (rc)
         return rc;
-    if (judge_baseline_known(r->st, &q, s->name, s->json, s->dtype)) {
-        c->error = 1;
-        snprintf(c->note, sizeof c->note, "no usable baseline (see above); not trained");
-    }
+    *unusable = judge_baseline_known(r->st, &q, s->name, s->json, s->hash, s->dtype) != 0;
     return 0;
 }
 
-/* prepares, records and judges one cell; 0, or store_open's code when the store cannot open */
+/* prepares, records and judges one cell (its inputs checked before: check_matrix); 0, or
+ * store_open's code when the store cannot open */
 static int run_cell(recorder *r, const scenario *s, cell *c)
 {
     const run_args *a = r->a;
@@ -191,8 +189,6 @@ static int run_cell(recorder *r, const scenario *s, cell *c)
         c->error = rc == EXIT_USAGE;
         c->setup_failed = rc != EXIT_USAGE;
         snprintf(c->note, sizeof c->note, "the run could not start (see above); not recorded");
-    } else if ((store_rc = baseline_ready(r, s, c)) != 0 || c->error) {
-        /* no baseline to judge it by: not trained, nothing recorded */
     } else if (r->st || (store_rc = store_open(a->db, &r->st)) == 0) {
         if (!a->quiet)
             printf("scenario %s on %s (%s, %s), recording into %s\n", term_safe(s->name),
@@ -210,31 +206,123 @@ static int run_cell(recorder *r, const scenario *s, cell *c)
     return store_rc;
 }
 
-/* every device for one scenario file; 0, 2 when out of memory, or store_open's code */
-static int run_scenario(recorder *r, const char *path, char specs[][64], int n_dev, matrix *m)
-{
+/* ---- what is checked before any cell trains ------------------------------------------------ */
+
+/* one scenario file of the matrix, loaded and checked before anything trains */
+typedef struct {
     scenario s;
-    int bad = runner_load_scenario(r->a, path, &s), rc = 0;
-    const char *why = "the scenario file is not valid (see above)";
-    if (!bad && !r->a->baseline && baseline_file_spec_check(s.baseline)) { /* its default baseline */
-        bad = EXIT_USAGE;
-        why = "the scenario's baseline file is not valid (see above)";
-    }
-    for (int i = 0; i < n_dev && !rc && !run_stop_requested(); i++) {
-        cell *c = add_cell(m, bad ? path : s.name, specs[i]);
-        if (!c) {
-            log_error("run: out of memory for the summary");
-            scenario_free(&s);
-            return EXIT_USAGE;
-        }
-        if (bad) {
-            c->error = 1;
-            snprintf(c->note, sizeof c->note, "%s", why);
+    const char *why; /* NULL, or why its cells cannot run (an input error, message printed) */
+} entry;
+
+/* every listed device opened and closed again: why[i] says why spec i does not open ("" when
+ * it does); returns how many do not */
+static int check_devices(char specs[][64], int n_dev, char why[][256])
+{
+    int bad = 0;
+    for (int i = 0; i < n_dev; i++) {
+        char err[512];
+        device *d = device_open(specs[i], err, sizeof err);
+        why[i][0] = 0;
+        if (d) {
+            device_close(d);
             continue;
         }
-        rc = run_cell(r, &s, c);
+        log_error("run: --device %s: %s", specs[i], err);
+        snprintf(why[i], 256, "%.250s", err);
+        bad++;
     }
-    scenario_free(&s);
+    return bad;
+}
+
+/* a trial preparation of s on device spec (its data, tokenizer and model files read and
+ * checked), freed again: 0, or 2 on an input error (message printed). A device that fails is
+ * left to the cell. */
+static int trial_prepare(const run_args *a, const scenario *s, const char *spec)
+{
+    char err[512];
+    device *d = device_open(spec, err, sizeof err);
+    if (!d)
+        return 0;
+    run_args one = *a;
+    one.scenario = s->path;
+    trainer *tr = NULL;
+    int rc = runner_prepare(s, d, &one, &tr);
+    train_free(tr);
+    device_close(d);
+    return rc == EXIT_USAGE ? EXIT_USAGE : 0;
+}
+
+/* Loads scenario file path into e and checks what its cells need: the scenario, its baseline,
+ * and (trial on spec, NULL for none) its data and model. 0, or store_open's code. */
+static int check_scenario(recorder *r, const char *path, const char *trial, entry *e)
+{
+    int unusable = 0, rc = 0;
+    if (runner_load_scenario(r->a, path, &e->s)) {
+        e->why = "the scenario file is not valid (see above)";
+        return 0;
+    }
+    if (trial && trial_prepare(r->a, &e->s, trial)) /* and then its baseline: every error said */
+        e->why = "the run could not start (see above); not recorded";
+    if (!r->a->baseline && baseline_file_spec_check(e->s.baseline)) { /* its default */
+        e->why = e->why ? e->why : "the scenario's baseline file is not valid (see above)";
+    } else if ((rc = baseline_ready(r, &e->s, &unusable)) != 0 || unusable) {
+        e->why = e->why ? e->why : "no usable baseline (see above); not trained";
+    }
+    return rc;
+}
+
+/* Every scenario and device of the matrix checked before any cell trains, so that an input
+ * error anywhere leaves the store as it was. Returns how many inputs are unusable, or -1 when
+ * the store does not open (*rc its code). */
+static int check_matrix(recorder *r, entry *e, char specs[][64], int n_dev, char dev_why[][256],
+                        int *rc)
+{
+    const run_args *a = r->a;
+    int bad = check_devices(specs, n_dev, dev_why);
+    const char *trial = NULL; /* a single cell is prepared just before it is recorded anyway */
+    for (int i = 0; i < n_dev && !trial && (long)a->n_scenarios * n_dev > 1; i++)
+        if (!dev_why[i][0])
+            trial = specs[i];
+    for (int i = 0; i < a->n_scenarios && !run_stop_requested(); i++) {
+        if ((*rc = check_scenario(r, a->scenarios[i], trial, &e[i])) != 0)
+            return -1;
+        bad += e[i].why != NULL;
+    }
+    return bad;
+}
+
+/* the cells of a matrix that does not run, each saying why: 0, or 2 when out of memory */
+static int refuse_matrix(const run_args *a, const entry *e, char specs[][64], int n_dev,
+                         char dev_why[][256], matrix *m)
+{
+    for (int i = 0; i < a->n_scenarios; i++)
+        for (int k = 0; k < n_dev; k++) {
+            cell *c = add_cell(m, e[i].why ? a->scenarios[i] : e[i].s.name, specs[k]);
+            if (!c) {
+                log_error("run: out of memory for the summary");
+                return EXIT_USAGE;
+            }
+            c->error = e[i].why || dev_why[k][0];
+            snprintf(c->note, sizeof c->note, "%.250s",
+                     e[i].why ? e[i].why
+                     : dev_why[k][0] ? dev_why[k]
+                                     : "not trained: an input of the matrix is not usable");
+        }
+    return 0;
+}
+
+/* every device for one checked scenario; 0, 2 when out of memory, or store_open's code */
+static int run_scenario(recorder *r, const scenario *s, char specs[][64], int n_dev, matrix *m)
+{
+    int rc = 0;
+    for (int i = 0; i < n_dev && !rc && !run_stop_requested(); i++) {
+        cell *c = add_cell(m, s->name, specs[i]);
+        if (!c) {
+            log_error("run: out of memory for the summary");
+            return EXIT_USAGE;
+        }
+        rc = run_cell(r, s, c);
+    }
     return rc;
 }
 
@@ -303,10 +391,24 @@ int run_matrix(const run_args *a)
         return rc;
     recorder r = {a, NULL};
     matrix m = {NULL, 0, 0};
-    for (int i = 0; i < a->n_scenarios && !rc && !run_stop_requested(); i++)
-        rc = run_scenario(&r, a->scenarios[i], specs, n_dev, &m);
+    char dev_why[MAX_DEVICES][256];
+    entry *e = calloc((size_t)a->n_scenarios, sizeof *e);
+    int bad = e ? check_matrix(&r, e, specs, n_dev, dev_why, &rc) : -1;
+    if (!e) {
+        log_error("run: out of memory for %d scenarios", a->n_scenarios);
+        rc = EXIT_USAGE;
+    } else if (bad > 0) {
+        printf("\nnothing was trained or recorded: %d input%s of the matrix %s not usable (above)\n",
+               bad, bad > 1 ? "s" : "", bad > 1 ? "are" : "is");
+        rc = refuse_matrix(a, e, specs, n_dev, dev_why, &m);
+    }
+    for (int i = 0; bad == 0 && i < a->n_scenarios && !rc && !run_stop_requested(); i++)
+        rc = run_scenario(&r, &e[i].s, specs, n_dev, &m);
     if (!rc)
         rc = summary(&m, a->n_scenarios, n_dev);
+    for (int i = 0; e && i < a->n_scenarios; i++)
+        scenario_free(&e[i].s);
+    free(e);
     free(m.cells);
     if (r.st)
         store_close(r.st);

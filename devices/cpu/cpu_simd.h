@@ -1,5 +1,5 @@
 /* devices/cpu/cpu_simd.h: what lets the cpu backend's loops vectorize: a clone of a kernel per
- * x86-64 vector level chosen at load time, and an exp in float as plain arithmetic (no libm call). */
+ * x86-64 vector level chosen at load time, and exp (float; double for cpu64) as plain arithmetic. */
 #ifndef CPU_SIMD_H
 #define CPU_SIMD_H
 
@@ -48,21 +48,53 @@
  * send out (a max's -inf, a sum's +0 term: the same lanes, the same bits as stopping at send) */
 static inline int cpu_padded_end(int send, int T)
 {
-#ifdef CPU_REAL_DOUBLE
-    (void)T; /* cpu64's exp is libm's, its loops scalar: padding would only add exps */
-    return send;
-#else
     int up = send + (CPU_LANES - send % CPU_LANES) % CPU_LANES;
     return up < T ? up : T;
-#endif
 }
 
 #ifdef CPU_REAL_DOUBLE
-/* exp in double is libm's (correctly rounded or within 1 ulp): the golden device keeps it;
- * loops calling it stay scalar in cpu64 */
+/* 2^n for n in [-1022, 1023], by bits */
+static inline double cpu_pow2(int64_t n)
+{
+    uint64_t bits = (uint64_t)(n + 1023) << 52;
+    double p;
+    memcpy(&p, &bits, sizeof p);
+    return p;
+}
+
+/* exp(x) in double as plain arithmetic, so the golden device's loops vectorize: x = n ln2 + r,
+ * ln2 in two parts (n ln2_hi exact, r's low part kept), e^r = 1 + r + r^2 p(r) with p the Taylor
+ * terms to r^13/13! (truncation 4e-18), the sums carried exactly in two doubles (Fast2Sum) and
+ * rounded once; then 2^n in two halves, each a normal number (a subnormal result is rounded a
+ * second time there). Within 0.7 ulp, 1 ulp of a subnormal result (tests/test_cpu_exp.c measures
+ * it against long double); inf above 709.7827, 0 below -745.1332, NaN stays NaN */
 static inline double cpu_vexp(double x)
 {
-    return exp(x);
+    const double top = 709.782712893384, bottom = -745.1332191019411;
+    double xc = x > top ? top : x < bottom ? bottom : x == x ? x : 0.0; /* NaN: 0 */
+    double n = xc * 1.4426950408889634074 + 6755399441055744.0; /* round to nearest */
+    n -= 6755399441055744.0;
+    double r1 = xc - n * 6.93145751953125E-1;    /* exact */
+    double r2 = -(n * 1.42860682030941723212E-6); /* tiny */
+    double r = r1 + r2, r_lo = r2 - (r - r1); /* r + r_lo = r1 + r2 exactly (|r1| >= |r2|) */
+    double p = 1.6059043836821613e-10; /* sum of r^(k-2) / k! for k = 2..13, Horner */
+    p = p * r + 2.08767569878681e-09;
+    p = p * r + 2.505210838544172e-08;
+    p = p * r + 2.755731922398589e-07;
+    p = p * r + 2.7557319223985893e-06;
+    p = p * r + 2.48015873015873e-05;
+    p = p * r + 0.0001984126984126984;
+    p = p * r + 0.001388888888888889;
+    p = p * r + 0.008333333333333333;
+    p = p * r + 0.041666666666666664;
+    p = p * r + 0.16666666666666666;
+    p = p * r + 0.5;
+    double s = r * r * p, t = r + s, t_lo = s - (t - r);   /* t + t_lo = r + s (|r| >= |s|) */
+    double hi = 1.0 + t, lo = (1.0 - hi) + t + (t_lo + r_lo); /* 1 + t exact as hi + lo */
+    double e = hi + lo; /* one rounding of the whole: about 0.5 ulp */
+    int64_t ni = (int64_t)n, half = ni / 2;
+    e = e * cpu_pow2(half) * cpu_pow2(ni - half);
+    return x > top ? INFINITY : x < bottom ? 0.0 : x == x ? e : x;
 }
 #else
 /* exp(x) in float: x = n ln2 + r, |r| <= ln2/2, Cephes' expf polynomial for e^r (about 1 ulp),

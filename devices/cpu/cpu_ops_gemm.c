@@ -13,6 +13,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 #endif
 
 /* The OpenBLAS path. OpenBLAS (0.3.21) splits a K above its GEMM_Q (320 for sgemm, 384 for
@@ -38,14 +39,30 @@ static void gemm_scale_only(real *c, int M, int N, int ldc, long strideC, int ba
 #ifdef CPU_GEMM_ONEDNN
 /* oneDNN's sgemm (about 15 % faster than OpenBLAS 0.3.21's on the linear layers' shapes here,
  * docs/benchmarks.md) splits K across its threads for some shapes, which would make the bits
- * depend on the thread count. So C is cut into tiles that depend on the shape alone, and each
- * tile is one single-threaded call: the tiles are shared out over the threads, and every
- * element's sum is the same at any count. C is halved along its longer side until there are
- * this many tiles (work for 8 threads) or a side would fall below the floor; the floor grows
- * with K, since each tile packs its own panels of A and B, which come from memory when K is
- * long: fewer, larger tiles then (measured: a 128-row tile of GPT-2's 50257-wide head ran at 250
- * GFLOP/s, a 512-row one at 367). */
+ * depend on the thread count. So C is cut into tiles that depend on the shape and the machine
+ * alone, and each tile is one single-threaded call: the tiles are shared out over the threads,
+ * and every element's sum is the same at any thread count. C is halved along its longer side
+ * until there are as many tiles as the machine has processors (at least 8, at most 64; the
+ * processors online, not the threads in use nor the affinity: the same tiles whatever the
+ * thread policy does) or a side would fall below the floor; the floor grows with K, since each
+ * tile packs its own panels of A and B, which come from memory when K is long: fewer, larger
+ * tiles then (measured: a 128-row tile of GPT-2's 50257-wide head ran at 250 GFLOP/s, a 512-row
+ * one at 367). On 2 cores 8 tiles ran gpt2-small 2-3 % faster than 16 or 32; on 16 cores 16
+ * tiles ran it 25 % faster than 8 (docs/benchmarks.md). */
 #define CPU_GEMM_MIN_TILES 8
+#define CPU_GEMM_MAX_TILES 64
+
+static int cpu_gemm_tile_target(void)
+{
+    static int target;
+    if (!target) {
+        long procs = sysconf(_SC_NPROCESSORS_ONLN);
+        target = procs < CPU_GEMM_MIN_TILES   ? CPU_GEMM_MIN_TILES
+                 : procs > CPU_GEMM_MAX_TILES ? CPU_GEMM_MAX_TILES
+                                              : (int)procs;
+    }
+    return target;
+}
 
 static int gemm_tile_floor(int K)
 {
@@ -65,7 +82,7 @@ static void gemm_tile_shape(int M, int N, int K, int *tm, int *tn)
     int floor = gemm_tile_floor(K), m = M, n = N;
     for (;;) {
         long tiles = (long)((M + m - 1) / m) * ((N + n - 1) / n);
-        if (tiles >= CPU_GEMM_MIN_TILES)
+        if (tiles >= cpu_gemm_tile_target())
             break;
         int hm = gemm_half_side(m, floor), hn = gemm_half_side(n, floor);
         if (hm && (m >= n || !hn))
@@ -261,7 +278,8 @@ void cpu_gemm_library(char *out, size_t cap)
 {
 #ifdef CPU_GEMM_ONEDNN
     const dnnl_version_t *v = dnnl_version();
-    snprintf(out, cap, "oneDNN %d.%d.%d (sgemm), OpenBLAS", v->major, v->minor, v->patch);
+    snprintf(out, cap, "oneDNN %d.%d.%d (sgemm, %d tiles), OpenBLAS", v->major, v->minor, v->patch,
+             cpu_gemm_tile_target());
 #else
     snprintf(out, cap, "OpenBLAS");
 #endif

@@ -1,5 +1,6 @@
 /* bench/bench_train.c: GPT-2 (or BERT MLM) training throughput on one device (tokens/s, GFLOP/s)
- * beside the device's own gemm op on 2048^3 in the same run, and peak memory beside its parts. */
+ * beside the device's own gemm op on 2048^3 in the same run, peak memory beside its parts, and
+ * with --profile where a step's time goes, op by op and GEMM shape by shape. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,12 +8,14 @@
 
 #include "device.h"
 #include "models/models.h"
+#include "op_profile.h"
 #include "util/util.h"
 
 typedef struct {
     const char *device, *family;
     int layers, embd, heads, seq, batch, vocab, steps, inter;
     double dropout; /* every dropout of the model; < 0: the family's default (0.1) */
+    int profile;    /* --profile: as many steps again under the op timing shim (op_profile.c) */
 } bench_cfg;
 
 /* the device's GEMM ceiling: its own gemm op (oneDNN on cpu, cuBLAS on cuda, CLBlast on
@@ -48,13 +51,18 @@ static double gemm_gflops(device *d, int n, int reps)
 
 static int parse_args(int argc, char **argv, bench_cfg *c)
 {
-    *c = (bench_cfg){"cpu", "gpt2", 4, 256, 4, 128, 8, 256, 10, 0, -1};
-    if (argc % 2 == 0) {
-        fprintf(stderr, "bench_train: %s has no value\n", argv[argc - 1]);
-        return 2;
-    }
-    for (int i = 1; i + 1 < argc; i += 2) {
+    *c = (bench_cfg){"cpu", "gpt2", 4, 256, 4, 128, 8, 256, 10, 0, -1, 0};
+    for (int i = 1; i < argc; i += 2) {
         long v = 0;
+        if (strcmp(argv[i], "--profile") == 0) {
+            c->profile = 1;
+            i--; /* no value */
+            continue;
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "bench_train: %s has no value\n", argv[i]);
+            return 2;
+        }
         if (strcmp(argv[i], "--device") == 0) {
             c->device = argv[i + 1];
             continue;
@@ -91,7 +99,7 @@ static int parse_args(int argc, char **argv, bench_cfg *c)
         if (!dst) {
             fprintf(stderr, "usage: bench_train [--device SPEC] [--family gpt2|bert] [--layers N]"
                             " [--embd N] [--heads N] [--inter N] [--seq N] [--batch N] [--vocab N]"
-                            " [--steps N] [--dropout P]\n");
+                            " [--steps N] [--dropout P] [--profile]\n");
             return 2;
         }
         *dst = (int)v;
@@ -231,6 +239,16 @@ int main(int argc, char **argv)
     printf("  training GFLOP/s   %10.2f (6*params*tokens + attention)\n", gflops);
     printf("  gemm GFLOP/s       %10.2f (the device's gemm op, 2048^3, same run)\n", ceiling);
     printf("  ratio              %10.1f %% of the gemm ceiling\n", 100.0 * gflops / ceiling);
+    if (c.profile) { /* after the figures above, which the shim's synchronizes would slow */
+        op_profile_start(d);
+        double t0 = now_ms(), pms = time_steps(m, d, &c, c.steps, in, tg);
+        double per_step = (now_ms() - t0) / c.steps;
+        op_profile_stop(d, c.steps, per_step);
+        if (pms < 0) {
+            fprintf(stderr, "bench_train: %s\n", device_error(d));
+            return 1;
+        }
+    }
     double counted = (double)model_state_bytes(m) + (double)model_activation_bytes(m);
     printf("  peak memory        %10.1f MiB (harness accounting)\n", d->mem_peak / 1048576.0);
     printf("  counted need       %10.1f MiB (params+grads+AdamW m,v %.1f + activations %.1f)\n",

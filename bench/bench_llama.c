@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_core.h"
 #include "device.h"
 #include "models/models.h"
 #include "util/util.h"
@@ -127,6 +128,7 @@ static void make_config(const bench_cfg *c, llama_config *cfg)
 
 int main(int argc, char **argv)
 {
+    blas_core_fix(argv); /* OpenBLAS's kernels for this CPU (devices/blas_core.c) */
     bench_cfg c;
     if (parse_args(argc, argv, &c))
         return 2;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_core.h"
 #include "device.h"
 #include "models/models.h"
 #include "op_profile.h"
@@ -199,6 +200,7 @@ static model *create_model(const bench_cfg *c, device *d, double *no_flop)
 
 int main(int argc, char **argv)
 {
+    blas_core_fix(argv); /* OpenBLAS's kernels for this CPU (devices/blas_core.c) */
     bench_cfg c;
     if (parse_args(argc, argv, &c))
         return 2;

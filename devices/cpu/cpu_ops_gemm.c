@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L /* pthread_sigmask */
 #include "cpu_real.h"
 #include "cpu_simd.h"
+#include "blas_core.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -278,10 +279,10 @@ void cpu_gemm_library(char *out, size_t cap)
 {
 #ifdef CPU_GEMM_ONEDNN
     const dnnl_version_t *v = dnnl_version();
-    snprintf(out, cap, "oneDNN %d.%d.%d (sgemm, %d tiles), OpenBLAS", v->major, v->minor, v->patch,
-             cpu_gemm_tile_target());
+    snprintf(out, cap, "oneDNN %d.%d.%d (sgemm, %d tiles), OpenBLAS (%s)", v->major, v->minor,
+             v->patch, cpu_gemm_tile_target(), blas_core_name());
 #else
-    snprintf(out, cap, "OpenBLAS");
+    snprintf(out, cap, "OpenBLAS (%s)", blas_core_name());
 #endif
 }
 

@@ -69,7 +69,7 @@ void cpu_fill_embedding(device_i *ops);
 void cpu_fill_layernorm(device_i *ops);
 void cpu_fill_gemm(device_i *ops); /* gemm, bias_add, bias_backward */
 #define cpu_gemm_library CPU_SYM(gemm_library)
-void cpu_gemm_library(char *out, size_t cap); /* "oneDNN 2.6.3 (sgemm, 8 tiles), OpenBLAS" */
+void cpu_gemm_library(char *out, size_t cap); /* "oneDNN 2.6.3 (sgemm, 8 tiles), OpenBLAS (SkylakeX)" */
 void cpu_fill_attention(device_i *ops);
 void cpu_fill_loss(device_i *ops); /* softmax cross-entropy */
 void cpu_fill_optim(device_i *ops); /* adamw, sumsq, sum */

@@ -11,6 +11,7 @@
 
 #include "util/util.h"
 #include "commands.h"
+#include "blas_core.h"
 #include "device.h"
 #include "show_routing.h"
 #include "store/store.h"
@@ -568,6 +569,11 @@ static void print_devices_table(const device_info *d, int n)
     char notes[2048];
     if (device_notes(notes, sizeof notes))
         printf("%s", notes);
+    printf("cpu: OpenBLAS kernels %s", blas_core_name());
+    if (blas_core_fixed_from())
+        printf(" (OpenBLAS chose its generic %s kernels for this CPU; the harness set "
+               "OPENBLAS_CORETYPE=%s)", blas_core_fixed_from(), blas_core_name());
+    printf("\n");
 }
 
 static int print_devices_json(const device_info *d, int n)

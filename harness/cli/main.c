@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "blas_core.h"
 #include "commands.h"
 #include "util/util.h"
 
@@ -55,6 +56,7 @@ static int finish_stdout(int rc)
 
 int main(int argc, char **argv)
 {
+    blas_core_fix(argv); /* before anything: may execute the harness again */
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -2310,7 +2310,7 @@ static void test_determinism(void **state)
 static size_t gemm_det_run(int K, double *out)
 {
     enum { GM = 64, GN = 48 };
-    static double a[1000 * GM], b[1000 * GN], c[GM * GN];
+    static double a[5000 * GM], b[5000 * GN], c[GM * GN];
     rnd(a, (size_t)K * GM, 1301, -1, 1);
     rnd(b, (size_t)K * GN, 1302, -1, 1);
     rnd(c, GM * GN, 1303, -1, 1);
@@ -2328,7 +2328,8 @@ static void test_gemm_determinism(void **state)
     (void)state;
     enum { GMAX = 64 * 48 };
     static double one[GMAX], three[GMAX];
-    static const int rows[] = {333, 701, 1000};
+    /* 5000: one tile over a long K, cut into K chunks on a machine of 2 processors or more */
+    static const int rows[] = {333, 701, 1000, 5000};
     int saved = omp_get_max_threads();
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         omp_set_num_threads(1);
@@ -2341,9 +2342,46 @@ static void test_gemm_determinism(void **state)
     }
 }
 
+/* a product over a K long enough to be cut into chunks (cpu_ops_gemm.c: K >= 2048 over fewer
+ * tiles than processors) against the sum in double: C = 0.5 C + 0.75 op(A) op(B) for every
+ * transpose, so chunk 0's beta and alpha on every chunk are checked too */
+static void test_gemm_long_k(void **state)
+{
+    (void)state;
+    enum { LM = 24, LN = 40, LK = 6000 };
+    static double a[LM * LK], b[LK * LN], c[LM * LN], want[LM * LN], got[LM * LN];
+    rnd(a, LM * LK, 1401, -1, 1);
+    rnd(b, LK * LN, 1402, -1, 1);
+    rnd(c, LM * LN, 1403, -1, 1);
+    for (int tr = 0; tr < 4; tr++) {
+        int ta = tr & 1, tb = tr >> 1, lda = ta ? LM : LK, ldb = tb ? LK : LN;
+        tdev t;
+        tdev_open(&t, "cpu");
+        dten av = put(&t, a, LM * LK), bv = put(&t, b, LK * LN), cv = put(&t, c, LM * LN);
+        t.d->ops->gemm(t.d, ta, tb, LM, LN, LK, 0.75, av, lda, 0, bv, ldb, 0, 0.5, cv, LN, 0, 1);
+        get(&t, cv, got);
+        tdev_close(&t);
+        for (int i = 0; i < LM; i++)
+            for (int j = 0; j < LN; j++) {
+                double sum = 0, mag = 0;
+                for (int k = 0; k < LK; k++) {
+                    double x = ta ? a[k * LM + i] : a[i * LK + k];
+                    double y = tb ? b[j * LK + k] : b[k * LN + j];
+                    sum += x * y;
+                    mag += fabs(x * y);
+                }
+                want[i * LN + j] = 0.5 * c[i * LN + j] + 0.75 * sum;
+                if (fabs(got[i * LN + j] - want[i * LN + j]) > 1e-6 * (0.75 * mag + 1))
+                    fail_msg("gemm %c%c over K = %d: C[%d][%d] %.9g, want %.9g", ta ? 'T' : 'N',
+                             tb ? 'T' : 'N', LK, i, j, got[i * LN + j], want[i * LN + j]);
+            }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_long_k),
         cmocka_unit_test(test_embedding_forward),
         cmocka_unit_test(test_embedding_backward),
         cmocka_unit_test(test_layernorm_forward),

@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #if defined(CPU_HAVE_ONEDNN) && !defined(CPU_REAL_DOUBLE)
 #define CPU_GEMM_ONEDNN 1
@@ -53,16 +54,37 @@ static void gemm_scale_only(real *c, int M, int N, int ldc, long strideC, int ba
 #define CPU_GEMM_MIN_TILES 8
 #define CPU_GEMM_MAX_TILES 64
 
+/* the machine's processors online, 1 to CPU_GEMM_MAX_TILES */
+static int cpu_gemm_procs(void)
+{
+    static int procs;
+    if (!procs) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        procs = n < 1 ? 1 : n > CPU_GEMM_MAX_TILES ? CPU_GEMM_MAX_TILES : (int)n;
+    }
+    return procs;
+}
+
 static int cpu_gemm_tile_target(void)
 {
-    static int target;
-    if (!target) {
-        long procs = sysconf(_SC_NPROCESSORS_ONLN);
-        target = procs < CPU_GEMM_MIN_TILES   ? CPU_GEMM_MIN_TILES
-                 : procs > CPU_GEMM_MAX_TILES ? CPU_GEMM_MAX_TILES
-                                              : (int)procs;
-    }
-    return target;
+    return cpu_gemm_procs() < CPU_GEMM_MIN_TILES ? CPU_GEMM_MIN_TILES : cpu_gemm_procs();
+}
+
+/* A long K over few tiles (GPT-2 124M's head gradient dlnf = dlogits . wte: 1024 x 768 over
+ * 50257 terms, two tiles at the floor) would keep all but a few processors idle: K is then cut
+ * into chunks of at least this many terms, as many as fill the processors, each chunk of each
+ * tile one call, chunk 0 into C and the others into partial sums added to C in chunk order. The
+ * chunks depend on the shape and the machine alone: the same bits at any thread count (other
+ * bits than one call over K: the sum is associated per chunk). */
+#define CPU_GEMM_MIN_CHUNK 1024
+
+static int gemm_k_chunks(int tiles, int K)
+{
+    int procs = cpu_gemm_procs(), most = K / CPU_GEMM_MIN_CHUNK;
+    if (tiles >= procs || most < 2)
+        return 1;
+    int want = (procs + tiles - 1) / tiles;
+    return want < most ? want : most;
 }
 
 static int gemm_tile_floor(int K)
@@ -103,16 +125,65 @@ static void gemm_tile_shape(int M, int N, int K, int *tm, int *tn)
  * pointer"; tests/test_gemm_signals.c), and the runner catches SIGINT, SIGTERM, SIGHUP and
  * SIGPIPE. So every thread blocks the maskable signals while it runs tiles: a signal waits the
  * few milliseconds until the GEMM is done, and is then handled as before. */
+/* how one product runs: tiles of tm x tn (`across` of them in a row of tiles) times K chunks of
+ * klen terms; part holds chunks 1.. as M x N partial sums (NULL for one chunk) */
+typedef struct {
+    int tm, tn, across, tiles, chunks, klen;
+    real *part;
+} gemm_plan;
+
+/* task t of the plan: a tile (t % tiles) over a K chunk (t / tiles), one single-threaded call */
+static int gemm_task(const gemm_plan *p, int t, int transA, int transB, int M, int N, int k0,
+                     int k1, real alpha, const real *a, int lda, const real *b, int ldb,
+                     real beta, real *c, int ldc)
+{
+    int tile = t % p->tiles, ch = t / p->tiles;
+    int m0 = tile / p->across * p->tm, n0 = tile % p->across * p->tn;
+    int mm = M - m0 < p->tm ? M - m0 : p->tm, nn = N - n0 < p->tn ? N - n0 : p->tn;
+    int kc0 = k0 + ch * p->klen, kc1 = k1 - kc0 < p->klen ? k1 : kc0 + p->klen;
+    const real *ak = a + (transA ? (size_t)kc0 * lda + m0 : (size_t)m0 * lda + kc0);
+    const real *bk = b + (transB ? (size_t)n0 * ldb + kc0 : (size_t)kc0 * ldb + n0);
+    real *dst = ch ? p->part + (size_t)(ch - 1) * M * N + (size_t)m0 * N + n0
+                   : c + (size_t)m0 * ldc + n0;
+    return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', mm, nn, kc1 - kc0, alpha, ak, lda,
+                      bk, ldb, ch ? 0 : beta, dst, ch ? N : ldc) != dnnl_success;
+}
+
+/* C's rows += the partial sums of chunks 1.., in chunk order */
+static void gemm_add_parts(const gemm_plan *p, int M, int N, real *c, int ldc)
+{
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < M; r++)
+        for (int ch = 1; ch < p->chunks; ch++) {
+            const real *src = p->part + (size_t)(ch - 1) * M * N + (size_t)r * N;
+            real *row = c + (size_t)r * ldc;
+            for (int j = 0; j < N; j++)
+                row[j] += src[j];
+        }
+}
+
+/* C = beta C + alpha A B over the K terms [k0, k1), one tile and K chunk per call. oneDNN
+ * 2.6.3's sgemm kernels corrupt the heap when a signal handler runs on their thread mid-call
+ * (measured: a 37 us SIGALRM timer with a handler aborts a loop of dnnl_sgemm calls in "free():
+ * invalid pointer"; tests/test_gemm_signals.c), and the runner catches SIGINT, SIGTERM, SIGHUP
+ * and SIGPIPE. So every thread blocks the maskable signals while it runs tiles: a signal waits
+ * the few milliseconds until the GEMM is done, and is then handled as before. */
 static void gemm_onednn_tiled(device *d, int transA, int transB, int M, int N, int k0, int k1,
                               real alpha, const real *a, int lda, const real *b, int ldb,
                               real beta, real *c, int ldc)
 {
-    const real *ak = a + (transA ? (size_t)k0 * lda : (size_t)k0);
-    const real *bk = b + (transB ? (size_t)k0 : (size_t)k0 * ldb);
-    int tm, tn;
-    gemm_tile_shape(M, N, k1 - k0, &tm, &tn);
-    int across = (N + tn - 1) / tn, tiles = (M + tm - 1) / tm * across;
-    int failed = 0;
+    gemm_plan p = {0};
+    gemm_tile_shape(M, N, k1 - k0, &p.tm, &p.tn);
+    p.across = (N + p.tn - 1) / p.tn;
+    p.tiles = (M + p.tm - 1) / p.tm * p.across;
+    p.chunks = gemm_k_chunks(p.tiles, k1 - k0);
+    p.klen = (k1 - k0 + p.chunks - 1) / p.chunks;
+    if (p.chunks > 1 && !(p.part = malloc((size_t)(p.chunks - 1) * M * N * sizeof(real)))) {
+        device_fail(d, "%s: gemm: out of host memory for %d partial sums of %dx%d", d->backend,
+                    p.chunks - 1, M, N);
+        return;
+    }
+    int failed = 0, tasks = p.tiles * p.chunks;
     sigset_t all;
     sigfillset(&all);
 #pragma omp parallel reduction(| : failed)
@@ -121,16 +192,14 @@ static void gemm_onednn_tiled(device *d, int transA, int transB, int M, int N, i
         failed |= pthread_sigmask(SIG_BLOCK, &all, &old) != 0;
         omp_set_num_threads(1); /* this task's own setting: oneDNN runs each tile on one thread */
 #pragma omp for schedule(static)
-        for (int t = 0; t < tiles; t++) {
-            int m0 = t / across * tm, n0 = t % across * tn;
-            int mm = M - m0 < tm ? M - m0 : tm, nn = N - n0 < tn ? N - n0 : tn;
-            failed |= dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', mm, nn, k1 - k0, alpha,
-                                 ak + (transA ? (size_t)m0 : (size_t)m0 * lda), lda,
-                                 bk + (transB ? (size_t)n0 * ldb : (size_t)n0), ldb, beta,
-                                 c + (size_t)m0 * ldc + n0, ldc) != dnnl_success;
-        }
+        for (int t = 0; t < tasks; t++)
+            failed |= gemm_task(&p, t, transA, transB, M, N, k0, k1, alpha, a, lda, b, ldb, beta,
+                                c, ldc);
         failed |= pthread_sigmask(SIG_SETMASK, &old, NULL) != 0;
     }
+    if (!failed && p.part)
+        gemm_add_parts(&p, M, N, c, ldc);
+    free(p.part);
     if (failed)
         device_fail(d, "%s: gemm: oneDNN's sgemm refused %dx%dx%d (lda %d, ldb %d, ldc %d)",
                     d->backend, M, N, k1 - k0, lda, ldb, ldc);

@@ -5,15 +5,19 @@
 #define _GNU_SOURCE /* execv, setenv */
 #include "blas_core.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 char *openblas_get_corename(void); /* OpenBLAS's own (its cblas.h) */
 
+/* what OpenBLAS had chosen before this process was executed again, "" when it was not */
+static char fixed_from[64];
+
 const char *blas_core_fixed_from(void)
 {
-    return getenv("OPENBLAS_CORETYPE") ? getenv("HARNESS_BLAS_CORE_WAS") : NULL;
+    return fixed_from[0] ? fixed_from : NULL;
 }
 
 const char *blas_core_name(void)
@@ -37,8 +41,16 @@ static const char *core_for_this_cpu(void)
 
 void blas_core_fix(char **argv)
 {
-    if (getenv("OPENBLAS_CORETYPE") || getenv("HARNESS_BLAS_CORE_WAS"))
-        return; /* the user's choice, or already done once */
+    const char *was = getenv("HARNESS_BLAS_CORE_WAS");
+    if (was) { /* executed again: OpenBLAS has read the variable; the commands this process
+                * starts (exec's training job, mpirun's ranks) get the environment as it was */
+        snprintf(fixed_from, sizeof fixed_from, "%s", was);
+        unsetenv("HARNESS_BLAS_CORE_WAS");
+        unsetenv("OPENBLAS_CORETYPE");
+        return;
+    }
+    if (getenv("OPENBLAS_CORETYPE"))
+        return; /* the user's choice */
     const char *as = getenv("HARNESS_BLAS_CORE_AS"); /* tests: as if OpenBLAS had chosen it */
     const char *core = as && *as ? as : blas_core_name(), *want = core_for_this_cpu();
     if (strcmp(core, "Prescott") != 0 || !want)

@@ -6,7 +6,9 @@
 /* Call first in main, before any thread or file is opened. When OpenBLAS chose its generic
  * fallback (Prescott: SSE3 kernels) on a CPU with AVX-512F or AVX2 and FMA, and
  * OPENBLAS_CORETYPE is unset, sets it (SkylakeX, Haswell) and executes the program again with
- * the same arguments (the same process id: execve), which OpenBLAS reads at load time. Returns
+ * the same arguments (the same process id: execve), which OpenBLAS reads at load time; the
+ * process executed again takes both variables out of its environment, so the commands it starts
+ * see the environment the user gave. Returns
  * when nothing is to be done, or when the execution failed (the program then runs on as it was).
  * HARNESS_BLAS_CORE_AS=NAME (tests) acts as if OpenBLAS had chosen NAME. */
 void blas_core_fix(char **argv);

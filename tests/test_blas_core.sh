@@ -40,5 +40,10 @@ else
   grep -qE "^steps +2" "$T/out" && pass || fail "the run executed again lost --steps 2: $(grep -E '^steps' "$T/out")"
   expect 2 "a usage error is still exit 2 after executing again" -- env HARNESS_BLAS_CORE_AS=Prescott "$H" run "$tiny" --steps nope
   says "--steps"
+  # the variables were for the harness's own OpenBLAS: a command it starts gets the user's environment
+  expect 0 "exec after executing again" -- env HARNESS_BLAS_CORE_AS=Prescott "$H" exec --db "$T/e.db" -- sh -c 'env >"$0"; echo "{\"step\": 1, \"loss\": 2.5}"' "$T/child.env"
+  grep -q "^OPENBLAS_CORETYPE=\|^HARNESS_BLAS_CORE_WAS=" "$T/child.env" && fail "exec's command inherited $(grep -E '^(OPENBLAS_CORETYPE|HARNESS_BLAS_CORE_WAS)=' "$T/child.env" | tr '\n' ' ')" || pass
+  expect 0 "exec with the user's OPENBLAS_CORETYPE" -- env OPENBLAS_CORETYPE=Haswell "$H" exec --db "$T/e.db" -- sh -c 'env >"$0"; echo "{\"step\": 1, \"loss\": 2.5}"' "$T/child2.env"
+  grep -q "^OPENBLAS_CORETYPE=Haswell$" "$T/child2.env" && pass || fail "exec's command lost the user's OPENBLAS_CORETYPE"
 fi
 finish

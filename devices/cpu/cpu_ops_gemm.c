@@ -178,10 +178,12 @@ static void gemm_onednn_tiled(device *d, int transA, int transB, int M, int N, i
     p.tiles = (M + p.tm - 1) / p.tm * p.across;
     p.chunks = gemm_k_chunks(p.tiles, k1 - k0);
     p.klen = (k1 - k0 + p.chunks - 1) / p.chunks;
-    if (p.chunks > 1 && !(p.part = malloc((size_t)(p.chunks - 1) * M * N * sizeof(real)))) {
-        device_fail(d, "%s: gemm: out of host memory for %d partial sums of %dx%d", d->backend,
-                    p.chunks - 1, M, N);
-        return;
+    dten part = {0}; /* through the device, so its memory figures count the partial sums */
+    if (p.chunks > 1) {
+        part = device_alloc(d, (size_t)(p.chunks - 1) * M * N, DT_REAL);
+        if (!part.buf)
+            return; /* the device failed, naming the allocation */
+        p.part = RP(part);
     }
     int failed = 0, tasks = p.tiles * p.chunks;
     sigset_t all;
@@ -199,7 +201,8 @@ static void gemm_onednn_tiled(device *d, int transA, int transB, int M, int N, i
     }
     if (!failed && p.part)
         gemm_add_parts(&p, M, N, c, ldc);
-    free(p.part);
+    if (part.buf)
+        device_free(d, part);
     if (failed)
         device_fail(d, "%s: gemm: oneDNN's sgemm refused %dx%dx%d (lda %d, ldb %d, ldc %d)",
                     d->backend, M, N, k1 - k0, lda, ldb, ldc);

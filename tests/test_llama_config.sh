@@ -58,6 +58,9 @@ tr -d ' \n' <"$T/qwen2-init-types/config.json" | grep -q '"layer_types":\["full_
 echo "hidden_size not a multiple of the heads: LlamaConfig refuses it, the others floor head_dim"
 odd='"vocab_size": 256, "hidden_size": 34, "intermediate_size": 48, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64'
 refused llama-hidden-34 "{\"model_type\": \"llama\", $odd}" "hidden_size: 34 is not divisible"
+# an explicit head_dim does not make LlamaConfig take it either (it was accepted here)
+refused llama-hidden-34-hd "{\"model_type\": \"llama\", $odd, \"head_dim\": 8}" "hidden_size: 34 is not divisible"
+ok qwen2-hidden-34-hd "{\"model_type\": \"qwen2\", $odd, \"head_dim\": 8}"
 for v in qwen2 mistral mixtral; do
   ok "$v-hidden-34" "{\"model_type\": \"$v\", $odd}"
 done

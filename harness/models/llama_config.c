@@ -339,10 +339,10 @@ static int check_sizes(const llama_config *c, const char *where)
     if (c->num_key_value_heads == 0 || c->num_attention_heads % kv_heads(c) != 0)
         return config_error(where, "num_key_value_heads", "%d must be > 0 and divide "
                             "num_attention_heads (%d)", kv_heads(c), c->num_attention_heads);
-    /* LlamaConfig refuses this (its validate_architecture); Qwen2, Mistral and Mixtral take
-     * head_dim = hidden_size // num_attention_heads, as llama_config_head_dim does */
-    if (c->variant == LLAMA_LLAMA && c->head_dim < 0 &&
-        c->hidden_size % c->num_attention_heads != 0)
+    /* LlamaConfig refuses this (its validate_architecture), an explicit head_dim or not
+     * (transformers 5.23); Qwen2, Mistral and Mixtral take head_dim = hidden_size //
+     * num_attention_heads, as llama_config_head_dim does, or the head_dim given */
+    if (c->variant == LLAMA_LLAMA && c->hidden_size % c->num_attention_heads != 0)
         return config_error(where, "hidden_size", "%d is not divisible by num_attention_heads "
                             "(%d)", c->hidden_size, c->num_attention_heads);
     int hd = llama_config_head_dim(c);

@@ -1,10 +1,13 @@
 /* tests/testutil.c: helpers shared by the cmocka tests: seeded random fills, the source tree's
- * path, temporary files. */
-#define _POSIX_C_SOURCE 200809L
+ * path, temporary files (removed when the test program exits). */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "testutil.h"
 
+#include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static uint64_t splitmix64(uint64_t *s)
@@ -36,10 +39,35 @@ const char *tu_source_path(const char *rel)
     return out;
 }
 
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* at exit: every /tmp/harness-test-PID-* this process named, file or folder, removed */
+static void remove_temp_paths(void)
+{
+    char prefix[64], path[512];
+    snprintf(prefix, sizeof prefix, "harness-test-%d-", (int)getpid());
+    DIR *dir = opendir("/tmp");
+    for (struct dirent *e = dir ? readdir(dir) : NULL; e; e = readdir(dir))
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+            snprintf(path, sizeof path, "/tmp/%s", e->d_name);
+            nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        }
+    if (dir)
+        closedir(dir);
+}
+
 const char *tu_temp_path(const char *suffix)
 {
     static char buf[8][256];
     static int next, counter;
+    if (counter == 0)
+        atexit(remove_temp_paths);
     char *out = buf[next++ % 8];
     snprintf(out, sizeof buf[0], "/tmp/harness-test-%d-%d%s", (int)getpid(), counter++, suffix);
     unlink(out);

@@ -7,7 +7,6 @@
 
 #include <cblas.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #if defined(CPU_HAVE_ONEDNN) && !defined(CPU_REAL_DOUBLE)
 #define CPU_GEMM_ONEDNN 1
@@ -119,12 +118,6 @@ static void gemm_tile_shape(int M, int N, int K, int *tm, int *tn)
     *tn = n;
 }
 
-/* C = beta C + alpha A B over the K terms [k0, k1), one tile per call. oneDNN 2.6.3's sgemm
- * kernels corrupt the heap when a signal handler runs on their thread mid-call (measured: a
- * 37 us SIGALRM timer with a handler aborts a loop of dnnl_sgemm calls in "free(): invalid
- * pointer"; tests/test_gemm_signals.c), and the runner catches SIGINT, SIGTERM, SIGHUP and
- * SIGPIPE. So every thread blocks the maskable signals while it runs tiles: a signal waits the
- * few milliseconds until the GEMM is done, and is then handled as before. */
 /* how one product runs: tiles of tm x tn (`across` of them in a row of tiles) times K chunks of
  * klen terms; part holds chunks 1.. as M x N partial sums (NULL for one chunk) */
 typedef struct {

@@ -1,7 +1,7 @@
 /* tests/test_report.c: the report writers on rows with hostile names (quotes, backticks,
  * system(...), <script>, newlines, bad UTF-8): gnuplot runs nothing, HTML/SVG stay inert, PNGs
  * are valid, the Markdown table keeps its shape, CSV records keep their field count. */
-#define _XOPEN_SOURCE 700 /* nftw */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include <ftw.h>
 
 #include "util/escape.h"
 #include "report/report.h"
@@ -220,15 +219,6 @@ static const char *out_path(const char *dir, const char *name)
     return p;
 }
 
-/* nftw's callback removing each entry of the report folder, the folder itself last */
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void test_report_hostile_names(void **state)
 {
     make_evil();
@@ -306,7 +296,7 @@ static void test_report_hostile_names(void **state)
     assert_non_null(strstr(gp, "with lines ls 2"));
     free(gp);
     free(r.rows);
-    assert_int_equal(nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS), 0); /* no leftovers */
+    assert_int_equal(tu_remove_tree(dir), 0); /* no leftovers */
 }
 
 static void test_escapes(void **state)

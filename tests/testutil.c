@@ -47,6 +47,11 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
+int tu_remove_tree(const char *path)
+{
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
+}
+
 /* at exit: every /tmp/harness-test-PID-* this process named, file or folder, removed */
 static void remove_temp_paths(void)
 {
@@ -56,7 +61,7 @@ static void remove_temp_paths(void)
     for (struct dirent *e = dir ? readdir(dir) : NULL; e; e = readdir(dir))
         if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
             snprintf(path, sizeof path, "/tmp/%s", e->d_name);
-            nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+            tu_remove_tree(path);
         }
     if (dir)
         closedir(dir);

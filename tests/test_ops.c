@@ -2378,10 +2378,46 @@ static void test_gemm_long_k(void **state)
     }
 }
 
+/* A transposed A whose rows lie a multiple of 2 KiB apart (the weight gradients' panel copy in
+ * cpu_ops_gemm.c): lda above M, every transpose of B, alpha and beta, against a sum in double */
+static void test_gemm_padded_panel(void **state)
+{
+    (void)state;
+    enum { PN = 40, PK = 2100, MAXLD = 1536 };
+    static double a[PK * MAXLD], b[PK * PN], c[MAXLD * PN], got[MAXLD * PN];
+    const int cases[][2] = {{1000, 1024}, {1024, 1536}}; /* M, lda */
+    rnd(a, PK * MAXLD, 1411, -1, 1);
+    rnd(b, PK * PN, 1412, -1, 1);
+    rnd(c, MAXLD * PN, 1413, -1, 1);
+    for (int cs = 0; cs < 4; cs++) {
+        int M = cases[cs / 2][0], lda = cases[cs / 2][1], tb = cs & 1, ldb = tb ? PK : PN;
+        tdev t;
+        tdev_open(&t, "cpu");
+        dten av = put(&t, a, PK * lda), bv = put(&t, b, PK * PN), cv = put(&t, c, M * PN);
+        t.d->ops->gemm(t.d, 1, tb, M, PN, PK, 0.75, av, lda, 0, bv, ldb, 0, 0.5, cv, PN, 0, 1);
+        get(&t, cv, got);
+        tdev_close(&t);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < PN; j++) {
+                double sum = 0, mag = 0;
+                for (int k = 0; k < PK; k++) {
+                    double x = a[(size_t)k * lda + i], y = tb ? b[j * PK + k] : b[k * PN + j];
+                    sum += x * y;
+                    mag += fabs(x * y);
+                }
+                double want = 0.5 * c[i * PN + j] + 0.75 * sum;
+                if (fabs(got[i * PN + j] - want) > 1e-6 * (0.75 * mag + 1))
+                    fail_msg("gemm T%c %dx%dx%d lda %d: C[%d][%d] %.9g, want %.9g",
+                             tb ? 'T' : 'N', M, PN, PK, lda, i, j, got[i * PN + j], want);
+            }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_long_k),
+        cmocka_unit_test(test_gemm_padded_panel),
         cmocka_unit_test(test_embedding_forward),
         cmocka_unit_test(test_embedding_backward),
         cmocka_unit_test(test_layernorm_forward),

@@ -14,6 +14,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 #endif
 
@@ -121,9 +122,23 @@ static void gemm_tile_shape(int M, int N, int K, int *tm, int *tn)
 /* how one product runs: tiles of tm x tn (`across` of them in a row of tiles) times K chunks of
  * klen terms; part holds chunks 1.. as M x N partial sums (NULL for one chunk) */
 typedef struct {
-    int tm, tn, across, tiles, chunks, klen;
-    real *part;
+    int tm, tn, across, tiles, chunks, klen, slab_ld;
+    real *part, *slabs; /* slabs: a klen x slab_ld copy of A's panel per thread (NULL: none) */
 } gemm_plan;
+
+/* A transposed A (C = A^T B: the weight gradients) whose rows lie a multiple of 2 KiB apart
+ * reads its panel down columns whose addresses fall into the same few cache sets: oneDNN's
+ * sgemm ran such a product at 258-294 GFLOP/s against 345-405 for the same shape with other
+ * strides (gpt2-small's 1024 x 256 x 1024 fcproj gradient, GPT-2 124M's 3072 x 768 x 1024;
+ * docs/benchmarks.md). Each tile then copies its panel of A into rows padded by this many
+ * reals first (332-375 GFLOP/s), when one tile spans all of N (else each panel would be copied
+ * once per tile of its row: a loss, measured at 1024 x 1024 x 1024). Same values, same sums. */
+#define GEMM_SLAB_PAD 16
+
+static int gemm_wants_slab(int transA, int lda, int across)
+{
+    return transA && across == 1 && lda >= 1024 && lda % 512 == 0;
+}
 
 /* task t of the plan: a tile (t % tiles) over a K chunk (t / tiles), one single-threaded call */
 static int gemm_task(const gemm_plan *p, int t, int transA, int transB, int M, int N, int k0,
@@ -135,6 +150,13 @@ static int gemm_task(const gemm_plan *p, int t, int transA, int transB, int M, i
     int mm = M - m0 < p->tm ? M - m0 : p->tm, nn = N - n0 < p->tn ? N - n0 : p->tn;
     int kc0 = k0 + ch * p->klen, kc1 = k1 - kc0 < p->klen ? k1 : kc0 + p->klen;
     const real *ak = a + (transA ? (size_t)kc0 * lda + m0 : (size_t)m0 * lda + kc0);
+    if (p->slabs) { /* this thread's padded copy of A's panel (transposed A: K rows of mm) */
+        real *slab = p->slabs + (size_t)omp_get_thread_num() * p->klen * p->slab_ld;
+        for (int k = 0; k < kc1 - kc0; k++)
+            memcpy(slab + (size_t)k * p->slab_ld, ak + (size_t)k * lda, (size_t)mm * sizeof *ak);
+        ak = slab;
+        lda = p->slab_ld;
+    }
     const real *bk = b + (transB ? (size_t)n0 * ldb + kc0 : (size_t)kc0 * ldb + n0);
     real *dst = ch ? p->part + (size_t)(ch - 1) * M * N + (size_t)m0 * N + n0
                    : c + (size_t)m0 * ldc + n0;
@@ -171,12 +193,23 @@ static void gemm_onednn_tiled(device *d, int transA, int transB, int M, int N, i
     p.tiles = (M + p.tm - 1) / p.tm * p.across;
     p.chunks = gemm_k_chunks(p.tiles, k1 - k0);
     p.klen = (k1 - k0 + p.chunks - 1) / p.chunks;
-    dten part = {0}; /* through the device, so its memory figures count the partial sums */
+    /* through the device, so its memory figures count the partial sums and panel copies */
+    dten part = {0}, slabs = {0};
     if (p.chunks > 1) {
         part = device_alloc(d, (size_t)(p.chunks - 1) * M * N, DT_REAL);
         if (!part.buf)
             return; /* the device failed, naming the allocation */
         p.part = RP(part);
+    }
+    if (gemm_wants_slab(transA, lda, p.across)) {
+        p.slab_ld = p.tm + GEMM_SLAB_PAD;
+        slabs = device_alloc(d, (size_t)omp_get_max_threads() * p.klen * p.slab_ld, DT_REAL);
+        if (!slabs.buf) {
+            if (part.buf)
+                device_free(d, part);
+            return;
+        }
+        p.slabs = RP(slabs);
     }
     int failed = 0, tasks = p.tiles * p.chunks;
     sigset_t all;
@@ -196,6 +229,8 @@ static void gemm_onednn_tiled(device *d, int transA, int transB, int M, int N, i
         gemm_add_parts(&p, M, N, c, ldc);
     if (part.buf)
         device_free(d, part);
+    if (slabs.buf)
+        device_free(d, slabs);
     if (failed)
         device_fail(d, "%s: gemm: oneDNN's sgemm refused %dx%dx%d (lda %d, ldb %d, ldc %d)",
                     d->backend, M, N, k1 - k0, lda, ldb, ldc);

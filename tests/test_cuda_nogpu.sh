@@ -25,6 +25,13 @@ if [ ! -s "$T/err" ]; then pass; else fail "harness devices wrote to stderr"; fi
 expect 0 "harness devices --json without a GPU" -- "$H" devices --json
 if ! grep -q '"cuda' "$T/out"; then pass; else fail "the JSON lists a cuda device"; fi
 
+# cuBLAS is loaded at a cuda device's open (devices/cuda/cu_blas.c), never at start: linked, its
+# 0.5 GB libcublasLt was mapped by every command, cpu runs and --help included
+LD_DEBUG=files "$H" devices >"$T/ld.out" 2>"$T/ld.err"
+if grep -q "file=libcublas" "$T/ld.err"; then fail "harness devices loaded cuBLAS:"; grep "file=libcublas" "$T/ld.err" | head -2
+elif ! grep -q "file=" "$T/ld.err"; then fail "LD_DEBUG=files printed no loaded file: the check sees nothing"
+else pass; fi
+
 for spec in cuda cuda:0 cuda:H100; do
   expect 2 "ops --device $spec" -- "$H" ops --device "$spec"
   says "cuda: no CUDA device (cudaGetDeviceCount: "

@@ -20,7 +20,7 @@ static void cu_close(device *d)
         if (c->stream)
             cudaStreamSynchronize(c->stream);
         if (c->blas)
-            cublasDestroy(c->blas);
+            cu_blas.destroy(c->blas);
         if (c->workspace)
             cudaFree(c->workspace);
         if (c->flag)
@@ -334,17 +334,19 @@ static int setup(device *d, cu_ctx *c, char *err, size_t errlen)
                      err, errlen) ||
         setup_failed(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize", err, errlen))
         return 1;
-    cublasStatus_t s = cublasCreate(&c->blas);
+    if (cu_blas_load(err, errlen))
+        return 1;
+    cublasStatus_t s = cu_blas.create(&c->blas);
     const char *call = "cublasCreate";
     if (s == CUBLAS_STATUS_SUCCESS && (call = "cublasSetStream", 1))
-        s = cublasSetStream(c->blas, c->stream);
+        s = cu_blas.set_stream(c->blas, c->stream);
     if (s == CUBLAS_STATUS_SUCCESS && (call = "cublasSetWorkspace", 1))
-        s = cublasSetWorkspace(c->blas, c->workspace, BLAS_WORKSPACE_BYTES);
+        s = cu_blas.set_workspace(c->blas, c->workspace, BLAS_WORKSPACE_BYTES);
     /* plain fp32 products (no TF32), as PyTorch's default for float32 matmul */
     if (s == CUBLAS_STATUS_SUCCESS && (call = "cublasSetMathMode", 1))
-        s = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH);
+        s = cu_blas.set_math_mode(c->blas, CUBLAS_DEFAULT_MATH);
     if (s != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cuda: open: %s: %s (%d)", call, cublasGetStatusString(s), (int)s);
+        snprintf(err, errlen, "cuda: open: %s: %s (%d)", call, cu_blas.status_string(s), (int)s);
         return 1;
     }
     return 0;

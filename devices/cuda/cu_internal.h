@@ -4,6 +4,7 @@
 #define CU_INTERNAL_H
 
 #include "cu_api.h"
+#include "cu_blas.h"
 #include "device.h"
 #include "kernels/kernel_list.h"
 #include "op_checks.h"

@@ -34,10 +34,10 @@ int cu_sgemm(device *d, const char *op, const cu_sgemm_call *g)
     cublasOperation_t tb = g->transB ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (g->batch == 1)
         return cu_blas_ok(d, op, "cublasSgemm",
-                          cublasSgemm(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha, g->B, g->ldb,
+                          cu_blas.sgemm(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha, g->B, g->ldb,
                                       g->A, g->lda, &g->beta, g->C, g->ldc));
     return cu_blas_ok(d, op, "cublasSgemmStridedBatched",
-                      cublasSgemmStridedBatched(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha,
+                      cu_blas.sgemm_strided_batched(c->blas, tb, ta, g->N, g->M, g->K, &g->alpha,
                                                 g->B, g->ldb, g->sB, g->A, g->lda, g->sA,
                                                 &g->beta, g->C, g->ldc, g->sC, g->batch));
 }

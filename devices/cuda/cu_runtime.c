@@ -22,7 +22,7 @@ int cu_blas_ok(device *d, const char *op, const char *call, cublasStatus_t s)
 {
     if (s == CUBLAS_STATUS_SUCCESS)
         return 1;
-    device_fail(d, "cuda: %s: %s: %s (%d)", op, call, cublasGetStatusString(s), (int)s);
+    device_fail(d, "cuda: %s: %s: %s (%d)", op, call, cu_blas.status_string(s), (int)s);
     return 0;
 }
 

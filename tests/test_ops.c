@@ -2342,6 +2342,35 @@ static void test_gemm_determinism(void **state)
     }
 }
 
+/* C = 0.5 C + 0.75 op(A) op(B) on the cpu device (C's rows N apart) against the sum in double,
+ * each element within 1e-6 of the sum of its terms' magnitudes; got: M x N scratch */
+static void check_gemm_vs_double(int ta, int tb, int M, int N, int K, const double *a, int lda,
+                                 const double *b, int ldb, const double *c, double *got)
+{
+    size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb;
+    tdev t;
+    tdev_open(&t, "cpu");
+    dten av = put(&t, a, na), bv = put(&t, b, nb), cv = put(&t, c, (size_t)M * N);
+    t.d->ops->gemm(t.d, ta, tb, M, N, K, 0.75, av, lda, 0, bv, ldb, 0, 0.5, cv, N, 0, 1);
+    get(&t, cv, got);
+    tdev_close(&t);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                double x = ta ? a[(size_t)k * lda + i] : a[(size_t)i * lda + k];
+                double y = tb ? b[(size_t)j * ldb + k] : b[(size_t)k * ldb + j];
+                sum += x * y;
+                mag += fabs(x * y);
+            }
+            double want = 0.5 * c[i * N + j] + 0.75 * sum;
+            if (fabs(got[i * N + j] - want) > 1e-6 * (0.75 * mag + 1))
+                fail_msg("gemm %c%c %dx%dx%d lda %d ldb %d: C[%d][%d] %.9g, want %.9g",
+                         ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, lda, ldb, i, j, got[i * N + j],
+                         want);
+        }
+}
+
 /* a product over a K long enough to be cut into chunks (cpu_ops_gemm.c: K >= 2048 over fewer
  * tiles than processors) against the sum in double: C = 0.5 C + 0.75 op(A) op(B) for every
  * transpose, so chunk 0's beta and alpha on every chunk are checked too */
@@ -2349,32 +2378,13 @@ static void test_gemm_long_k(void **state)
 {
     (void)state;
     enum { LM = 24, LN = 40, LK = 6000 };
-    static double a[LM * LK], b[LK * LN], c[LM * LN], want[LM * LN], got[LM * LN];
+    static double a[LM * LK], b[LK * LN], c[LM * LN], got[LM * LN];
     rnd(a, LM * LK, 1401, -1, 1);
     rnd(b, LK * LN, 1402, -1, 1);
     rnd(c, LM * LN, 1403, -1, 1);
     for (int tr = 0; tr < 4; tr++) {
-        int ta = tr & 1, tb = tr >> 1, lda = ta ? LM : LK, ldb = tb ? LK : LN;
-        tdev t;
-        tdev_open(&t, "cpu");
-        dten av = put(&t, a, LM * LK), bv = put(&t, b, LK * LN), cv = put(&t, c, LM * LN);
-        t.d->ops->gemm(t.d, ta, tb, LM, LN, LK, 0.75, av, lda, 0, bv, ldb, 0, 0.5, cv, LN, 0, 1);
-        get(&t, cv, got);
-        tdev_close(&t);
-        for (int i = 0; i < LM; i++)
-            for (int j = 0; j < LN; j++) {
-                double sum = 0, mag = 0;
-                for (int k = 0; k < LK; k++) {
-                    double x = ta ? a[k * LM + i] : a[i * LK + k];
-                    double y = tb ? b[j * LK + k] : b[k * LN + j];
-                    sum += x * y;
-                    mag += fabs(x * y);
-                }
-                want[i * LN + j] = 0.5 * c[i * LN + j] + 0.75 * sum;
-                if (fabs(got[i * LN + j] - want[i * LN + j]) > 1e-6 * (0.75 * mag + 1))
-                    fail_msg("gemm %c%c over K = %d: C[%d][%d] %.9g, want %.9g", ta ? 'T' : 'N',
-                             tb ? 'T' : 'N', LK, i, j, got[i * LN + j], want[i * LN + j]);
-            }
+        int ta = tr & 1, tb = tr >> 1;
+        check_gemm_vs_double(ta, tb, LM, LN, LK, a, ta ? LM : LK, b, tb ? LK : LN, c, got);
     }
 }
 
@@ -2390,26 +2400,9 @@ static void test_gemm_padded_panel(void **state)
     rnd(b, PK * PN, 1412, -1, 1);
     rnd(c, MAXLD * PN, 1413, -1, 1);
     for (int cs = 0; cs < 4; cs++) {
-        int M = cases[cs / 2][0], lda = cases[cs / 2][1], tb = cs & 1, ldb = tb ? PK : PN;
-        tdev t;
-        tdev_open(&t, "cpu");
-        dten av = put(&t, a, PK * lda), bv = put(&t, b, PK * PN), cv = put(&t, c, M * PN);
-        t.d->ops->gemm(t.d, 1, tb, M, PN, PK, 0.75, av, lda, 0, bv, ldb, 0, 0.5, cv, PN, 0, 1);
-        get(&t, cv, got);
-        tdev_close(&t);
-        for (int i = 0; i < M; i++)
-            for (int j = 0; j < PN; j++) {
-                double sum = 0, mag = 0;
-                for (int k = 0; k < PK; k++) {
-                    double x = a[(size_t)k * lda + i], y = tb ? b[j * PK + k] : b[k * PN + j];
-                    sum += x * y;
-                    mag += fabs(x * y);
-                }
-                double want = 0.5 * c[i * PN + j] + 0.75 * sum;
-                if (fabs(got[i * PN + j] - want) > 1e-6 * (0.75 * mag + 1))
-                    fail_msg("gemm T%c %dx%dx%d lda %d: C[%d][%d] %.9g, want %.9g",
-                             tb ? 'T' : 'N', M, PN, PK, lda, i, j, got[i * PN + j], want);
-            }
+        int tb = cs & 1;
+        check_gemm_vs_double(1, tb, cases[cs / 2][0], PN, PK, a, cases[cs / 2][1], b,
+                             tb ? PK : PN, c, got);
     }
 }
 

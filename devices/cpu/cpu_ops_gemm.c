@@ -128,10 +128,9 @@ typedef struct {
 
 /* A transposed A (C = A^T B: the weight gradients) whose rows lie a multiple of 2 KiB apart
  * reads its panel down columns whose addresses fall into the same few cache sets: oneDNN's
- * sgemm ran such a product at 258-294 GFLOP/s against 345-405 for the same shape with other
- * strides (gpt2-small's 1024 x 256 x 1024 fcproj gradient, GPT-2 124M's 3072 x 768 x 1024;
- * docs/benchmarks.md). Each tile then copies its panel of A into rows padded by this many
- * reals first (332-375 GFLOP/s), when one tile spans all of N (else each panel would be copied
+ * sgemm ran these at 277-296 GFLOP/s (gpt2-small's 1024 x 256 x 1024 fcproj gradient,
+ * GPT-2 124M's 3072 x 768 x 1024; docs/benchmarks.md). Each tile then copies its panel of A
+ * into rows padded by this many reals first (332-376 GFLOP/s), when one tile spans all of N (else each panel would be copied
  * once per tile of its row: a loss, measured at 1024 x 1024 x 1024). Same values, same sums. */
 #define GEMM_SLAB_PAD 16
 

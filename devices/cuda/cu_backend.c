@@ -334,8 +334,11 @@ static int setup(device *d, cu_ctx *c, char *err, size_t errlen)
                      err, errlen) ||
         setup_failed(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize", err, errlen))
         return 1;
-    if (cu_blas_load(err, errlen))
+    char why[768];
+    if (cu_blas_load(why, sizeof why)) {
+        snprintf(err, errlen, "cuda: open: %s", why);
         return 1;
+    }
     cublasStatus_t s = cu_blas.create(&c->blas);
     const char *call = "cublasCreate";
     if (s == CUBLAS_STATUS_SUCCESS && (call = "cublasSetStream", 1))

@@ -101,7 +101,7 @@ expect 0 "run the constant-lr baseline" -- "$H" run "$T/const.json" --db "$T/k.d
 expect 0 "record it" -- "$H" baseline record 1 --label const --dir "$T" --db "$T/k.db"
 "$H" run "$T/const.json" --db "$T/k.db" >"$T/kill.out" 2>&1 &
 pid=$!
-printed_at_least() { [ "$(grep -c '^step ' "$2")" -ge "$1" ]; }
+printed_at_least() { local n; n=$(grep -c '^step ' "$2" 2>/dev/null); [ "${n:-0}" -ge "$1" ]; }  # the file may not be there yet
 wait_until 120 "3 steps printed" -- printed_at_least 3 "$T/kill.out"
 kill -9 "$pid"; wait "$pid" 2>/dev/null
 expect 1 "incomplete verdict" -- "$H" compare 2 --baseline const --db "$T/k.db"; prints "verdict: incomplete"
@@ -175,6 +175,13 @@ expect 0 "report without --out" -- "$H" report 1 --db "$db" --no-plots
 [ -s "$T/reports/gpt2-tiny/report.md" ] && pass || fail "no reports/gpt2-tiny/report.md"
 prints "reports/gpt2-tiny/report.md"
 expect 2 "report of an unknown run" -- "$H" report 99 --out "$T/rep3" --db "$db"
+# without a usable baseline a run that finished ok is skipped, one that diverged still fails
+expect 0 "report, no usable baseline, a run that finished" -- "$H" report 1 --baseline nosuch --out "$T/rep5" --db "$db" --no-plots
+grep -q '<skipped' "$T/rep5/junit.xml" && pass || fail "junit: a run without baseline is not skipped"
+expect 1 "report, no usable baseline, a diverged run" -- "$H" report "$div_run" --baseline nosuch --out "$T/rep6" --db "$db" --no-plots
+grep -q '<failure type="diverged" message="the run.s status is diverged' "$T/rep6/junit.xml" && pass || { fail "junit: a diverged run without baseline is no failure"; cat "$T/rep6/junit.xml"; }
+grep -q 'diverged (no baseline)' "$T/rep6/report.md" && pass || fail "report.md: no 'diverged (no baseline)'"
+xml_ok "$T/rep6/junit.xml" && pass || fail "junit.xml of a diverged run without baseline is not XML"
 
 # ---- hostile names: nothing runs, the HTML stays inert
 section "hostile names, run --compare"

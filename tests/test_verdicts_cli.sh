@@ -116,6 +116,16 @@ expect 0 "compare without golden: no error ratio, band decides" -- "$H" compare 
 grep -q "^error_ratio" "$T/out" && fail "an error ratio without a golden" || pass
 unwritten "error_ratio verdict without golden" -- "$H" compare "$lone" --baseline "$lref" --verdict error_ratio --db "$db3"
 says "the error_ratio verdict needs a golden run"
+# the default golden of another length (--golden --steps 2): left out with a warning, the band
+# decides; named with --golden it is an input error, and so is the error_ratio verdict then
+expect 0 "a short golden under the default label" -- "$H" run "$S" --golden --steps 2 --db "$db3" --quiet
+expect 0 "compare beside a golden of another length" -- "$H" compare "$lone" --baseline "$lref" --db "$db3"
+says "the default golden is left out: no error ratio"; prints "verdict: pass"
+grep -q "^error_ratio" "$T/out" && fail "an error ratio from a golden of another length" || pass
+unwritten "error_ratio verdict beside a golden of another length" -- "$H" compare "$lone" --baseline "$lref" --verdict error_ratio --db "$db3"
+says "the error_ratio verdict needs a golden run"
+unwritten "--golden golden of another length" -- "$H" compare "$lone" --baseline "$lref" --golden golden --db "$db3"
+says "a golden must be of the run's scenario"
 for n in 1 9 0 abc 2.5 ''; do
   unwritten "--ensemble '$n'" -- "$H" baseline record "$S" --ensemble "$n" --label x --dir "$T/bl" --db "$db"
 done

@@ -315,8 +315,8 @@ static void print_summary(const report *r)
 {
     int pass = 0, none = 0;
     for (int i = 0; i < r->n; i++) {
-        pass += r->rows[i].has_baseline && r->rows[i].res.v == VERDICT_PASS;
-        none += !r->rows[i].has_baseline;
+        pass += row_counted_verdict(&r->rows[i]) == VERDICT_PASS;
+        none += row_counted_verdict(&r->rows[i]) < 0;
     }
     printf("report: %d runs (%d pass, %d not passing, %d without baseline) -> %s/report.md, "
            "report.html, report.csv, junit.xml%s\n",

@@ -79,7 +79,8 @@ int judge_baseline_known(store *st, const baseline_query *q, const char *scenari
                          const char *scenario_json, const char *scenario_hash, const char *dtype);
 /* The golden run of j's run (compare_golden.c): q->golden, else the label "golden" of the
  * scenario when there is one. 0 (j->has_golden says whether one was found), or 2 after a message:
- * a golden named that is not there, not finished ok, not fp64 or of another scenario. */
+ * a golden named that is not there, not finished ok, not fp64 or of another scenario. The
+ * default golden that is unfit so is left out with a warning (0, no golden). */
 int judge_find_golden(store *st, judgement *j, const baseline_query *q);
 /* "vm, 4 threads, load 1.20" (parts not recorded left out; "unknown host") into out */
 void run_host_text(const run_host *h, char *out, size_t len);

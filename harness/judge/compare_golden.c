@@ -56,27 +56,45 @@ static int golden_by_label(store *st, judgement *j, const baseline_query *q, con
     return EXIT_USAGE;
 }
 
-/* a golden must be a finished fp64 run of the run's scenario */
-static int check_golden(const judgement *j)
+/* why g cannot be the golden of j's run, into why (empty: it can) */
+static void golden_unfit(const judgement *j, char *why, size_t len)
 {
     const baseline *g = &j->golden;
-    if (strcmp(g->status, "ok") != 0) {
-        log_error("golden %s is %s: a golden must be a finished run (status ok)",
-                  j->golden_origin, g->status);
+    why[0] = 0;
+    if (strcmp(g->status, "ok") != 0)
+        snprintf(why, len, "golden %s is %s: a golden must be a finished run (status ok)",
+                 j->golden_origin, g->status);
+    else if (strcmp(g->dtype, "fp64") != 0)
+        snprintf(why, len, "golden %s ran in %s on %s: a golden is an fp64 run ('harness run "
+                 "SCENARIO --golden' trains it on cpu64)", j->golden_origin, g->dtype, g->device);
+    else if (strcmp(g->scenario_hash, j->run.scenario_hash) != 0 &&
+             !same_but_baseline(g->scenario_json, j->run.scenario_json))
+        snprintf(why, len, "golden %s ran scenario %s (hash %.12s), the run %lld scenario %s "
+                 "(hash %.12s): a golden must be of the run's scenario", j->golden_origin,
+                 g->scenario, g->scenario_hash, (long long)j->run_id, j->run.scenario,
+                 j->run.scenario_hash);
+}
+
+/* A golden must be a finished fp64 run of the run's scenario. One that was asked for (--golden)
+ * and is not is an input error; the default one (the label 'golden' of the scenario's name, or
+ * its committed file) that is not, say another length of the scenario, is left out with a
+ * warning: the comparison goes on without an error ratio (a verdict that needs one then fails
+ * for want of a golden). */
+static int check_golden(judgement *j, int asked)
+{
+    char why[1400];
+    golden_unfit(j, why, sizeof why);
+    if (!why[0])
+        return 0;
+    if (asked) {
+        log_error("%s", why);
         return EXIT_USAGE;
     }
-    if (strcmp(g->dtype, "fp64") != 0) {
-        log_error("golden %s ran in %s on %s: a golden is an fp64 run ('harness run SCENARIO "
-                  "--golden' trains it on cpu64)", j->golden_origin, g->dtype, g->device);
-        return EXIT_USAGE;
-    }
-    if (strcmp(g->scenario_hash, j->run.scenario_hash) != 0 &&
-        !same_but_baseline(g->scenario_json, j->run.scenario_json)) {
-        log_error("golden %s ran scenario %s (hash %.12s), the run %lld scenario %s (hash %.12s): "
-                  "a golden must be of the run's scenario", j->golden_origin, g->scenario,
-                  g->scenario_hash, (long long)j->run_id, j->run.scenario, j->run.scenario_hash);
-        return EXIT_USAGE;
-    }
+    log_warn("%s; the default golden is left out: no error ratio", why);
+    baseline_free(&j->golden);
+    j->has_golden = 0;
+    j->golden_id = 0;
+    j->golden_origin[0] = 0;
     return 0;
 }
 
@@ -93,6 +111,6 @@ int judge_find_golden(store *st, judgement *j, const baseline_query *q)
     else
         rc = golden_by_label(st, j, q, spec, 0);
     if (!rc && j->has_golden)
-        rc = check_golden(j);
+        rc = check_golden(j, spec && spec[0]);
     return rc;
 }

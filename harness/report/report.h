@@ -53,7 +53,11 @@ extern const char report_template_html[];
 void report_scenario_fields(const char *scenario_json, report_row *row);
 /* Fills row from a judgement (or from the run alone when j->base_id is 0). */
 void report_fill_row(report_row *row, const judgement *j);
-/* Worst verdict of the rows with a baseline; pass when none. */
+/* The verdict row counts as: its comparison's; without a baseline a run that did not finish ok
+ * fails by itself (status diverged: diverged; failed, stopped, running: incomplete), and one
+ * that did is not judged (-1: skipped). */
+int row_counted_verdict(const report_row *row);
+/* Worst verdict the rows count as (row_counted_verdict); pass when none. */
 verdict report_worst(const report *r);
 /* a report file opened for writing, NULL after a message naming it */
 FILE *report_open(const char *path);
@@ -61,7 +65,8 @@ FILE *report_open(const char *path);
 int report_close(FILE *f, const char *path);
 /* "1.2 MiB", "23.5 GiB", "-" for NaN/0 into out */
 void format_bytes(double bytes, char *out, size_t len);
-/* short verdict label of a row: "pass", "fail", "diverged", "incomplete", "no baseline" */
+/* short verdict label of a row: "pass", "fail", "diverged", "incomplete", "no baseline", and
+ * without a baseline "diverged (no baseline)", "incomplete (no baseline)" */
 const char *row_verdict(const report_row *row);
 /* the row's throughput ratio in words: "0.05x of NAME (run 3; not gated; other host)", "-"
  * when there is none */

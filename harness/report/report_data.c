@@ -146,12 +146,21 @@ void row_verdicts_text(const report_row *row, char *out, size_t len)
         snprintf(out + used, len - used, "decided by %s", gate_name(r->gate));
 }
 
+int row_counted_verdict(const report_row *row)
+{
+    if (row->has_baseline)
+        return (int)row->res.v;
+    if (strcmp(row->status, "ok") == 0)
+        return -1;
+    return strcmp(row->status, "diverged") == 0 ? VERDICT_DIVERGED : VERDICT_INCOMPLETE;
+}
+
 verdict report_worst(const report *r)
 {
     verdict worst = VERDICT_PASS;
     for (int i = 0; i < r->n; i++)
-        if (r->rows[i].has_baseline && r->rows[i].res.v > worst)
-            worst = r->rows[i].res.v;
+        if (row_counted_verdict(&r->rows[i]) > (int)worst)
+            worst = (verdict)row_counted_verdict(&r->rows[i]);
     return worst;
 }
 
@@ -167,7 +176,12 @@ void format_bytes(double bytes, char *out, size_t len)
 
 const char *row_verdict(const report_row *row)
 {
-    return row->has_baseline ? verdict_name(row->res.v) : "no baseline";
+    int v = row_counted_verdict(row);
+    if (row->has_baseline)
+        return verdict_name(row->res.v);
+    return v == VERDICT_DIVERGED     ? "diverged (no baseline)"
+           : v == VERDICT_INCOMPLETE ? "incomplete (no baseline)"
+                                     : "no baseline";
 }
 
 void row_ratio_text(const report_row *row, char *out, size_t len)

@@ -78,7 +78,7 @@ static void html_row(FILE *f, const report_row *w)
         snprintf(buf, sizeof buf, "%s at step %d", row_verdict(w), w->res.first_fail_step);
     else
         snprintf(buf, sizeof buf, "%s", row_verdict(w));
-    td(f, w->has_baseline ? verdict_name(w->res.v) : NULL, buf);
+    td(f, row_counted_verdict(w) >= 0 ? verdict_name((verdict)row_counted_verdict(w)) : NULL, buf);
     snprintf(buf, sizeof buf, "%.0f", w->tokens_per_s);
     td(f, "n", buf);
     row_ratio_text(w, buf, sizeof buf);

@@ -9,7 +9,12 @@
 
 static int failed(const report_row *w)
 {
-    return w->has_baseline && w->res.v != VERDICT_PASS;
+    return row_counted_verdict(w) > (int)VERDICT_PASS;
+}
+
+static int is_skipped(const report_row *w)
+{
+    return row_counted_verdict(w) < 0;
 }
 
 static void property(FILE *f, const char *name, const char *value)
@@ -49,10 +54,17 @@ static void junit_case(FILE *f, const report_row *w)
     esc_html(f, w->device_name);
     fprintf(f, ") run %lld\" time=\"%.3f\">\n", (long long)w->run_id, w->seconds);
     junit_properties(f, w);
-    if (!w->has_baseline) {
+    if (is_skipped(w)) {
         fputs("      <skipped message=\"", f);
         esc_html(f, w->note);
         fputs("\"/>\n", f);
+    } else if (!w->has_baseline) {
+        fprintf(f, "      <failure type=\"%s\" message=\"the run's status is %s; ",
+                verdict_name((verdict)row_counted_verdict(w)), w->status);
+        esc_html(f, w->note);
+        fprintf(f, "\">the run's status is %s (%d steps); not compared: ", w->status, w->steps);
+        esc_html(f, w->note);
+        fputs("</failure>\n", f);
     } else if (failed(w)) {
         fprintf(f, "      <failure type=\"%s\" message=\"", verdict_name(w->res.v));
         if (w->res.first_fail_step)
@@ -80,7 +92,7 @@ static void suite_counts(const report *r, const char *s, int *tests, int *failur
             continue;
         (*tests)++;
         *failures += failed(w);
-        *skipped += !w->has_baseline;
+        *skipped += is_skipped(w);
         *time += w->seconds;
     }
 }
@@ -116,7 +128,7 @@ int report_junit(const report *r, const char *path)
     int failures = 0, skipped = 0;
     for (int i = 0; i < r->n; i++) {
         failures += failed(&r->rows[i]);
-        skipped += !r->rows[i].has_baseline;
+        skipped += is_skipped(&r->rows[i]);
     }
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                "<testsuites name=\"harness\" tests=\"%d\" failures=\"%d\" errors=\"0\" "

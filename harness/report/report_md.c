@@ -100,7 +100,8 @@ int report_markdown(const report *r, const char *path)
         return EXIT_FAIL;
     int counts[4] = {0}, none = 0;
     for (int i = 0; i < r->n; i++)
-        r->rows[i].has_baseline ? counts[r->rows[i].res.v]++ : none++;
+        row_counted_verdict(&r->rows[i]) >= 0 ? counts[row_counted_verdict(&r->rows[i])]++
+                                              : none++;
     fprintf(f, "## Porting report\n\n%d runs: %d pass, %d fail, %d diverged, %d incomplete, %d "
                "without baseline (made %s)\n\n",
             r->n, counts[VERDICT_PASS], counts[VERDICT_FAIL], counts[VERDICT_DIVERGED],

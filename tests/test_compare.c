@@ -279,16 +279,50 @@ static void test_gates(void **state)
 static void test_baseline_without_grad_norm(void **state)
 {
     compare_result r;
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         base_steps[i].grad_norm = NAN;
+        base_steps[i].unrecorded |= STEP_NO_GRAD_NORM;
+    }
     run_steps[3].grad_norm = 99; /* not compared */
     assert_int_equal(run_compare(N, "ok", cfg(), &r), VERDICT_PASS);
     assert_false(r.grad_norm.recorded);
     assert_int_equal(r.grad_norm.compared, 0);
-    /* a baseline step without a loss is skipped, not failed */
+    assert_string_equal(r.grad_norm.not_recorded, "the baseline does not record it");
+    /* a baseline step whose loss was never recorded is skipped, not failed */
     base_steps[4].loss = NAN;
+    base_steps[4].unrecorded |= STEP_NO_LOSS;
     assert_int_equal(run_compare(N, "ok", cfg(), &r), VERDICT_PASS);
     assert_int_equal(r.loss.compared, N - 1);
+}
+
+/* never recorded (a log without grad norms) against recorded NaN and Inf (a diverged value) */
+static void test_unrecorded_against_nan(void **state)
+{
+    compare_result r;
+    (void)state;
+    /* the run records no grad norm: loss only, and the message names the run */
+    for (int i = 0; i < N; i++) {
+        run_steps[i].grad_norm = NAN;
+        run_steps[i].unrecorded |= STEP_NO_GRAD_NORM;
+    }
+    assert_int_equal(run_compare(N, "ok", cfg(), &r), VERDICT_PASS);
+    assert_false(r.grad_norm.recorded);
+    assert_string_equal(r.grad_norm.not_recorded, "the run does not record it");
+    /* the same NaN recorded at every step diverges */
+    for (int i = 0; i < N; i++)
+        run_steps[i].unrecorded = 0;
+    assert_int_equal(run_compare(N, "ok", cfg(), &r), VERDICT_DIVERGED);
+    assert_int_equal(r.first_nonfinite_step, 1);
+    /* a recorded Inf or NaN in the baseline is compared and fails */
+    setup(state);
+    base_steps[2].loss = INFINITY;
+    assert_int_equal(run_compare(N, "ok", cfg(), &r), VERDICT_FAIL);
+    assert_int_equal(r.first_fail_step, 3);
+    assert_int_equal(r.loss.compared, N);
+    setup(state);
+    base_steps[5].grad_norm = NAN;
+    assert_int_equal(run_compare(N, "ok", cfg(), &r), VERDICT_FAIL);
+    assert_int_equal(r.first_fail_step, 6);
 }
 
 static void test_step_alignment(void **state)
@@ -386,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_verdict_order),
         cmocka_unit_test_setup(test_gates, setup),
         cmocka_unit_test_setup(test_baseline_without_grad_norm, setup),
+        cmocka_unit_test_setup(test_unrecorded_against_nan, setup),
         cmocka_unit_test_setup(test_step_alignment, setup),
         cmocka_unit_test(test_history),
     };

@@ -62,4 +62,19 @@ done
 expect 0 "history of the second s4000 run" -- "$H" compare 3 --history --db hist.db --json
 tr -d ' \n' <"$T/out" | grep -q '"previous_runs":\[2\]' && pass \
   || { fail "history of run 3 is run 2 alone (same label)"; grep -A4 previous_runs "$T/out"; }
+echo "a grad norm never logged is NULL and not compared; one logged NaN at every step diverges"
+for i in 1 2 3; do echo "HARNESS_STEP {\"v\":1,\"step\":$i,\"loss\":2.$i,\"grad_norm\":1.0}"; done > gA.log
+for i in 1 2 3; do echo "HARNESS_STEP {\"v\":1,\"step\":$i,\"loss\":2.$i,\"grad_norm\":NaN}"; done > gC.log
+for i in 1 2 3; do echo "HARNESS_STEP {\"v\":1,\"step\":$i,\"loss\":2.$i}"; done > gE.log
+expect 0 "ingest the reference" -- "$H" ingest gA.log --device a --db gn.db
+expect 1 "NaN grad norm at every step" -- "$H" ingest gC.log --device c --db gn.db --compare --baseline 1
+grep -q "verdict: diverged" "$T/err" && pass || fail "a NaN grad norm at every step did not diverge"
+expect 0 "no grad norm logged" -- "$H" ingest gE.log --device e --db gn.db --compare --baseline 1
+grep -q "grad_norm   not compared: the run does not record it" "$T/err" && pass || fail "the message does not name the run"
+expect 0 "show the run without grad norms" -- "$H" show 3 --db gn.db --json
+tr -d ' \n' <"$T/out" | grep -q '"grad_norm":null' && pass || fail "a grad norm never logged is not null in show --json"
+# the same run as a baseline file: '-' (not recorded), and read back the same way
+expect 0 "record it with a scenario" -- "$H" ingest gE.log --device e --db gn.db --scenario "$SRC/scenarios/gpt2-tiny.json"
+expect 0 "baseline record" -- "$H" baseline record 4 --label e --out e.baseline --db gn.db
+awk '$1 == "1" {print $3}' e.baseline | grep -qx -- - && pass || { fail "the grad norm column is not '-'"; cat e.baseline; }
 finish

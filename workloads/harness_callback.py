@@ -155,9 +155,10 @@ class HarnessCallback(TrainerCallback):
         else:
             tokens = self.tokens_per_step
         peak, total = memory(self.torch)
-        line = {"v": 1, "step": state.global_step, "loss": float(logs["loss"]),
-                "lr": float(logs.get("learning_rate", float("nan"))), "step_ms": step_ms,
+        line = {"v": 1, "step": state.global_step, "loss": float(logs["loss"]), "step_ms": step_ms,
                 "mem_peak_bytes": peak, "mem_total_bytes": total, "rank": self.rank}
+        if logs.get("learning_rate") is not None:  # absent: not recorded (not a NaN)
+            line["lr"] = float(logs["learning_rate"])
         if "grad_norm" in logs and logs["grad_norm"] is not None:
             line["grad_norm"] = float(logs["grad_norm"])
         if tokens:

@@ -387,14 +387,21 @@ static void show_steps(const step_record *s, int n)
     }
 }
 
+/* a step's real: null when it was never recorded (STEP_NO_*), else as jreal */
+static json_t *jfield(const step_record *s, double v, unsigned bit)
+{
+    return s->unrecorded & bit ? json_null() : jreal(v);
+}
+
 static json_t *step_json(const step_record *s)
 {
     int scaled = s->loss_scale > 0; /* fp16 loss scaling: null for other runs */
     return json_pack("{s:i, s:o, s:o, s:o, s:I, s:o, s:o, s:I, s:I, s:I, s:o, s:o, s:o}", "step",
-                     s->step,
-                     "loss", jreal(s->loss), "grad_norm", jreal(s->grad_norm), "lr", jreal(s->lr),
-                     "tokens", (json_int_t)s->tokens, "step_ms", jreal(s->step_ms),
-                     "tokens_per_s", jreal(s->tokens_per_s), "mem_peak_bytes",
+                     s->step, "loss", jfield(s, s->loss, STEP_NO_LOSS), "grad_norm",
+                     jfield(s, s->grad_norm, STEP_NO_GRAD_NORM), "lr", jfield(s, s->lr, STEP_NO_LR),
+                     "tokens", (json_int_t)s->tokens, "step_ms",
+                     jfield(s, s->step_ms, STEP_NO_STEP_MS), "tokens_per_s",
+                     jfield(s, s->tokens_per_s, STEP_NO_TOKENS_PER_S), "mem_peak_bytes",
                      (json_int_t)s->mem_peak_bytes, "mem_used_bytes",
                      (json_int_t)s->mem_used_bytes, "mem_total_bytes",
                      (json_int_t)s->mem_total_bytes, "threads",

@@ -159,23 +159,28 @@ static step_record *merge(recorder *r, int rank, const lp_step *s)
         memset(m, 0, sizeof *m);
         m->step = s->step;
         m->loss = m->grad_norm = m->lr = m->step_ms = m->tokens_per_s = NAN;
+        m->unrecorded = STEP_NO_LOSS | STEP_NO_GRAD_NORM | STEP_NO_LR | STEP_NO_STEP_MS |
+                        STEP_NO_TOKENS_PER_S; /* stored as NULL until a line gives them */
         r->last_has[rank] = 1u << 31;
     }
     unsigned h = s->has;
-    if (h & LP_LOSS) m->loss = s->loss;
-    if (h & LP_GRAD_NORM) m->grad_norm = s->grad_norm;
-    if (h & LP_LR) m->lr = s->lr;
+    if (h & LP_LOSS) m->loss = s->loss, m->unrecorded &= ~STEP_NO_LOSS;
+    if (h & LP_GRAD_NORM) m->grad_norm = s->grad_norm, m->unrecorded &= ~STEP_NO_GRAD_NORM;
+    if (h & LP_LR) m->lr = s->lr, m->unrecorded &= ~STEP_NO_LR;
     if (h & LP_TOKENS) m->tokens = s->tokens;
-    if (h & LP_STEP_MS) m->step_ms = s->step_ms;
-    if (h & LP_TOKENS_PER_S) m->tokens_per_s = s->tokens_per_s;
+    if (h & LP_STEP_MS) m->step_ms = s->step_ms, m->unrecorded &= ~STEP_NO_STEP_MS;
+    if (h & LP_TOKENS_PER_S)
+        m->tokens_per_s = s->tokens_per_s, m->unrecorded &= ~STEP_NO_TOKENS_PER_S;
     if (h & LP_MEM_PEAK) m->mem_peak_bytes = s->mem_peak_bytes;
     if (h & LP_MEM_USED) m->mem_used_bytes = s->mem_used_bytes;
     if (h & LP_MEM_TOTAL) m->mem_total_bytes = s->mem_total_bytes;
     r->last_has[rank] |= h;
     if (!(r->last_has[rank] & LP_TOKENS) && r->tokens_per_step > 0)
         m->tokens = r->tokens_per_step;
-    if (!(r->last_has[rank] & LP_TOKENS_PER_S) && m->tokens > 0 && m->step_ms > 0)
+    if (!(r->last_has[rank] & LP_TOKENS_PER_S) && m->tokens > 0 && m->step_ms > 0) {
         m->tokens_per_s = (double)m->tokens / (m->step_ms / 1000.0);
+        m->unrecorded &= ~STEP_NO_TOKENS_PER_S;
+    }
     return m;
 }
 

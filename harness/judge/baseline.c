@@ -452,8 +452,10 @@ static int table_value(parser *ps, int ci, const char *t, step_record *r, double
             *(int *)p = 0;
         else if (c->is_int)
             *(int64_t *)p = 0;
-        else
+        else {
             *(double *)p = NAN;
+            r->unrecorded |= step_unrecorded_bit(c->off);
+        }
         return 0;
     }
     if (!c->is_int) {
@@ -467,6 +469,7 @@ static int table_value(parser *ps, int ci, const char *t, step_record *r, double
         if (c->off == offsetof(step_record, loss_scale) && !(isfinite(x) && x > 0))
             return perr(ps, c->name, "'%.40s': a loss scale is a finite number > 0 (or -)", t);
         *(double *)p = x;
+        r->unrecorded &= ~step_unrecorded_bit(c->off);
         return 0;
     }
     long long x;
@@ -513,6 +516,8 @@ static int table_row(parser *ps)
     double std = NAN;
     memset(&r, 0, sizeof r);
     r.grad_norm = r.lr = r.step_ms = r.tokens_per_s = NAN;
+    /* a column the file lacks is never recorded */
+    r.unrecorded = STEP_NO_GRAD_NORM | STEP_NO_LR | STEP_NO_STEP_MS | STEP_NO_TOKENS_PER_S;
     int i = 0;
     for (char *save = NULL, *t = strtok_r(ps->buf, " \t", &save); t;
          t = strtok_r(NULL, " \t", &save), i++) {
@@ -814,6 +819,8 @@ static void write_steps(FILE *f, const baseline *b)
                 fprintf(f, "%d", *(const int *)(r + columns[c].off));
             else if (columns[c].is_int)
                 fprintf(f, "%lld", (long long)*(const int64_t *)(r + columns[c].off));
+            else if (b->steps[i].unrecorded & step_unrecorded_bit(columns[c].off))
+                fputc('-', f); /* never recorded, as against a recorded nan */
             else
                 write_real(f, *(const double *)(r + columns[c].off));
         }

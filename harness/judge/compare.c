@@ -167,9 +167,12 @@ double peak_memory(const step_record *steps, int n)
 }
 
 /* one step of one metric: x from the run, ref from the baseline */
-static void metric_add(metric_summary *m, int step, double x, double ref, tolerance t)
+/* one matched step of a metric: a reference never recorded (ref_unrecorded: NULL in the store, '-'
+ * in a file) is left out; a recorded NaN or Inf on either side is compared and fails */
+static void metric_add(metric_summary *m, int step, double x, double ref, int ref_unrecorded,
+                       tolerance t)
 {
-    if (!isfinite(ref))
+    if (ref_unrecorded)
         return;
     m->compared++;
     double abs = fabs(x - ref), rel = rel_diff(x, ref);
@@ -195,10 +198,12 @@ static void metric_add(metric_summary *m, int step, double x, double ref, tolera
 }
 
 /* 1 when some step records the grad norm (a baseline made elsewhere may not) */
+/* 1 when some step of s has a grad norm: a number, or a NaN that was recorded (a diverged
+ * step), not one never recorded (a log without grad norms) */
 static int records_grad_norm(const series *s)
 {
     for (int i = 0; i < s->n; i++)
-        if (!isnan(s->steps[i].grad_norm))
+        if (!isnan(s->steps[i].grad_norm) || !(s->steps[i].unrecorded & STEP_NO_GRAD_NORM))
             return 1;
     return 0;
 }
@@ -207,7 +212,11 @@ static void compare_steps(const series *run, const series *base, const compare_c
                           compare_result *o)
 {
     int run_gn = records_grad_norm(run);
-    o->grad_norm.recorded = records_grad_norm(base) && run_gn;
+    int base_gn = records_grad_norm(base);
+    o->grad_norm.recorded = base_gn && run_gn;
+    o->grad_norm.not_recorded = run_gn    ? "the baseline does not record it"
+                                : base_gn ? "the run does not record it"
+                                          : "neither the run nor the baseline records it";
     o->loss.recorded = 1;
     for (int i = 0; i < run->n; i++) {
         const step_record *r = &run->steps[i];
@@ -223,11 +232,13 @@ static void compare_steps(const series *run, const series *base, const compare_c
         } else if (r->step > b->step) {
             j++;
         } else {
-            metric_add(&o->loss, r->step, r->loss, b->loss, c->loss);
+            metric_add(&o->loss, r->step, r->loss, b->loss, (b->unrecorded & STEP_NO_LOSS) != 0,
+                       c->loss);
             /* skipped on both sides: both norms are the Inf/NaN found; skipped on one only is a
              * difference, and fails as Inf against a number */
             if (o->grad_norm.recorded && !(r->skipped && b->skipped))
-                metric_add(&o->grad_norm, r->step, r->grad_norm, b->grad_norm, c->grad_norm);
+                metric_add(&o->grad_norm, r->step, r->grad_norm, b->grad_norm,
+                           (b->unrecorded & STEP_NO_GRAD_NORM) != 0, c->grad_norm);
             i++;
             j++;
         }

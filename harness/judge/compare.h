@@ -53,7 +53,8 @@ typedef struct {
 typedef struct {
     int compared;      /* steps present in both with a finite reference value */
     int failed;        /* of those, how many are out of tolerance */
-    int recorded;      /* 0 when the baseline does not record the metric (all NaN) */
+    int recorded;      /* 0 when the run or the baseline does not record the metric */
+    const char *not_recorded; /* then why, in words: "the run does not record it", ... */
     double max_abs, max_rel;
     int max_abs_step, max_rel_step;
     int first_fail;    /* step number; 0 when none */

@@ -495,7 +495,8 @@ int judge_store(store *st, const judgement *j)
 static void print_metric(FILE *f, const char *name, const metric_summary *m, tolerance t)
 {
     if (!m->recorded) {
-        fprintf(f, "%-11s not compared: the baseline does not record it\n", name);
+        fprintf(f, "%-11s not compared: %s\n", name,
+                m->not_recorded ? m->not_recorded : "the baseline does not record it");
         return;
     }
     fprintf(f, "%-11s %d steps compared, %d out of tolerance; max |diff| %.3g (step %d), "

@@ -45,7 +45,28 @@ typedef struct {
      * tokens sent to each expert of each MoE layer; NULL (and 0, 0) for a model without */
     int moe_layers, moe_experts;
     const int64_t *expert_tokens;
+    /* the reals above that were never recorded (STEP_NO_*; they hold NaN): a log that gives no
+     * grad norm, NULL in the store, '-' in a baseline file; a recorded NaN (a diverged value,
+     * 'nan') is not one of them. 0: all recorded */
+    unsigned unrecorded;
 } step_record;
+
+#define STEP_NO_LOSS 1u
+#define STEP_NO_GRAD_NORM 2u
+#define STEP_NO_LR 4u
+#define STEP_NO_STEP_MS 8u
+#define STEP_NO_TOKENS_PER_S 16u
+
+/* the STEP_NO_* bit of the real at byte offset off in a step_record; 0 for the others */
+static inline unsigned step_unrecorded_bit(size_t off)
+{
+    return off == offsetof(step_record, loss)           ? STEP_NO_LOSS
+           : off == offsetof(step_record, grad_norm)    ? STEP_NO_GRAD_NORM
+           : off == offsetof(step_record, lr)           ? STEP_NO_LR
+           : off == offsetof(step_record, step_ms)      ? STEP_NO_STEP_MS
+           : off == offsetof(step_record, tokens_per_s) ? STEP_NO_TOKENS_PER_S
+                                                        : 0;
+}
 
 /* Inserts a runs row with status 'running' and started_at now. Returns 0 or 1 (message). */
 int store_begin_run(store *st, const run_meta *m, int64_t *run_id);

@@ -52,6 +52,14 @@ expect 0 "run --save" -- "$H" run "$tiny" --steps 2 --save "$T/saved" --db "$T/a
 cmp -s "$T/saved/model.safetensors" "$T/init/model.safetensors" && fail "--save wrote the initial weights" || pass
 scenario "$T/saved" saved
 expect 0 "run from saved weights" -- "$H" run "$T/saved.json" --steps 1 --db "$T/a.db"
+# init never writes over the model directory it reads (seeded weights would replace trained ones)
+scenario "$T/saved" seeded '"weights": "seeded"'
+sum_before=$(md5sum <"$T/saved/model.safetensors")
+expect 2 "init into its own model directory" -- "$H" init "$T/seeded.json" "$T/saved"; says "is a file this run reads"
+expect 2 "init into its own model directory, spelt ./" -- "$H" init "$T/seeded.json" "$T/saved/./"
+[ "$(md5sum <"$T/saved/model.safetensors")" = "$sum_before" ] && pass || fail "init wrote over the weights it was given"
+: >"$T/afile"
+expect 2 "init into a file" -- "$H" init "$tiny" "$T/afile"; says "not a directory"
 expect 2 "run --save without value" -- "$H" run "$tiny" --save
 
 # ---- BPE tokenizer: init copies its files; a directory's tokenizer.json is found -------------

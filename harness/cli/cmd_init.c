@@ -140,6 +140,10 @@ int cmd_init(int argc, char **argv)
         scenario_free(&s);
         return rc;
     }
+    if ((rc = train_check_save_dir("init: OUT_DIR", out)) != 0) {
+        scenario_free(&s);
+        return rc;
+    }
     char err[512];
     device *d = device_open(dev, err, sizeof err);
     if (!d) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "models/models.h"
 #include "formats/formats.h"
@@ -327,19 +328,21 @@ static int check_objective(struct trainer *tr, const scenario *s)
     return EXIT_USAGE;
 }
 
-/* --save DIR writes DIR/config.json and DIR/model.safetensors: neither may be a file this run
- * has read (the scenario's own model directory), or the scenario would start from other weights
- * next time under the same hash */
-static int check_save_not_input(const char *dir)
+int train_check_save_dir(const char *what, const char *dir)
 {
     static const char *const names[] = {"config.json", "model.safetensors"};
     char path[4200];
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        log_error("%s %s: it is not a directory", what, dir);
+        return EXIT_USAGE;
+    }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         if (output_is_input(path)) {
-            log_error("--save %s: %s is a file this run reads (its model directory): the "
-                      "scenario would start from other weights next time; save elsewhere",
-                      dir, path);
+            log_error("%s %s: %s is a file this run reads (its model directory): the "
+                      "scenario would start from other weights next time; write elsewhere",
+                      what, dir, path);
             return EXIT_USAGE;
         }
     }
@@ -387,7 +390,7 @@ static int trainer_setup(struct trainer *tr, const scenario *s, device *d, const
         return EXIT_FAIL;
     if ((rc = routing_setup(tr)) || (rc = train_initial_weights(tr->model, s)))
         return rc;
-    if (o && o->save_dir && (rc = check_save_not_input(o->save_dir)))
+    if (o && o->save_dir && (rc = train_check_save_dir("--save", o->save_dir)))
         return rc;
     /* rank 0 dumps its own batches; the file is checked now, once every input has been read,
      * and created only when the run starts (train_loop): an input error leaves none behind */

@@ -101,5 +101,9 @@ int train_initial_weights(model *m, const scenario *s);
 int train_dump_batch(FILE *f, int step, const model_batch *b);
 /* m's weights and the scenario's config as a Hugging Face model directory. 0 or 1. */
 int train_save(model *m, const scenario *s, const char *dir);
+/* Before anything is written into dir (what: "--save", "init: OUT_DIR"): it must be a directory
+ * or not exist, and its config.json and model.safetensors no file this process has read (the
+ * scenario's own model directory). 0, or 2 after a message. */
+int train_check_save_dir(const char *what, const char *dir);
 
 #endif

@@ -92,6 +92,11 @@ sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e 's/"lr": 3
 expect 1 "diverging run" -- "$H" run "$T/huge.json" --steps 20 --db "$db" --quiet
 div_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
 expect 1 "diverged verdict" -- "$H" compare "$div_run" --baseline 1 --force --db "$db"; prints "verdict: diverged"
+# a failing verdict lost on stdout (a full disk) is an output error too: 2, as for a pass
+if [ -w /dev/full ]; then
+  expect 2 "diverged verdict > /dev/full" -- sh -c 'exec "$0" "$@" >/dev/full' "$H" compare "$div_run" --baseline 1 --force --db "$db"
+  says "writing the output to stdout failed"
+fi
 
 # ---- incomplete: killed mid-way
 # (--steps is part of the scenario's hash, so the baseline runs the same 40 steps, of a model
@@ -182,6 +187,26 @@ expect 1 "report, no usable baseline, a diverged run" -- "$H" report "$div_run" 
 grep -q '<failure type="diverged" message="the run.s status is diverged' "$T/rep6/junit.xml" && pass || { fail "junit: a diverged run without baseline is no failure"; cat "$T/rep6/junit.xml"; }
 grep -q 'diverged (no baseline)' "$T/rep6/report.md" && pass || fail "report.md: no 'diverged (no baseline)'"
 xml_ok "$T/rep6/junit.xml" && pass || fail "junit.xml of a diverged run without baseline is not XML"
+
+# ---- baseline record --out through a link, into a device, and two names that make one file
+section "baseline record: links, devices, file names"
+echo old >"$T/target.baseline"; ln -sf "$T/target.baseline" "$T/link.baseline"
+expect 0 "record through a symbolic link" -- "$H" baseline record 1 --label viaLink --out "$T/link.baseline" --db "$db"
+[ -L "$T/link.baseline" ] && grep -q "^label: viaLink" "$T/target.baseline" && pass || fail "the link was replaced, or its target not written"
+ln -sf "$T/nothere.baseline" "$T/dangling.baseline"
+expect 2 "record through a dangling link" -- "$H" baseline record 1 --label dang --out "$T/dangling.baseline" --db "$db"; says "a symbolic link to a missing file"
+if mknod "$T/null" c 1 3 2>/dev/null; then
+  expect 0 "record into a character device" -- "$H" baseline record 1 --label dev --out "$T/null" --db "$db"
+  [ -c "$T/null" ] && pass || fail "record replaced a device with a file"
+fi
+for n in "x y" "x_y"; do
+  sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e "s/\"name\": \"gpt2-tiny\"/\"name\": \"$n\"/" "$tiny" >"$T/$n.json"
+  expect 0 "a run of '$n'" -- "$H" run "$T/$n.json" --steps 2 --db "$T/names.db" --quiet
+done
+expect 0 "record the first" -- "$H" baseline record 1 --label n --dir "$T/names" --db "$T/names.db"
+expect 2 "record the second onto the same file name" -- "$H" baseline record 2 --label n --dir "$T/names" --db "$T/names.db"
+says "of another scenario"
+grep -q '^scenario: x y$' "$T/names/x_y.n.baseline" && pass || fail "the first scenario's baseline file was replaced"
 
 # ---- hostile names: nothing runs, the HTML stays inert
 section "hostile names, run --compare"

@@ -41,6 +41,9 @@ expect 0 "baseline list" -- "$H" baseline list --db "$db"
 grep -qE "^gpt2-tiny +golden +$golden +cpu64 +fp64" "$T/out" && pass || fail "the golden label is not listed: $(cat "$T/out")"
 expect 0 "cpu reference run" -- "$H" run "$S" --db "$db" --quiet; ref=$(run_id)
 expect 0 "cpu run" -- "$H" run "$S" --db "$db" --quiet; again=$(run_id)
+# history: the cpu runs before, not the golden (cpu64, fp64, on the same processor name)
+expect 0 "history of a cpu run beside a golden" -- "$H" compare "$again" --history --json --db "$db"
+tr -d ' \n' <"$T/out" | grep -q "\"previous_runs\":\[$ref\]" && pass || { fail "history of run $again is not run $ref alone"; grep -A3 previous_runs "$T/out"; }
 
 # the repeated cpu run against the cpu reference: same bits, same error: ratio 1, pass
 expect 0 "compare --verdict error_ratio" -- "$H" compare "$again" --baseline "$ref" --verdict error_ratio --db "$db"

@@ -94,6 +94,12 @@ static int record_path(const bl_args *a, const baseline *b, char *out, size_t le
         return EXIT_FAIL;
     }
     baseline_file_name(dir, b->scenario, b->label, out, len);
+    if (baseline_file_of_other_scenario(out, b)) {
+        log_error("baseline record: %s holds the baseline '%s' of another scenario whose name "
+                  "makes the same file name as '%s': give --out FILE", out, b->label,
+                  b->scenario);
+        return EXIT_USAGE;
+    }
     return 0;
 }
 

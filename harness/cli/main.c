@@ -43,15 +43,15 @@ static void usage(FILE *f)
 }
 
 /* the exit code once output is done: a result lost on stdout (a full disk, a closed file) is an
- * error, not a pass; a command that already failed with a usage error has said why */
+ * error (2), whatever the result said, pass or fail; a command that already failed with a
+ * usage error has said why */
 static int finish_stdout(int rc)
 {
     if (fflush(stdout) == 0 && !ferror(stdout))
         return rc;
-    if (rc == EXIT_USAGE)
-        return rc;
-    log_error("writing the output to stdout failed");
-    return rc == EXIT_PASS ? EXIT_USAGE : rc;
+    if (rc != EXIT_USAGE)
+        log_error("writing the output to stdout failed");
+    return EXIT_USAGE;
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,6 @@
 /* harness/judge/baseline.c: reading and writing baseline files (docs/baselines.md): a `key: value`
  * header with escaped values, then a whitespace-separated step table; doubles as %.17g. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath; POSIX 2008 with it */
 #include "baseline.h"
 
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "baseline_routing.h"
@@ -841,7 +842,25 @@ int baseline_write(FILE *f, const baseline *b)
     return ferror(f) ? EXIT_FAIL : 0;
 }
 
-int baseline_save(const char *path, const baseline *b)
+/* b written straight into path, a device or a FIFO (/dev/stdout, a pipe), which a rename would
+ * replace */
+static int save_in_place(const char *path, const baseline *b)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        log_error("%s: cannot write the baseline: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    int rc = baseline_write(f, b);
+    if (fclose(f) != 0 || rc) {
+        log_error("%s: writing the baseline failed: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* b into path through a temporary file renamed over it, so a reader never sees half a file */
+static int save_by_rename(const char *path, const baseline *b)
 {
     char tmp[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
@@ -864,6 +883,34 @@ int baseline_save(const char *path, const baseline *b)
     return 0;
 }
 
+/* A symbolic link is written through (its target replaced, the link kept); a regular file or a
+ * new name by a rename; a device or FIFO in place; a directory is refused. */
+int baseline_save(const char *path, const baseline *b)
+{
+    char real[PATH_MAX];
+    struct stat st, link;
+    int is_link = lstat(path, &link) == 0 && S_ISLNK(link.st_mode);
+    if (stat(path, &st) != 0) {
+        if (!is_link)
+            return save_by_rename(path, b);
+        log_error("%s: cannot write the baseline: a symbolic link to a missing file", path);
+        return EXIT_USAGE;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        log_error("%s: cannot write the baseline: it is a directory", path);
+        return EXIT_USAGE;
+    }
+    if (!S_ISREG(st.st_mode))
+        return save_in_place(path, b);
+    if (!is_link)
+        return save_by_rename(path, b);
+    if (!realpath(path, real)) {
+        log_error("%s: cannot resolve the symbolic link: %s", path, strerror(errno));
+        return EXIT_FAIL;
+    }
+    return save_by_rename(real, b);
+}
+
 static char *write_to_memory(const baseline *b, size_t *len)
 {
     char *buf = NULL;
@@ -873,6 +920,42 @@ static char *write_to_memory(const baseline *b, size_t *len)
     baseline_write(f, b);
     fclose(f);
     return buf;
+}
+
+/* the "scenario: ..." line of a baseline's text (its first 64 KiB), into out; 0 when found */
+static int scenario_line(const char *text, size_t len, char *out, size_t cap)
+{
+    size_t n = len < 65536 ? len : 65536;
+    for (size_t i = 0; i < n; i++) {
+        if ((i == 0 || text[i - 1] == '\n') && n - i > 10 && memcmp(text + i, "scenario: ", 10) == 0) {
+            const char *end = memchr(text + i, '\n', n - i);
+            size_t k = end ? (size_t)(end - (text + i)) : n - i;
+            if (k >= cap)
+                k = cap - 1;
+            memcpy(out, text + i, k);
+            out[k] = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int baseline_file_of_other_scenario(const char *path, const baseline *b)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    static char head[65536];
+    size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    size_t len = 0;
+    char *mine = write_to_memory(b, &len);
+    char theirs_line[4096], mine_line[4096];
+    int other = mine && scenario_line(head, got, theirs_line, sizeof theirs_line) == 0 &&
+                scenario_line(mine, len, mine_line, sizeof mine_line) == 0 &&
+                strcmp(theirs_line, mine_line) != 0;
+    free(mine);
+    return other;
 }
 
 int baseline_same(const baseline *a, const baseline *b)

@@ -47,8 +47,14 @@ int baseline_read(const char *path, baseline *b);
 /* Writes b in the file format (doubles as %.17g so they read back bit-identical). 0, or 1
  * when writing failed. */
 int baseline_write(FILE *f, const baseline *b);
-/* baseline_write into path through a temporary file and rename; 0, or 1 with a message */
+/* baseline_write into path: a regular file (or a new name) through a temporary file and rename,
+ * a symbolic link through to its target, a device or FIFO (/dev/stdout) in place; 0, 1 with a
+ * message when writing failed, 2 for a directory or a dangling link */
 int baseline_save(const char *path, const baseline *b);
+/* 1 when path is a baseline file of another scenario than b's (its "scenario:" line differs):
+ * two scenario names that clean to one file name ("x y", "x_y"); 0 otherwise (no such file,
+ * not a baseline, or b's scenario) */
+int baseline_file_of_other_scenario(const char *path, const baseline *b);
 /* 1 when a and b write out to the same bytes */
 int baseline_same(const baseline *a, const baseline *b);
 /* adds or replaces an extra metadata key; 0 or -1 (out of memory) */

@@ -1075,6 +1075,9 @@ int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int
     static const char sql[] =
         "SELECT p.id FROM runs r JOIN runs p ON p.scenario_hash = r.scenario_hash"
         " AND p.device_name IS r.device_name AND p.id < r.id AND p.status = 'ok'"
+        /* the same backend (cpu64's golden shares cpu's device name) and precision */
+        " AND p.dtype IS r.dtype AND substr(p.device, 1, instr(p.device || ':', ':') - 1)"
+        " = substr(r.device, 1, instr(r.device || ':', ':') - 1)"
         " WHERE r.id = ?1 ORDER BY p.id DESC LIMIT ?2";
     *ids = NULL;
     *n = 0;

@@ -145,6 +145,8 @@ sed 's/"lr":0.003/"lr":0.004/' "$committed" >"$T/edited.baseline"
 expect 2 "edited scenario_json" -- "$H" baseline import "$T/edited.baseline" --db "$db"; says "scenario_hash: does not match"
 expect 2 "compare with a malformed file" -- "$H" compare 1 --baseline "$T/trunc.baseline" --db "$db"
 expect 2 "import a missing file" -- "$H" baseline import "$T/nope.baseline" --db "$db"; says "nope.baseline"
+sed 's/^dtype: fp32$/dtype: fp8/' "$committed" >"$T/fp8.baseline"
+expect 2 "import a baseline of an unknown dtype" -- "$H" baseline import "$T/fp8.baseline" --label fp8 --db "$db"; says "dtype: 'fp8' is not fp64, fp32, bf16 or fp16"
 
 # ---- history: imported copies of the baseline with scaled throughput form the history
 hist() { awk -v f="$1" 'NF == 10 && $1 ~ /^[0-9]+$/ { $7 = $7 * f } { print }' "$committed" | sed "s/^label: cpu$/label: h$2/" >"$T/h$2.baseline"; "$H" baseline import "$T/h$2.baseline" --db "$T/hist.db" | sed -n 's/.* as run \([0-9]*\).*/\1/p'; }

@@ -185,12 +185,18 @@ static void print_row(char cell[RUN_COLS][CELL], const int *width)
     }
 }
 
-static void print_runs_table(const run_list *l, const char *db)
+/* limited: --limit N cut the list (the store may hold more) */
+static void print_runs_table(const run_list *l, const char *db, int limited)
 {
     static char cell[RUN_COLS][CELL];
     char name[1024];
     clean(name, sizeof name, db);
-    printf("%d runs in %s, newest first (by id: the order recorded or imported)\n", l->n, name);
+    if (limited)
+        printf("the newest %d run%s in %s (--limit; the store may hold more), by id: the order "
+               "recorded or imported\n", l->n, l->n == 1 ? "" : "s", name);
+    else
+        printf("%d runs in %s, newest first (by id: the order recorded or imported)\n", l->n,
+               name);
     int width[RUN_COLS];
     for (int c = 0; c < RUN_COLS; c++) {
         snprintf(cell[c], CELL, "%s", RUN_HEAD[c]);
@@ -283,7 +289,7 @@ int cmd_runs(int argc, char **argv)
     if (!rc && json)
         rc = print_runs_json(&list);
     else if (!rc)
-        print_runs_table(&list, db);
+        print_runs_table(&list, db, limit > 0 && list.n == limit);
     free(list.rows);
     return finish_output(rc);
 }

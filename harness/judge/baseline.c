@@ -328,6 +328,9 @@ static int set_known(parser *ps, int fi, const char *v)
         ps->hash_line = ps->line;
     if (strcmp(f->key, "status") == 0 && strcmp(v, "ok") != 0)
         return perr(ps, f->key, "'%.20s': a baseline is a finished run, status ok", v);
+    if (strcmp(f->key, "dtype") == 0 && strcmp(v, "fp64") != 0 && strcmp(v, "fp32") != 0 &&
+        strcmp(v, "bf16") != 0 && strcmp(v, "fp16") != 0)
+        return perr(ps, f->key, "'%.20s' is not fp64, fp32, bf16 or fp16", v);
     memcpy((char *)ps->b + f->off, v, strlen(v) + 1);
     return 0;
 }

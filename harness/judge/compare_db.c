@@ -660,15 +660,24 @@ static json_t *side_json(const baseline *b, int64_t id)
     return o;
 }
 
+/* a difference: a number, "inf" or "nan" as runs and show --json write them (a NaN or an
+ * infinity was compared); null when nothing was compared */
+static json_t *difference_json(const metric_summary *m, double v)
+{
+    if (!m->compared)
+        return json_null();
+    return isfinite(v) ? json_real(v) : json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
 static json_t *metric_json(const metric_summary *m, tolerance t)
 {
     json_t *o = json_object();
     json_object_set_new(o, "recorded", json_boolean(m->recorded));
     json_object_set_new(o, "compared", json_integer(m->compared));
     json_object_set_new(o, "failed", json_integer(m->failed));
-    json_object_set_new(o, "max_abs", m->compared ? json_num(m->max_abs) : json_null());
+    json_object_set_new(o, "max_abs", difference_json(m, m->max_abs));
     json_object_set_new(o, "max_abs_step", json_integer(m->max_abs_step));
-    json_object_set_new(o, "max_rel", m->compared ? json_num(m->max_rel) : json_null());
+    json_object_set_new(o, "max_rel", difference_json(m, m->max_rel));
     json_object_set_new(o, "max_rel_step", json_integer(m->max_rel_step));
     json_object_set_new(o, "first_failing_step",
                         m->first_fail ? json_integer(m->first_fail) : json_null());

@@ -90,6 +90,11 @@ static int read_vocab(bpe *b, json_t *vocab, const char *where)
 {
     if (!json_is_object(vocab))
         return bad(where, "the vocabulary must be an object {token: id}");
+    if (json_object_size(vocab) == 0)
+        return bad(where, "the vocabulary is empty: a BPE tokenizer needs its tokens");
+    if (json_object_get(vocab, "model") && json_is_object(json_object_get(vocab, "model")))
+        return bad(where, "holds a \"model\" object, as a tokenizer.json does, but is read as a "
+                          "vocab.json (its name ends in vocab.json): name it tokenizer.json");
     const char *k;
     json_t *v;
     json_object_foreach(vocab, k, v)

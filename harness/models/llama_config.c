@@ -355,31 +355,53 @@ static int check_sizes(const llama_config *c, const char *where)
     return 0;
 }
 
+/* a product of sizes over the limit, and the factors it is made of (key and value; at most
+ * five; a factor that the config does not set, as a null head_dim, has a NULL key) */
+typedef struct {
+    uint64_t n;
+    const char *what;
+    const char *keys[5];
+    int values[5];
+} size_product;
+
+/* the factor to name in the message: the largest one the config sets */
+static int blamed_factor(const size_product *p)
+{
+    int best = -1;
+    for (int k = 0; k < 5; k++)
+        if (p->keys[k] && (best < 0 || p->values[k] > p->values[best]))
+            best = k;
+    return best < 0 ? 0 : best;
+}
+
 static int check_products(const llama_config *c, const char *where)
 {
     uint64_t C = (uint64_t)c->hidden_size;
     uint64_t hd = (uint64_t)llama_config_head_dim(c);
-    const struct {
-        const char *key;
-        int v;
-        uint64_t n;
-        const char *what;
-    } t[] = {{"vocab_size", c->vocab_size, size_mul((uint64_t)c->vocab_size, C),
-              "embed_tokens.weight (vocab_size x hidden_size)"},
-             {"intermediate_size", c->intermediate_size,
-              size_mul((uint64_t)c->intermediate_size, C),
-              "mlp.gate_proj.weight (intermediate_size x hidden_size)"},
-             {"num_attention_heads", c->num_attention_heads,
-              size_mul(size_mul((uint64_t)c->num_attention_heads, hd), C),
-              "self_attn.q_proj.weight (num_attention_heads x head_dim x hidden_size)"},
-             {"num_hidden_layers", c->num_hidden_layers, llama_config_param_count(c),
-              "the parameters in all"}};
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (t[i].n > LLAMA_MAX_ELEMENTS)
-            return config_error(where, t[i].key, "%d is too large: %s would have %llu elements, "
-                                "over the limit of %llu", t[i].v, t[i].what,
-                                (unsigned long long)t[i].n,
-                                (unsigned long long)LLAMA_MAX_ELEMENTS);
+    const char *hd_key = c->head_dim > 0 ? "head_dim" : NULL; /* null: derived, not given */
+    const size_product t[] = {
+        {size_mul((uint64_t)c->vocab_size, C), "embed_tokens.weight (vocab_size x hidden_size)",
+         {"vocab_size", "hidden_size"}, {c->vocab_size, c->hidden_size}},
+        {size_mul((uint64_t)c->intermediate_size, C),
+         "mlp.gate_proj.weight (intermediate_size x hidden_size)",
+         {"intermediate_size", "hidden_size"}, {c->intermediate_size, c->hidden_size}},
+        {size_mul(size_mul((uint64_t)c->num_attention_heads, hd), C),
+         "self_attn.q_proj.weight (num_attention_heads x head_dim x hidden_size)",
+         {"num_attention_heads", hd_key, "hidden_size"},
+         {c->num_attention_heads, (int)hd, c->hidden_size}},
+        {llama_config_param_count(c), "the parameters in all",
+         {"num_hidden_layers", c->num_local_experts > 0 ? "num_local_experts" : NULL,
+          "intermediate_size", "hidden_size", "vocab_size"},
+         {c->num_hidden_layers, c->num_local_experts, c->intermediate_size, c->hidden_size,
+          c->vocab_size}}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        if (t[i].n <= LLAMA_MAX_ELEMENTS)
+            continue;
+        int k = blamed_factor(&t[i]);
+        return config_error(where, t[i].keys[k], "%d is too large: %s would have %llu elements, "
+                            "over the limit of %llu", t[i].values[k], t[i].what,
+                            (unsigned long long)t[i].n, (unsigned long long)LLAMA_MAX_ELEMENTS);
+    }
     return 0;
 }
 

@@ -264,6 +264,15 @@ static int load_dataset(struct trainer *tr, const scenario *s, tokenizer *tok, i
         *ids = tr->data.vocab_size;
         return rc;
     }
+    int before, after;
+    tokenizer_template_size(tok, &before, &after);
+    if (s->seq_len <= before + after) { /* a row holds the template and at least one token */
+        log_error("%s:%d: data.seq_len: %d leaves no room for text: the tokenizer's template adds "
+                  "%d special tokens ([CLS] ... [SEP]) to each row; give at least %d", s->path,
+                  json_locate_line(s->json, "data.seq_len"), s->seq_len, before + after,
+                  before + after + 1);
+        return EXIT_USAGE;
+    }
     mlm_options o = {s->seq_len, s->line_by_line, s->mlm_probability};
     int rc = mlm_dataset_load(s->data_path, tok, &o, &tr->mlm_data);
     *ids = tr->mlm_data.vocab_size;
@@ -304,13 +313,15 @@ static int load_data(struct trainer *tr, const scenario *s)
         return rc;
     int vocab = s->fam->config_sizes(&s->model).vocab_size;
     if (ids > vocab && tr->from == FROM_MEGATRON) {
-        log_error("%s: the megatron data hold token id %d, outside the model's vocab_size %d",
-                  s->path, ids - 1, vocab);
+        log_error("%s:%d: data.path: the megatron data hold token id %d, outside the model's "
+                  "vocab_size %d", s->path, json_locate_line(s->json, "data.path"), ids - 1,
+                  vocab);
         return EXIT_USAGE;
     }
     if (ids > vocab) {
-        log_error("%s: the %s tokenizer has %d ids but model vocab_size is %d", s->path,
-                  s->tokenizer, ids, vocab);
+        log_error("%s:%d: data.tokenizer: the %s tokenizer has %d ids but the model's vocab_size "
+                  "is %d", s->path, json_locate_line(s->json, "data.tokenizer"), s->tokenizer,
+                  ids, vocab);
         return EXIT_USAGE;
     }
     return 0;

@@ -198,6 +198,20 @@ grep -q "verdict: fail" "$T/err" && pass || fail "compare fail: $(grep verdict "
 expect 0 "ingest --compare" -- "$H" ingest "$T/replay.log" --scenario "$tiny" --device a100 --compare \
   --baseline pytorch --baselines "$SRC/baselines" --db "$db"
 
+echo "--compare with a baseline label or run id that is not there: exit 2 before CMD runs, as --help says"
+runs() { [ "$has_sqlite" = 1 ] && sqlite3 "$db" "select count(*) from runs"; }
+runs_before=$(runs)
+for b in nosuch 99999; do
+  expect 2 "exec --compare --baseline $b" -- "$H" exec --scenario "$tiny" --compare --baseline "$b" --db "$db" \
+    -- sh -c "touch '$T/ran-$b'; cat '$T/replay.log'"
+  says "$b"
+  [ ! -e "$T/ran-$b" ] && pass || fail "exec --compare --baseline $b ran CMD"
+done
+[ "$(runs)" = "$runs_before" ] && pass || fail "a refused --compare recorded a run: $(runs) runs, $runs_before before"
+expect 0 "exec --help" -- "$H" exec --help
+grep -q "found before CMD runs" "$T/out" && ! grep -q "after the run" "$T/out" && pass \
+  || fail "exec --help on a missing --compare baseline: $(grep -A1 'Exit codes' "$T/out")"
+
 echo "the A100 flow: an exec'd run with HARNESS_META becomes a baseline file that imports again"
 { echo 'HARNESS_META {"v":1,"device_name":"NVIDIA A100-SXM4-80GB","host":"node7","world_size":1,"mem_total_bytes":85899345920,"odd key!":"x"}'; cat "$T/replay.log"; } >"$T/a100.log"
 expect 0 "exec the A100 log" -- "$H" exec --scenario "$tiny" --device a100 --db "$db" -- cat "$T/a100.log"

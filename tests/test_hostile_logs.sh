@@ -96,6 +96,48 @@ expect 1 "ingest rank 1's steps only" -- "$H" ingest only1.log --device a100 --d
 grep -q "no step of rank 0 with a loss in 2 lines of output (2 harness step lines" out && pass \
   || fail "the message: $(cat out)"
 
+echo "ingest: untagged rank files (file k is rank k) each keep their own parser state"
+# rank_of DB RUN RANK: "step:loss ..." of one rank in rank_steps
+rank_of() { q "$1" "select group_concat(step || ':' || loss, ' ') from (select * from rank_steps where run_id = $2 and rank = $3 order by step)"; }
+for f in t0 t1; do
+  for i in 1 2 3; do echo "{'loss': 0.$i, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': 0.1}"; done > $f.log
+done
+expect 0 "ingest two untagged Trainer rank files" -- "$H" ingest t0.log t1.log --device x --db fr.db
+[ "$(rank_of fr.db 1 1)" = "1:0.1 2:0.2 3:0.3" ] && pass || fail "rank 1's Trainer steps: $(rank_of fr.db 1 1)"
+[ "$(rank_of fr.db 1 0)" = "1:0.1 2:0.2 3:0.3" ] && pass || fail "rank 0's Trainer steps: $(rank_of fr.db 1 0)"
+# the seed demo's running means: rank 1's own (8, then 6 over 2 steps: 8 and 4)
+printf 'epoch[0/9], step[0/100]: train_loss: %s, train_tokens_throughput: 1 tokens/s\nepoch[0/9], step[1/100]: train_loss: %s, train_tokens_throughput: 1 tokens/s\n' 4.0 3.0 > s0.log
+printf 'epoch[0/9], step[0/100]: train_loss: %s, train_tokens_throughput: 1 tokens/s\nepoch[0/9], step[1/100]: train_loss: %s, train_tokens_throughput: 1 tokens/s\n' 8.0 6.0 > s1.log
+expect 0 "ingest two untagged seed rank files" -- "$H" ingest s0.log s1.log --device x --db fr.db
+[ "$(rank_of fr.db 2 1)" = "1:8.0 2:4.0" ] && pass || fail "rank 1's seed steps: $(rank_of fr.db 2 1)"
+[ "$(rank_of fr.db 2 0)" = "1:4.0 2:2.0" ] && pass || fail "rank 0's seed steps: $(rank_of fr.db 2 0)"
+printf ':::MLLOG {"key": "train_loss", "value": %s, "metadata": {}}\n' 5.5 5.0 > m0.log; cp m0.log m1.log
+expect 0 "ingest two untagged mllog rank files" -- "$H" ingest m0.log m1.log --device x --db fr.db
+[ "$(rank_of fr.db 3 1)" = "1:5.5 2:5.0" ] && pass || fail "rank 1's mllog steps: $(rank_of fr.db 3 1)"
+
+echo "ingest: --keys naming the step wins over a Trainer look-alike JSON line with loss first"
+printf '{"loss": 2.3, "iter": 10}\n{"loss": 2.2, "iter": 20}\n' > kl.log
+expect 0 "ingest loss-first JSON lines with --keys" -- "$H" ingest kl.log --keys step=iter,loss=loss --device x --db kl.db
+[ "$(q kl.db 'select group_concat(step || ":" || loss, " ") from (select * from steps order by step)')" = "10:2.3 20:2.2" ] \
+  && pass || fail "the --keys steps: $(q kl.db 'select step, loss from steps')"
+
+echo "ingest: Hugging Face Trainer + DeepSpeed: the engine's loss-less lines give way to the Trainer dicts"
+ds() { printf '[2024-05-01 10:00:0%d,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=%d, skipped=0, lr=[5e-05], mom=[(0.9, 0.999)]\n' "$1" "$1"; }
+{ ds 1; echo "{'loss': 2.3, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.1}"
+  ds 2; echo "{'loss': 2.2, 'grad_norm': 1.1, 'learning_rate': 5e-05, 'epoch': 0.2}"; } > hfds.log
+expect 0 "ingest a Trainer + DeepSpeed log" -- "$H" ingest hfds.log --device x --db ds.db
+grep -q "ok, 2 steps, final loss 2.200000 (format trainer)" out && pass || fail "Trainer + DeepSpeed: $(cat out)"
+[ "$(q ds.db 'select group_concat(step || ":" || loss || ":" || grad_norm, " ") from (select * from steps order by step)')" = "1:2.3:1.2 2:2.2:1.1" ] \
+  && pass || fail "the Trainer steps: $(q ds.db 'select step, loss, grad_norm from steps')"
+
+echo "ingest: DeepSpeed's [Rank 0] line and Megatron's untagged loss line are one row of rank 0 in rank_steps"
+{ ds 1; echo ' iteration        1/     100 | consumed samples: 8 | lm loss: 7.1E+00 | grad norm: 2.3 |'
+  ds 2; echo ' iteration        2/     100 | consumed samples: 16 | lm loss: 6.9E+00 | grad norm: 2.1 |'; } > mgds.log
+expect 0 "ingest a Megatron-DeepSpeed log" -- "$H" ingest mgds.log --device x --db mg.db
+[ "$(rank_of mg.db 1 0)" = "1:7.1 2:6.9" ] && pass || fail "rank 0's rank_steps: $(rank_of mg.db 1 0)"
+[ "$(q mg.db 'select group_concat(step || ":" || loss, " ") from (select * from steps order by step)')" = "1:7.1 2:6.9" ] \
+  && pass || fail "the steps: $(q mg.db 'select step, loss from steps')"
+
 echo "ingest: 65 logs is exit 2 naming the limit of 64"
 for i in $(seq 0 64); do printf "$STEP" 1 2.0 > "r$i.log"; done
 expect 2 "ingest 65 logs" -- "$H" ingest $(for i in $(seq 0 64); do echo "r$i.log"; done) --device a100 --db many.db

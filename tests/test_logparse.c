@@ -391,6 +391,95 @@ static void test_json_loss_first_keeps_step(void **state)
     assert_string_equal(t.locked->name, "trainer");
 }
 
+/* several untagged rank files (ingest: file k is rank k): each file's rank keeps its own Trainer
+ * count, seed running mean and mllog count; a line's own rank tag still says whose it is */
+static void test_file_ranks_apart(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    const char *dict = "{'loss': 0.1, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': 0.1}";
+    for (int file = 0; file < 2; file++) {
+        r.source_rank = file;
+        for (int k = 1; k <= 3; k++) {
+            assert_true(read1(&r, dict, &ev));
+            assert_int_equal(ev.step.step, k); /* rank 1's dicts are 1, 2, 3, not 4, 5, 6 */
+        }
+    }
+    assert_true(read1(&r, "[rank0]:{'loss': 0.2}", &ev)); /* in rank 1's file, tagged rank 0 */
+    assert_int_equal(ev.step.rank, 0);
+    assert_int_equal(ev.step.step, 4);
+    lp_reader s = fresh(NULL, NULL);
+    static const char *const means[2][2] = {
+        {"epoch[0/9], step[0/100]: train_loss: 4.0", "epoch[0/9], step[1/100]: train_loss: 3.0"},
+        {"epoch[0/9], step[0/100]: train_loss: 8.0", "epoch[0/9], step[1/100]: train_loss: 6.0"}};
+    static const double want[2][2] = {{4.0, 2.0}, {8.0, 4.0}};
+    for (int file = 0; file < 2; file++)
+        for (int k = 0; k < 2; k++) {
+            s.source_rank = file;
+            memset(&ev, 0, sizeof ev);
+            assert_true(read1(&s, means[file][k], &ev) && ev.has_step);
+            assert_int_equal(ev.step.step, k + 1);
+            assert_true(ev.step.loss == want[file][k]); /* rank 1's own running mean */
+        }
+    lp_reader m = fresh(NULL, NULL);
+    for (int file = 0; file < 2; file++)
+        for (int k = 1; k <= 2; k++) {
+            m.source_rank = file;
+            assert_true(read1(&m, ":::MLLOG {\"key\": \"train_loss\", \"value\": 5.5}", &ev));
+            assert_int_equal(ev.step.step, k);
+        }
+}
+
+/* --keys naming the step: a JSON line with that key is jsonl's, also when "loss" comes first
+ * (it looked like a Trainer dict, whose steps are counted: 1, 2 instead of 10, 20) */
+static void test_keys_step_loss_first(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, "step=iter,loss=loss");
+    lp_event ev;
+    assert_true(read1(&r, "{\"loss\": 2.3, \"iter\": 10}", &ev));
+    assert_int_equal(ev.step.step, 10);
+    assert_true(ev.step.loss == 2.3);
+    assert_true(read1(&r, "{\"loss\": 2.2, \"iter\": 20}", &ev));
+    assert_int_equal(ev.step.step, 20);
+    assert_string_equal(r.locked->name, "jsonl");
+}
+
+/* a format whose steps carry no loss (DeepSpeed's engine lines) gives way to one whose steps do
+ * (Trainer's dicts under DeepSpeed); Megatron's lines stay merged with DeepSpeed's own */
+static void test_lossless_format_superseded(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    const char *ds0 = "[2024-05-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] "
+                      "step=1, skipped=0, lr=[5e-05], mom=[(0.9, 0.999)]";
+    assert_true(read1(&r, ds0, &ev));
+    assert_string_equal(r.locked->name, "deepspeed");
+    assert_true(read1(&r, "{'loss': 2.3, 'grad_norm': 1.2, 'learning_rate': 5e-05, 'epoch': 0.1}", &ev));
+    assert_true(ev.has_step);
+    assert_int_equal(ev.step.step, 1);
+    assert_true(ev.step.loss == 2.3);
+    assert_string_equal(r.locked->name, "trainer");
+    memset(&ev, 0, sizeof ev);
+    read1(&r, ds0, &ev); /* DeepSpeed's lines are no steps of the run now */
+    assert_false(ev.has_step);
+    assert_true(read1(&r, "{'loss': 2.2, 'grad_norm': 1.1, 'learning_rate': 4e-05, 'epoch': 0.2}", &ev));
+    assert_int_equal(ev.step.step, 2);
+    /* Megatron-DeepSpeed: the iteration line is DeepSpeed's own; a Trainer dict then is not */
+    lp_reader m = fresh(NULL, NULL);
+    assert_true(read1(&m, ds0, &ev));
+    assert_true(read1(&m, " iteration        1/     100 | lm loss: 7.1E+00 | grad norm: 2.3 |", &ev));
+    assert_int_equal(ev.step.step, 1);
+    assert_true(ev.step.loss == 7.1 && ev.step.grad_norm == 2.3);
+    assert_string_equal(m.locked->name, "deepspeed");
+    memset(&ev, 0, sizeof ev);
+    read1(&m, "{'loss': 2.3, 'learning_rate': 5e-05}", &ev);
+    assert_false(ev.has_step);
+    assert_string_equal(m.locked->name, "deepspeed");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +492,8 @@ int main(void)
         cmocka_unit_test(test_seed_line_ends_at_label), cmocka_unit_test(test_seed_huge_step),
         cmocka_unit_test(test_step_and_rank_whole), cmocka_unit_test(test_harness_from_step_zero),
         cmocka_unit_test(test_high_ranks_apart), cmocka_unit_test(test_json_loss_first_keeps_step),
+        cmocka_unit_test(test_file_ranks_apart), cmocka_unit_test(test_keys_step_loss_first),
+        cmocka_unit_test(test_lossless_format_superseded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,8 +41,8 @@ static void exec_usage(FILE *f)
         "  --baseline B     with --compare: LABEL, RUN id or FILE instead of the scenario's\n"
         "  --baselines D    with --compare: look for committed baseline files in D first\n\n"
         "Exit codes: 0 the run ended ok (and with --compare passed), 1 it failed, diverged or\n"
-        "did not pass, 2 usage or input error (nothing is recorded then; but a --compare\n"
-        "baseline label or run id that is not there is found after the run, which stays).\n",
+        "did not pass, 2 usage or input error (nothing is run or recorded then; a --compare\n"
+        "baseline label, run id or file that is not there is found before CMD runs).\n",
         DEFAULT_DB);
 }
 

@@ -11,6 +11,8 @@
 #include "util/util.h"
 
 #define LOG_CHUNK 65536
+/* last_has: the rank has rows in rank_steps (a tagged line said so); kept across its steps */
+#define REC_IN_RANK_STEPS (1u << 30)
 
 int rec_init(recorder *r, store *st, int64_t run_id, const char *format, const char *keys,
              int64_t tokens_per_step)
@@ -161,7 +163,7 @@ static step_record *merge(recorder *r, int rank, const lp_step *s)
         m->loss = m->grad_norm = m->lr = m->step_ms = m->tokens_per_s = NAN;
         m->unrecorded = STEP_NO_LOSS | STEP_NO_GRAD_NORM | STEP_NO_LR | STEP_NO_STEP_MS |
                         STEP_NO_TOKENS_PER_S; /* stored as NULL until a line gives them */
-        r->last_has[rank] = 1u << 31;
+        r->last_has[rank] = (1u << 31) | (r->last_has[rank] & REC_IN_RANK_STEPS);
     }
     unsigned h = s->has;
     if (h & LP_LOSS) m->loss = s->loss, m->unrecorded &= ~STEP_NO_LOSS;
@@ -261,9 +263,13 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
     if (rank + 1 > r->ranks_seen)
         r->ranks_seen = rank + 1;
     store_log(r); /* the log up to this step is kept with it */
-    if (!r->failed && (s->rank >= 0 || line_rank >= 0) &&
-        store_put_rank_step(r->st, r->run_id, rank, m))
-        r->failed = 1;
+    /* a tagged line's step goes to rank_steps, and so does an untagged line's once its rank
+     * has rows there (DeepSpeed's "[Rank 0] step=N" beside Megatron's untagged loss line) */
+    if (s->rank >= 0 || line_rank >= 0 || (r->last_has[rank] & REC_IN_RANK_STEPS)) {
+        r->last_has[rank] |= REC_IN_RANK_STEPS;
+        if (!r->failed && store_put_rank_step(r->st, r->run_id, rank, m))
+            r->failed = 1;
+    }
     if (rank != 0 || !(r->last_has[0] & LP_LOSS))
         return;
     if (!r->failed && store_put_step(r->st, r->run_id, m))
@@ -300,6 +306,7 @@ static void take_line(recorder *r, rec_source *s)
         len -= 3;
     }
     remember_tail(r, line, len);
+    r->reader.source_rank = s->rank; /* an untagged line uses its file's parser memory */
     if (lp_read_line(&r->reader, line, len, &ev)) {
         take_meta(r, &ev);
         if (ev.has_step)

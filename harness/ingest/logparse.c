@@ -1,5 +1,5 @@
 /* harness/ingest/logparse.c: the registry of log formats and the reader: rank tags, format detection
- * (the first format that yields a step is kept for the run's steps), forced formats, --keys. */
+ * (the first format that gives a step is kept; one without losses gives way), --format, --keys. */
 #include "logparse.h"
 
 #include <stdio.h>
@@ -156,10 +156,20 @@ static void rank_anywhere(const char *line, size_t len, int *rank)
         rank_tag(p, len - (size_t)(p - line), rank);
 }
 
+/* whether p's step ev takes the lock from the locked format: that one has given steps, but
+ * none with a loss (DeepSpeed's engine lines before Trainer's dicts), and ev has one */
+static int supersedes(const lp_reader *r, const log_parser *p, const lp_event *ev)
+{
+    return r->locked && p != r->locked && r->stepped && !r->lossy &&
+           (ev->step.has & LP_LOSS);
+}
+
 static int take_step(lp_reader *r, const log_parser *p, lp_event *ev)
 {
-    if (!r->locked)
+    if (!r->locked || supersedes(r, p, ev)) {
         r->locked = p;
+        r->stepped = r->lossy = 0; /* the offset is the new format's */
+    }
     if (p != r->locked)
         return 0;
     if (!r->stepped) { /* the first step, also after HARNESS_META locked the format */
@@ -167,6 +177,8 @@ static int take_step(lp_reader *r, const log_parser *p, lp_event *ev)
         r->offset = ev->step.step == 0;
     }
     ev->step.step += r->offset;
+    if (ev->step.step >= 1 && (ev->step.has & LP_LOSS))
+        r->lossy = 1;
     return ev->step.step >= 1;
 }
 
@@ -179,6 +191,7 @@ int lp_read_line(lp_reader *r, const char *line, size_t len, lp_event *ev)
     rank_anywhere(line, len, &rank);
     r->lines++;
     r->st.line_rank = rank;
+    r->st.mem_rank = rank >= 0 ? rank : r->source_rank > 0 ? r->source_rank : 0;
     int got = 0;
     for (int i = 0; parsers[i] && !got; i++) {
         const log_parser *p = r->forced ? r->forced : parsers[i];

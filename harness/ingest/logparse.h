@@ -54,9 +54,12 @@ typedef struct {
     char key_field[LP_MAX_KEYS][LP_KEY], key_json[LP_MAX_KEYS][LP_KEY];
     int n_keys;
     int line_rank;                    /* the rank tag of the line being parsed, -1 none */
+    /* whose memory (below) the line uses: its rank tag, else its file's rank (lp_reader's
+     * source_rank), else 0; may be >= LP_MAX_RANKS (then the parsers skip the line) */
+    int mem_rank;
     int trainer_logs[LP_MAX_RANKS];   /* trainer: log dicts with a loss seen so far, per rank */
     lp_seed_mem seed[LP_MAX_RANKS];   /* seed: the previous running mean, per rank */
-    int mllog_losses;                 /* mllog: loss events seen so far */
+    int mllog_losses[LP_MAX_RANKS];   /* mllog: loss events seen so far, per rank */
     double mllog_batch;               /* mllog: global_batch_size when logged, else 0 */
 } lp_state;
 
@@ -78,9 +81,15 @@ void lp_format_names(char *out, size_t n);
 
 typedef struct {
     const log_parser *forced; /* --format, or NULL for detection */
-    const log_parser *locked; /* the format whose steps are taken (the first that gave one) */
+    /* the format whose steps are taken: the first that gave one, until another gives a step
+     * with a loss while the locked one has given none (DeepSpeed's engine lines, then
+     * Trainer's dicts); a HARNESS_META line locks the harness format for good */
+    const log_parser *locked;
     int offset;               /* 1 when the locked format's first step was 0 (0-based) */
     int stepped;              /* the locked format gave a step (offset is known) */
+    int lossy;                /* the locked format gave a step with a loss */
+    int source_rank;          /* the rank of untagged lines (ingest: file k of several is rank
+                               * k), set before each line; 0 (or -1): rank 0 */
     lp_state st;
     long lines, steps;
 } lp_reader;
@@ -89,7 +98,9 @@ typedef struct {
  * Returns 0, or 2 with a message in err (unknown format, bad --keys). */
 int lp_reader_init(lp_reader *r, const char *format, const char *keys, char *err, size_t n);
 /* One line without its newline. A leading torchrun/DeepSpeed rank tag ("[rank1]:",
- * "[default1]:", "[Rank 1]") sets the rank. Returns 1 when ev holds something. */
+ * "[default1]:", "[Rank 1]") sets the rank; an untagged line uses the parser memory (Trainer's
+ * dict count, seed's running mean, mllog's count) of r->source_rank. Returns 1 when ev holds
+ * something. */
 int lp_read_line(lp_reader *r, const char *line, size_t len, lp_event *ev);
 
 /* ---- helpers the parsers share (logparse_dict.c) ---------------------------------------- */

@@ -69,14 +69,16 @@ static int step_of(const mllog_line *l, lp_state *st)
     mllog_meta m = {0, 0, 0, 0, 0};
     if (l->meta && lp_dict_each(l->meta, l->meta_len, on_meta, &m) != 0)
         m.has_step = m.has_samples = 0;
-    if (st->mllog_losses < LP_MAX_STEP) /* counted no further: never an overflow */
-        st->mllog_losses++;
+    /* the line's rank's count, or its file's; none past LP_MAX_RANKS (never another rank's) */
+    int *count = st->mem_rank < LP_MAX_RANKS ? &st->mllog_losses[st->mem_rank] : NULL;
+    if (count && *count < LP_MAX_STEP) /* counted no further: never an overflow */
+        ++*count;
     if (m.has_step && m.step >= 0 && m.step < 2e9)
         return (int)m.step; /* 0-based series are shifted by the reader */
     if (m.has_samples && st->mllog_batch > 0 && m.samples >= 0 &&
         m.samples / st->mllog_batch < 2e9)
         return (int)(m.samples / st->mllog_batch + 0.5);
-    return st->mllog_losses;
+    return count ? *count : -1;
 }
 
 static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)

@@ -49,12 +49,12 @@ static int read_line(const char *line, size_t len, seed_line *o)
 static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
 {
     seed_line l;
-    if (st->line_rank >= LP_MAX_RANKS || /* no running mean of its own: never another rank's */
+    if (st->mem_rank >= LP_MAX_RANKS || /* no running mean of its own: never another rank's */
         !lp_find_text(line, len, "epoch[") || !read_line(line, len, &l))
         return 0;
     memset(ev, 0, sizeof *ev);
-    int rank = ev->step.rank = st->line_rank;
-    lp_seed_mem *prev = &st->seed[rank < 0 ? 0 : rank];
+    ev->step.rank = st->line_rank;
+    lp_seed_mem *prev = &st->seed[st->mem_rank]; /* the line's rank's, or its file's */
     int n = (int)l.step + 1; /* the mean covers steps 0..step of this epoch */
     double loss = l.mean;
     if (!prev->seen)

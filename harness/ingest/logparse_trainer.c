@@ -34,8 +34,20 @@ static int number_of(const lp_value *v, double *x)
 
 typedef struct {
     lp_event *ev;
+    const lp_state *st;
     int has_loss, summary, eval, own_step;
 } walk;
+
+/* "step", or the key --keys names for jsonl's step (step=iter: "iter") */
+static int names_step(const lp_state *st, const char *key, size_t klen)
+{
+    if (lp_key_is(key, klen, "step"))
+        return 1;
+    for (int i = 0; i < st->n_keys; i++)
+        if (!strcmp(st->key_field[i], "step") && lp_key_is(key, klen, st->key_json[i]))
+            return 1;
+    return 0;
+}
 
 static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
 {
@@ -47,7 +59,7 @@ static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
     double x;
     if (!number_of(v, &x))
         return 0;
-    if (lp_key_is(key, klen, "step")) /* Trainer prints no step: a line that names its own */
+    if (names_step(w->st, key, klen)) /* Trainer prints no step: a line that names its own */
         w->own_step = 1;
 
     lp_step *s = &w->ev->step;
@@ -72,10 +84,11 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     if (!p)
         return 0;
     memset(ev, 0, sizeof *ev);
-    walk w = {ev, 0, 0, 0, 0};
-    if (st->line_rank >= LP_MAX_RANKS) /* no counter of its own: never another rank's */
+    walk w = {ev, st, 0, 0, 0, 0};
+    if (st->mem_rank >= LP_MAX_RANKS) /* no counter of its own: never another rank's */
         return 0;
-    /* a JSON object with a "step" of its own is a JSON line (jsonl), whatever its key order */
+    /* a JSON object with a "step" of its own (or the key --keys names for the step) is a JSON
+     * line (jsonl), whatever its key order */
     if (lp_dict_each(p, len - (size_t)(p - line), on_pair, &w) != 0 || w.eval ||
         (w.own_step && p[1] == '"')) {
         memset(ev, 0, sizeof *ev);
@@ -92,7 +105,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     ev->n_meta = 0; /* epoch and the like are per line, not the run's */
     ev->has_step = 1;
     ev->step.rank = -1;
-    int *count = &st->trainer_logs[st->line_rank < 0 ? 0 : st->line_rank];
+    int *count = &st->trainer_logs[st->mem_rank]; /* the line's rank's, or its file's */
     if (*count >= LP_MAX_STEP) { /* a log of 2e9 dicts: no step number left, never an overflow */
         memset(ev, 0, sizeof *ev);
         return 0;

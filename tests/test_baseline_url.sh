@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/test_baseline_url.sh: baselines by URL against the loopback server (tools/fake_hub.py):
 # `baseline push` (PUT), `baseline pull --sha256` (verified before import, cached for offline
-# use), a scenario whose baseline is {"url", "sha256"}, and every refusal (exit 2, nothing kept).
+# use), a scenario whose baseline is {"url", "sha256"}, every refusal (exit 2, nothing kept), and
+# the token: HARNESS_BASELINE_TOKEN whole or refused, HF_TOKEN never read.
 # usage: test_baseline_url.sh HARNESS_EXE SOURCE_DIR (needs HARNESS_PYTHON or BUILD/venv)
 set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
@@ -41,6 +42,18 @@ expect 0 "push with HARNESS_BASELINE_TOKEN" -- env HARNESS_BASELINE_TOKEN=up-tok
 : >"$S/requests.log"
 expect 2 "HF_TOKEN is never sent to a baseline server" -- env HF_TOKEN=up-tok "$H" baseline push "$B" "$EP/upload/t.baseline"
 grep -q "auth=none" "$S/requests.log" && pass || fail "HF_TOKEN went to the baseline server"
+says "HARNESS_BASELINE_TOKEN"; ! grep -q "HF_TOKEN" "$T/err" && pass || fail "a baseline server's 401 names HF_TOKEN: $(cat "$T/err")"
+# a long token is sent whole (never cut), a token over the limit refused; HF_TOKEN never read
+LONG="$(head -c 600 /dev/zero | tr '\0' t)"; HUGE="$(head -c 5000 /dev/zero | tr '\0' h)"
+faults "\"token\": \"$LONG\", \"rules\": []"
+expect 0 "push with a 600-byte HARNESS_BASELINE_TOKEN" -- env HARNESS_BASELINE_TOKEN="$LONG" "$H" baseline push "$B" "$EP/upload/long.baseline"
+expect 2 "a 5000-byte HARNESS_BASELINE_TOKEN is refused" -- env HARNESS_BASELINE_TOKEN="$HUGE" "$H" baseline push "$B" "$EP/upload/huge.baseline"
+says "HARNESS_BASELINE_TOKEN is 5000 bytes long"
+! grep -q hhhh "$T/out" "$T/err" && pass || fail "the refused token is printed"
+faults '"rules": []'
+expect 0 "push with an unused, over-long HF_TOKEN" -- env HF_TOKEN="$HUGE" "$H" baseline push "$B" "$EP/upload/h.baseline"
+printf '%s\n' "$HUGE" >"$T/hftoken"
+expect 0 "push with an unused, over-long HF_TOKEN_PATH" -- env HF_TOKEN_PATH="$T/hftoken" "$H" baseline push "$B" "$EP/upload/h.baseline"
 faults '"rules": []'
 
 # ---- pull ---------------------------------------------------------------------------------------
@@ -51,6 +64,7 @@ WRONG="$(printf '%064d' 0)"
 expect 2 "pull with a wrong sha256" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$WRONG" --db "$T/a.db"; says "refused"
 [ ! -e "$T/a.db" ] && [ -z "$(ls "$T/bcache" 2>/dev/null)" ] && pass || fail "a wrong digest imports and keeps nothing"
 expect 2 "pull a missing file" -- "$H" baseline pull "$EP/files/none.baseline" --sha256 "$SHA" --db "$T/a.db"; says "HTTP 404"
+expect 2 "pull with an unused, over-long HF_TOKEN reaches the server" -- env HF_TOKEN="$HUGE" "$H" baseline pull "$EP/files/none.baseline" --sha256 "$SHA" --db "$T/a.db"; says "HTTP 404"
 faults '"rules": [{"match": "/files/", "fault": "endless"}]'
 expect 2 "pull an endless file" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/a.db"; says "more than the"
 faults '"rules": [{"match": "/files/", "fault": "status", "code": 500, "times": 1}]'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/test_fetch.sh: `harness fetch` against a fake hub on loopback (tools/fake_hub.py): the cache
-# layout, a run on model.repo offline, resume, retries, every failure (exit 2, nothing partial in
-# place), hostile names, the token, and huggingface_hub reading our cache and we reading its.
+# layout, a pinned commit, a run on model.repo offline, resume (and a 416 or another part: start
+# over), retries, two fetches at once (huggingface_hub's blob lock), every failure (exit 2, nothing
+# partial in place), hostile names, the token, and huggingface_hub reading our cache and we its.
 # usage: test_fetch.sh HARNESS_EXE SOURCE_DIR (needs HARNESS_PYTHON or BUILD/venv: skipped without)
 set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
@@ -64,6 +65,17 @@ done
 clean_cache "$C" "whole fetch"
 expect 0 "fetch again" -- "$H" fetch org/tiny --cache "$C"; says "0 downloaded"
 expect 0 "fetch by the commit" -- "$H" fetch "org/tiny@$commit" --cache "$C"; says "0 downloaded"
+# a pinned commit is the commit served, or nothing is written; any case, stored in lower case
+other="0123456789abcdef0123456789abcdef01234567"
+expect 2 "a pinned commit the server does not answer with" -- "$H" fetch "org/tiny@$other" --cache "$T/c-pin"
+says "answers with commit $commit, not the commit $other asked for"
+[ ! -e "$T/c-pin" ] && pass || fail "a refused pin writes nothing: $(find "$T/c-pin")"
+UPPER="$(printf %s "$commit" | tr a-f A-F)"
+expect 0 "a pinned commit in upper case" -- "$H" fetch "org/tiny@$UPPER" --cache "$T/c-pin"
+[ "$(cat "$T/out")" = "$T/c-pin/models--org--tiny/snapshots/$commit" ] && pass || fail "an upper-case pin gives the lower-case snapshot: $(cat "$T/out")"
+[ ! -e "$T/c-pin/models--org--tiny/refs" ] && pass || fail "no refs/ entry for a commit: $(ls "$T/c-pin/models--org--tiny/refs")"
+expect 0 "offline, a pinned commit in upper case" -- env HF_HUB_OFFLINE=1 "$H" fetch "org/tiny@$UPPER" --cache "$T/c-pin"
+[ "$(cat "$T/out")" = "$T/c-pin/models--org--tiny/snapshots/$commit" ] && pass || fail "offline, an upper-case pin finds the snapshot: $(cat "$T/out")"
 HF_HUB_CACHE="$C" expect 0 "fetch from HF_HUB_CACHE" -- env HF_HUB_CACHE="$C" "$H" fetch org/tiny
 [ "$(cat "$T/out")" = "$snap" ] && pass || fail "HF_HUB_CACHE is the default cache"
 expect 0 "fetch into \$HF_HOME/hub" -- "$H" fetch org/tiny --quiet
@@ -134,6 +146,59 @@ expect 0 "429 once, then success" -- "$H" fetch org/tiny --cache "$T/c-429"; say
 faults '"rules": [{"match": "/cdn/", "fault": "status", "code": 503}]'
 expect 2 "503 for ever" -- "$H" fetch org/tiny --cache "$T/c-503"; says "gave up after the retries"
 clean_cache "$T/c-503" "503"
+
+# ---- a resume answered with a 416, or with a 206 from another offset: start over, same run ----
+# partial FOLDER: leaves blobs/ETAG.incomplete of model.safetensors there (a cut, no retry)
+partial() {
+  faults '"rules": [{"match": "/cdn/", "method": "GET", "fault": "cut", "times": 1}]'
+  expect 2 "a cut (leaves a partial file)" -- env HARNESS_NET_RETRIES=0 "$H" fetch org/tiny --cache "$1"
+  ls "$1/models--org--tiny/blobs/"*.incomplete >/dev/null 2>&1 && pass || fail "$1: no partial file to resume"
+  : >"$S/requests.log"
+}
+# restarted FOLDER WHAT: the last GET of the CDN asked for the whole file and the file is whole
+restarted() {
+  grep "^GET /cdn/" "$S/requests.log" | head -1 | grep -q "range=bytes=[1-9][0-9]*- " && pass || fail "$2: the first GET resumes with Range"
+  grep "^GET /cdn/" "$S/requests.log" | tail -1 | grep -q "range=- " && pass || fail "$2: then the whole file is asked for: $(grep "^GET /cdn/" "$S/requests.log")"
+  cmp -s "$R/model.safetensors" "$1/models--org--tiny/snapshots/$commit/model.safetensors" && pass || fail "$2: the file is whole"
+  clean_cache "$1" "$2"
+}
+partial "$T/c-416"
+faults '"rules": [{"match": "/cdn/", "method": "GET", "fault": "status", "code": 416, "times": 1}]'
+expect 0 "a 416 to a resume starts over (no retry needed)" -- env HARNESS_NET_RETRIES=0 "$H" fetch org/tiny --cache "$T/c-416"; says "starting over"
+restarted "$T/c-416" "416"
+for shift in 16 -16; do
+  partial "$T/c-cr$shift"
+  faults "\"rules\": [{\"match\": \"/cdn/\", \"method\": \"GET\", \"fault\": \"shift_range\", \"shift\": $shift, \"times\": 1}]"
+  expect 0 "a 206 whose Content-Range starts $shift bytes off starts over" -- env HARNESS_NET_RETRIES=0 "$H" fetch org/tiny --cache "$T/c-cr$shift"; says "Content-Range"
+  restarted "$T/c-cr$shift" "Content-Range $shift"
+done
+
+# ---- two fetches of one file into one cache: a lock per blob, where huggingface_hub takes it ----
+: >"$S/requests.log"
+faults '"rules": [{"match": "/cdn/", "method": "GET", "fault": "slow", "pause": 0.1}]'
+"$H" fetch org/tiny --cache "$T/c-two" >"$T/out1" 2>"$T/err1" & P1=$!
+"$H" fetch org/tiny --cache "$T/c-two" >"$T/out2" 2>"$T/err2" & P2=$!
+wait $P1; r1=$?; wait $P2; r2=$?
+[ "$r1$r2" = 00 ] && pass || { fail "two fetches at once: exit $r1 and $r2"; cat "$T/err1" "$T/err2" | grep -v '^\[info' | head; }
+[ "$(grep -c '^GET /cdn/' "$S/requests.log")" = 1 ] && pass || fail "two fetches at once download the file once: $(grep '^GET /cdn/' "$S/requests.log")"
+cmp -s "$R/model.safetensors" "$T/c-two/models--org--tiny/snapshots/$commit/model.safetensors" && pass || fail "the file is whole after two fetches at once"
+[ -f "$T/c-two/.locks/models--org--tiny/$st_sha.lock" ] && pass || fail "the lock is .locks/models--org--tiny/SHA256.lock, as huggingface_hub names it"
+clean_cache "$T/c-two" "two fetches at once"
+# a lock held by another process (flock, as huggingface_hub's filelock takes it) is waited for;
+# when its holder dies the kernel releases it and the fetch goes on
+nofaults
+L="$T/c-held/.locks/models--org--tiny"; mkdir -p "$L"
+"$PY" -c 'import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o664); fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[2], "w").write("held"); time.sleep(300)' "$L/$st_sha.lock" "$T/held" & HOLDER=$!
+wait_until 30 "the lock holder" -- test -s "$T/held"
+"$H" fetch org/tiny --cache "$T/c-held" >"$T/out3" 2>"$T/err3" & P3=$!
+wait_until 60 "the fetch's note that it waits for the lock" -- grep -q "waiting for" "$T/err3"
+[ ! -e "$T/c-held/models--org--tiny/snapshots/$commit/model.safetensors" ] && pass || fail "the fetch went on while another process held the lock"
+kill -9 $HOLDER; wait $HOLDER 2>/dev/null
+wait $P3; r3=$?
+[ "$r3" = 0 ] && pass || { fail "the fetch after the lock holder died: exit $r3"; head -5 "$T/err3"; }
+cmp -s "$R/model.safetensors" "$T/c-held/models--org--tiny/snapshots/$commit/model.safetensors" && pass || fail "the file is whole after the lock holder died"
 
 # ---- failures: exit 2, a clear message, nothing partial in place ------------------------------
 nofaults
@@ -247,6 +312,17 @@ EOF
     [ "$(readlink "$T/c-py/models--org--tiny/snapshots/$commit/$f")" = "$(readlink "$snap/$f")" ] && pass || fail "$f: huggingface_hub links $(readlink "$T/c-py/models--org--tiny/snapshots/$commit/$f"), the harness $(readlink "$snap/$f")"
   done
   cmp -s "$T/c-py/models--org--tiny/refs/main" "$RD/refs/main" && pass || fail "refs/main the same"
+  # huggingface_hub waits for the harness's lock on a blob, then finds the blob complete
+  : >"$S/requests.log"
+  faults '"rules": [{"match": "/cdn/", "method": "GET", "fault": "slow", "pause": 0.2}]'
+  "$H" fetch org/tiny --cache "$T/c-mix" >"$T/out4" 2>"$T/err4" & P4=$!
+  wait_until 60 "the harness's partial download" -- sh -c "ls '$T/c-mix/models--org--tiny/blobs/'*.incomplete >/dev/null 2>&1"
+  expect 0 "huggingface_hub while the harness downloads the file" -- env HF_HUB_CACHE="$T/c-mix" HF_HUB_DISABLE_XET=1 "$PY" -c 'from huggingface_hub import snapshot_download; print(snapshot_download("org/tiny"))'
+  wait $P4; r4=$?
+  [ "$r4" = 0 ] && pass || { fail "the harness beside huggingface_hub: exit $r4"; head -5 "$T/err4"; }
+  [ "$(grep -c '^GET /cdn/' "$S/requests.log")" = 1 ] && pass || fail "huggingface_hub waited for the harness's lock: $(grep '^GET /cdn/' "$S/requests.log")"
+  cmp -s "$R/model.safetensors" "$T/c-mix/models--org--tiny/snapshots/$commit/model.safetensors" && pass || fail "the file is whole after both tools at once"
+  nofaults
   expect 0 "run on model.repo from huggingface_hub's cache" -- env HF_HUB_OFFLINE=1 HF_HUB_CACHE="$T/c-py" "$H" run "$T/repo.json" --db "$T/p.db"
   losses "$T/out" >"$T/l-py"; cmp -s "$T/l-py" "$T/l-dir" && pass || fail "the same losses from huggingface_hub's download"
 else

@@ -33,6 +33,12 @@ static void test_repo_refs(void **state)
                          "org/na me", "org/name@a\nb", NULL};
     for (int i = 0; bad[i]; i++)
         assert_int_equal(repo_ref_parse(bad[i], 0, "t", &r), 2);
+    /* a commit is kept in lower case, whatever case it was given in */
+    const char *pin = "org/n@0123456789ABCDEF0123456789abcdef01234567";
+    assert_int_equal(repo_ref_parse(pin, 0, "t", &r), 0);
+    assert_string_equal(r.revision, "0123456789abcdef0123456789abcdef01234567");
+    assert_int_equal(repo_ref_parse("org/n@BRANCH", 0, "t", &r), 0);
+    assert_string_equal(r.revision, "BRANCH");
 }
 
 static void test_server_names(void **state)
@@ -89,6 +95,16 @@ static void test_cache_files(void **state)
     fputs("not a commit", f);
     fclose(f);
     assert_int_equal(hub_cache_commit(dir, "bad", commit), 2);
+    /* commits in upper case (a ref written by another tool, a pin) are looked up in lower case */
+    const char *up = "0123456789ABCDEF0123456789ABCDEF01234567";
+    assert_int_equal(hub_cache_commit(dir, up, commit), 0);
+    assert_string_equal(commit, c40);
+    assert_int_equal(hub_write_ref(dir, "upper", up), 0);
+    assert_int_equal(hub_cache_commit(dir, "upper", commit), 0);
+    assert_string_equal(commit, c40);
+    assert_int_equal(hub_write_ref(dir, up, c40), 0); /* a commit needs no ref, in any case */
+    snprintf(path, sizeof path, "%s/refs/%s", dir, up);
+    assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(hub_link_snapshot(dir, c40, "a/b/f.txt", "e1"), 0);
     snprintf(path, sizeof path, "%s/snapshots/%s/a/b/f.txt", dir, c40);
     ssize_t n = readlink(path, link, sizeof link - 1);
@@ -114,6 +130,31 @@ static void test_cache_files(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* a token from one named variable: HF_TOKEN is never read (baselines), a long one is whole */
+static void test_config_tokens(void **state)
+{
+    (void)state;
+    static char huge[NET_TOKEN_MAX + 2];
+    memset(huge, 'h', sizeof huge - 1);
+    net_config c;
+    setenv("HF_TOKEN", huge, 1);
+    unsetenv("HARNESS_BASELINE_TOKEN");
+    assert_int_equal(net_config_init_token(&c, "http://x", "HARNESS_BASELINE_TOKEN"), 0);
+    assert_string_equal(c.token, "");
+    assert_non_null(strstr(c.auth_hint, "HARNESS_BASELINE_TOKEN"));
+    assert_null(strstr(c.auth_hint, "HF_TOKEN"));
+    assert_int_equal(net_config_init(&c, "http://x"), 2); /* too long: refused, not cut */
+    huge[NET_TOKEN_MAX] = 0;
+    setenv("HARNESS_BASELINE_TOKEN", huge, 1);
+    setenv("HF_TOKEN", huge, 1);
+    assert_int_equal(net_config_init_token(&c, "http://x", "HARNESS_BASELINE_TOKEN"), 0);
+    assert_int_equal(strlen(c.token), NET_TOKEN_MAX);
+    assert_int_equal(net_config_init(&c, "http://x"), 0);
+    assert_non_null(strstr(c.auth_hint, "HF_TOKEN"));
+    unsetenv("HF_TOKEN");
+    unsetenv("HARNESS_BASELINE_TOKEN");
+}
+
 int main(void)
 {
     log_quiet = 1;
@@ -122,6 +163,7 @@ int main(void)
         cmocka_unit_test(test_server_names),
         cmocka_unit_test(test_cache_names),
         cmocka_unit_test(test_cache_files),
+        cmocka_unit_test(test_config_tokens),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,9 @@ KIND: status (answer `code`), cut (half the body, then close), drip (a byte ever
 endless (more body than announced), bigheaders (300 KiB of headers), redirect_loop,
 redirect_scheme (a 302 to file:///etc/passwd), redirect_http (a 302 to the same path over
 plain http: refused by a client of an https endpoint), badsha (a wrong X-Linked-Etag), badetag (an ETag
-of "../../x"), ignore_range (a 200 to a Range request). `times` bounds how often a rule fires
+of "../../x"), ignore_range (a 200 to a Range request), shift_range (a 206 to "Range: bytes=N-"
+that sends from N + `shift` (default 16, may be negative), with a Content-Range saying so), slow
+(the body in 20 pieces, `pause` seconds (default 0.05) after each). `times` bounds how often a rule fires
 (default always); counters restart when faults.json changes. Every request is logged to
 ROOT/requests.log as "METHOD PATH range=R auth=yes|no|none" (never the token itself).
 PUT /upload/NAME stores ROOT/uploads/NAME; GET /files/NAME serves ROOT/files/NAME.
@@ -153,6 +155,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             start = int(rng[6:].split("-")[0])
             if start >= len(body):
                 return self.send_plain(416, b"", {"Content-Range": f"bytes */{len(body)}"}, head)
+            if kind == "shift_range":  # another part than the one asked for, labelled honestly
+                start = min(len(body) - 1, max(0, start + rule.get("shift", 16)))
             code = 206
             headers = dict(headers, **{"Content-Range": f"bytes {start}-{len(body) - 1}/{len(body)}"})
         part = body[start:]
@@ -176,6 +180,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
+        elif kind == "slow":
+            step = max(1, len(part) // 20)
+            for i in range(0, len(part), step):
+                self.wfile.write(part[i : i + step])
+                self.wfile.flush()
+                time.sleep(rule.get("pause", 0.05))
         elif kind == "drip":
             for i in range(min(len(part), MAX_DRIP)):
                 self.wfile.write(part[i : i + 1])

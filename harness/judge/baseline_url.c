@@ -49,13 +49,11 @@ static int cache_dir(char *out, size_t len)
     return 0;
 }
 
+/* transfers to a baseline server: HARNESS_BASELINE_TOKEN is the token (an over-long one is
+ * refused, never cut); HF_TOKEN and the hub's token files are never read, nor sent */
 static int config_for(const char *url, net_config *c)
 {
-    if (net_config_init(c, url))
-        return EXIT_USAGE;
-    const char *tok = getenv("HARNESS_BASELINE_TOKEN"); /* never the hub's token */
-    snprintf(c->token, sizeof c->token, "%s", tok ? tok : "");
-    return 0;
+    return net_config_init_token(c, url, "HARNESS_BASELINE_TOKEN") ? EXIT_USAGE : 0;
 }
 
 /* 0 when the file at path has the digest want (then it is the baseline asked for) */

@@ -1,5 +1,5 @@
 /* harness/net/config.c: how transfers behave, from the environment: the endpoint's scheme, the
- * bearer token (HF_TOKEN or huggingface_hub's token file), retries, backoff and timeouts. */
+ * bearer token (HF_TOKEN, the hub's token file, or one named variable), retries, timeouts. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,20 +46,31 @@ static int read_token_file(const char *path, char *out, size_t len)
     return rc;
 }
 
+/* the variable name's value into out ("" when unset); a longer one is refused, never cut */
+static int env_token(const char *name, char *out, size_t len)
+{
+    const char *v = getenv(name);
+    out[0] = 0;
+    if (!v || !*v)
+        return 0;
+    if (strlen(v) >= len) {
+        log_error("%s is %zu bytes long, longer than the %zu bytes a token may have: refused",
+                  name, strlen(v), len - 1);
+        return EXIT_USAGE;
+    }
+    memcpy(out, v, strlen(v) + 1);
+    return 0;
+}
+
 static int find_token(char *out, size_t len)
 {
     out[0] = 0;
     const char *v = getenv("HF_TOKEN");
-    if (!v || !*v)
-        v = getenv("HUGGING_FACE_HUB_TOKEN");
-    if (v && *v) {
-        if (strlen(v) >= len) {
-            log_error("HF_TOKEN is longer than %zu bytes", len - 1);
-            return EXIT_USAGE;
-        }
-        snprintf(out, len, "%s", v);
-        return 0;
-    }
+    if (v && *v)
+        return env_token("HF_TOKEN", out, len);
+    v = getenv("HUGGING_FACE_HUB_TOKEN");
+    if (v && *v)
+        return env_token("HUGGING_FACE_HUB_TOKEN", out, len);
     char path[4096];
     const char *tp = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME");
     const char *xdg = getenv("XDG_CACHE_HOME"), *user = getenv("HOME");
@@ -76,7 +87,8 @@ static int find_token(char *out, size_t len)
     return access(path, R_OK) == 0 ? read_token_file(path, out, len) : 0;
 }
 
-int net_config_init(net_config *c, const char *endpoint)
+/* all but the token: the endpoint's scheme, retries, backoff, timeouts, the progress style */
+static int config_common(net_config *c, const char *endpoint)
 {
     memset(c, 0, sizeof *c);
     if (strncmp(endpoint, "https://", 8) == 0)
@@ -91,13 +103,29 @@ int net_config_init(net_config *c, const char *endpoint)
     if (env_long("HARNESS_NET_RETRIES", 0, 20, 5, &retries) ||
         env_long("HARNESS_NET_BACKOFF_MS", 0, 60000, 1000, &backoff) ||
         env_long("HF_HUB_ETAG_TIMEOUT", 1, 3600, 10, &etag) ||
-        env_long("HF_HUB_DOWNLOAD_TIMEOUT", 1, 3600, 10, &stall) ||
-        find_token(c->token, sizeof c->token))
+        env_long("HF_HUB_DOWNLOAD_TIMEOUT", 1, 3600, 10, &stall))
         return EXIT_USAGE;
     c->retries = (int)retries;
     c->backoff_ms = backoff;
     c->connect_timeout_s = etag;
     c->stall_timeout_s = stall;
     c->progress_bar = isatty(STDERR_FILENO);
+    return 0;
+}
+
+int net_config_init(net_config *c, const char *endpoint)
+{
+    if (config_common(c, endpoint) || find_token(c->token, sizeof c->token))
+        return EXIT_USAGE;
+    snprintf(c->auth_hint, sizeof c->auth_hint, "needs a token with access (HF_TOKEN), or the "
+             "repository is gated or private");
+    return 0;
+}
+
+int net_config_init_token(net_config *c, const char *endpoint, const char *token_var)
+{
+    if (config_common(c, endpoint) || env_token(token_var, c->token, sizeof c->token))
+        return EXIT_USAGE;
+    snprintf(c->auth_hint, sizeof c->auth_hint, "needs a token with access (%s)", token_var);
     return 0;
 }

@@ -17,6 +17,12 @@ int is_hex(const char *s, size_t n)
     return strspn(s, "0123456789abcdefABCDEF") == n;
 }
 
+void hex_lower(char *s)
+{
+    for (; *s; s++)
+        *s = (char)(*s >= 'A' && *s <= 'F' ? *s - 'A' + 'a' : *s);
+}
+
 static void to_hex(const unsigned char *md, unsigned n, char *out)
 {
     for (unsigned i = 0; i < n; i++)

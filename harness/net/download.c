@@ -1,8 +1,9 @@
-/* harness/net/download.c: one file downloaded into a partial file: appended with Range from what
- * is already there, never more than the announced size, retried with backoff, with progress. */
+/* harness/net/download.c: one file into a partial file: appended with Range from what is there
+ * (Content-Range checked), never more than announced, retried with backoff, with progress. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,16 +19,41 @@ typedef struct {
     CURL *e;
     transfer *t;
     int asked_range, checked_status, writing;
+    int restart;      /* a 416 or a 206 from elsewhere: drop the partial file, start from 0 */
     progress bar;
 } download;
 
-/* the first body bytes: keep them only from a 200 or a 206; a 200 to a Range starts over */
+/* 1 when Content-Range ("bytes N-M/T") starts at the byte asked for, and T (unless '*') is the
+ * size announced */
+static int range_fits(const download *d)
+{
+    const char *v = d->t->h.content_range;
+    char *end;
+    if (strncmp(v, "bytes ", 6) != 0)
+        return 0;
+    errno = 0;
+    long long start = strtoll(v + 6, &end, 10);
+    if (errno || end == v + 6 || start != d->have || !(end = strchr(end, '/')))
+        return 0;
+    if (strcmp(end, "/*") == 0)
+        return 1;
+    long long total = strtoll(end + 1, &end, 10);
+    return !errno && *end == 0 && total == d->size;
+}
+
+/* the first body bytes: keep them only from a 200 or a 206; a 200 to a Range starts over, a
+ * 206 of another part stops the transfer (restart); 1 to stop, -1 on a write error */
 static int check_status(download *d)
 {
     long status = 0;
     curl_easy_getinfo(d->e, CURLINFO_RESPONSE_CODE, &status);
     d->checked_status = 1;
     d->writing = status == 200 || status == 206;
+    if (status == 206 && !range_fits(d)) {
+        d->restart = 1;
+        d->writing = 0;
+        return 1;
+    }
     if (status == 200 && d->asked_range) { /* the server ignored Range: the whole file again */
         if (fflush(d->f) != 0 || ftruncate(fileno(d->f), 0) != 0 || fseek(d->f, 0, SEEK_SET) != 0)
             return -1;
@@ -40,7 +66,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
     download *d = arg;
     size_t n = size * nmemb;
-    if (!d->checked_status && check_status(d) != 0) {
+    int checked = d->checked_status ? 0 : check_status(d);
+    if (checked > 0)
+        return 0; /* not the part asked for: download_attempt starts over */
+    if (checked < 0) {
         d->t->failure = FAIL_WRITE;
         d->t->write_errno = errno;
         return 0;
@@ -75,18 +104,14 @@ static transfer_outcome finish_attempt(download *d, transfer_outcome o)
                  term_safe(d->part), strerror(errno));
         return OUT_FATAL;
     }
-    if (o == OUT_OK && d->t->h.status == 416) /* nothing left at that offset: start over */
-        o = OUT_RETRY;
+    if (d->restart)
+        return o;
     if (o == OUT_OK && d->t->h.status >= 300) {
         snprintf(d->t->message, sizeof d->t->message, "GET %s: HTTP %ld (too many or refused "
                  "redirects)", term_safe(d->url), d->t->h.status);
         return OUT_FATAL;
     }
-    if (d->t->h.status == 416) {
-        unlink(d->part);
-        snprintf(d->t->message, sizeof d->t->message, "%s: the server refused to resume at byte "
-                 "%lld; starting over", d->what, (long long)d->have);
-    } else if (o == OUT_OK && d->have < d->size) {
+    if (o == OUT_OK && d->have < d->size) {
         snprintf(d->t->message, sizeof d->t->message, "%s: the connection ended at byte %lld of "
                  "%lld", d->what, (long long)d->have, (long long)d->size);
         return OUT_RETRY;
@@ -94,10 +119,11 @@ static transfer_outcome finish_attempt(download *d, transfer_outcome o)
     return o;
 }
 
-static transfer_outcome download_attempt(const net_config *c, transfer *t, void *arg)
+/* one GET from the partial file's size on; d->restart set when the server has not that part */
+static transfer_outcome download_try(const net_config *c, transfer *t, download *d)
 {
-    download *d = arg;
     d->t = t;
+    d->restart = 0;
     d->have = file_size_or_zero(d->part);
     if (d->have > d->size) { /* not this file: start over */
         unlink(d->part);
@@ -115,6 +141,7 @@ static transfer_outcome download_attempt(const net_config *c, transfer *t, void 
         snprintf(t->message, sizeof t->message, "GET %s: cannot set up libcurl", term_safe(d->url));
         return OUT_FATAL;
     }
+    snprintf(t->write_path, sizeof t->write_path, "%s", d->part);
     char range[64];
     d->asked_range = d->have > 0;
     d->checked_status = d->writing = 0;
@@ -125,12 +152,50 @@ static transfer_outcome download_attempt(const net_config *c, transfer *t, void 
     curl_easy_setopt(d->e, CURLOPT_WRITEDATA, d);
     progress_begin(&d->bar, d->what, d->size, d->have, c->progress_bar);
     transfer_outcome o = transfer_perform(d->e, t, "GET", d->url);
+    d->restart = d->restart || (d->asked_range && t->h.status == 416);
     curl_easy_cleanup(d->e);
     progress_end(&d->bar, d->have);
     o = finish_attempt(d, o);
     if (t->failure == FAIL_TOO_LONG) /* not the file announced: nothing of it is kept */
         unlink(d->part);
     return o;
+}
+
+/* why the server's answer to "Range: bytes=N-" is not the rest of the file */
+static void restart_reason(const download *d, const transfer *t, char *out, size_t len)
+{
+    if (t->h.status == 416)
+        snprintf(out, len, "%s: the server refused to resume at byte %lld (HTTP 416)", d->what,
+                 (long long)d->have);
+    else
+        snprintf(out, len, "%s: asked for byte %lld on, the server answered HTTP %ld with "
+                 "Content-Range '%s'", d->what, (long long)d->have, t->h.status,
+                 t->h.content_range[0] ? term_safe(t->h.content_range) : "(none)");
+}
+
+/* a try; when the server has not the part asked for, the partial file is dropped and the file
+ * asked for from byte 0 at once (a second such answer, to no Range, is fatal) */
+static transfer_outcome download_attempt(const net_config *c, transfer *t, void *arg)
+{
+    download *d = arg;
+    transfer_outcome o = download_try(c, t, d);
+    if (!d->restart)
+        return o;
+    char why[1024];
+    restart_reason(d, t, why, sizeof why);
+    if (!d->asked_range) {
+        snprintf(t->message, sizeof t->message, "%s: refused (not the file asked for)", why);
+        unlink(d->part);
+        return OUT_FATAL;
+    }
+    log_warn("%s; starting over", why);
+    if (unlink(d->part) != 0 && errno != ENOENT) {
+        snprintf(t->message, sizeof t->message, "%s: cannot remove %s to start over: %s",
+                 d->what, term_safe(d->part), strerror(errno));
+        return OUT_FATAL;
+    }
+    memset(t, 0, sizeof *t);
+    return download_attempt(c, t, d); /* from byte 0: no Range, so this recurses at most once */
 }
 
 int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,

@@ -101,6 +101,8 @@ static void take_header(net_headers *h, const char *line, size_t n)
     } else if (IS("content-length:")) {
         VALUE("content-length:", v);
         h->content_length = parse_size(v);
+    } else if (IS("content-range:")) {
+        VALUE("content-range:", h->content_range);
     } else if (IS("location:")) {
         VALUE("location:", h->location);
     } else if (IS("retry-after:")) {
@@ -140,6 +142,7 @@ CURL *transfer_handle(const net_config *c, transfer *t, const char *url, int fol
     t->header_bytes = 0;
     t->failure = FAIL_NONE;
     t->curl_error[0] = 0;
+    snprintf(t->auth_hint, sizeof t->auth_hint, "%s", c->auth_hint);
     CURL *e = curl_easy_init();
     if (!e)
         return NULL;
@@ -173,20 +176,20 @@ CURL *transfer_handle(const net_config *c, transfer *t, const char *url, int fol
     return e;
 }
 
-static const char *status_hint(long status)
+static const char *status_hint(const transfer *t, long status)
 {
     switch (status) {
     case 401:
     case 403:
-        return ": needs a token with access (HF_TOKEN), or the repository is gated or private";
+        return t->auth_hint[0] ? t->auth_hint : "needs a token with access";
     case 404:
-        return ": no such repository, revision or file";
+        return "no such repository, revision or file";
     case 416:
-        return ": the range asked for is not there";
+        return "the range asked for is not there";
     case 429:
-        return ": too many requests";
+        return "too many requests";
     default:
-        return status >= 500 ? ": server error" : "";
+        return status >= 500 ? "server error" : "";
     }
 }
 
@@ -221,7 +224,9 @@ transfer_outcome transfer_perform(CURL *e, transfer *t, const char *what, const 
     long s = t->h.status;
     if (s >= 200 && s < 400)
         return OUT_OK;
-    snprintf(t->message, sizeof t->message, "%s: %s: HTTP %ld%s", what, u, s, status_hint(s));
+    const char *hint = status_hint(t, s);
+    snprintf(t->message, sizeof t->message, "%s: %s: HTTP %ld%s%s", what, u, s, *hint ? ": " : "",
+             hint);
     return (s == 429 || s >= 500) ? OUT_RETRY : OUT_FATAL;
 }
 

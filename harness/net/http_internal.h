@@ -20,6 +20,7 @@ typedef struct {
     int64_t limit;              /* FAIL_TOO_LONG: the size announced */
     char write_path[1024];      /* FAIL_WRITE: the file and errno */
     int write_errno;
+    char auth_hint[128];        /* from the config: what a 401/403 says */
     char curl_error[CURL_ERROR_SIZE];
     char message[2048];         /* what went wrong, for people */
 } transfer;

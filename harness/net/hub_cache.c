@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,14 +50,16 @@ int mkdir_below(const char *base, const char *rel)
         n += part;
         path[n] = 0;
         struct stat st;
-        if (lstat(path, &st) == 0) {
-            if (!S_ISDIR(st.st_mode)) { /* a symlink or a file where a folder goes: refused */
-                log_error("%s: exists and is not a folder (a symlink is never followed here)",
-                          path);
-                return EXIT_USAGE;
-            }
-        } else if (mkdir(path, 0777) != 0) {
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) { /* EEXIST: maybe another fetch's */
             log_error("cannot create the folder %s: %s", path, strerror(errno));
+            return EXIT_USAGE;
+        }
+        if (lstat(path, &st) != 0) {
+            log_error("cannot read the folder %s: %s", path, strerror(errno));
+            return EXIT_USAGE;
+        }
+        if (!S_ISDIR(st.st_mode)) { /* a symlink or a file where a folder goes: refused */
+            log_error("%s: exists and is not a folder (a symlink is never followed here)", path);
             return EXIT_USAGE;
         }
         p += part;
@@ -83,7 +86,7 @@ int write_file_atomic(const char *path, const char *text)
 
 int hub_write_ref(const char *repo_dir, const char *revision, const char *commit)
 {
-    if (strcmp(revision, commit) == 0)
+    if (strcasecmp(revision, commit) == 0)
         return 0; /* a commit needs no ref (huggingface_hub writes none) */
     char dir[PATH_MAX], path[PATH_MAX], rel[300];
     snprintf(rel, sizeof rel, "refs/%s", revision);
@@ -124,6 +127,7 @@ int hub_cache_commit(const char *repo_dir, const char *revision, char commit[41]
 {
     if (is_hex(revision, 40)) {
         snprintf(commit, 41, "%s", revision);
+        hex_lower(commit);
         return 0;
     }
     char path[PATH_MAX], why[INPUT_WHY_LEN];
@@ -139,9 +143,10 @@ int hub_cache_commit(const char *repo_dir, const char *revision, char commit[41]
     size_t n = strcspn(text, "\r\n \t");
     text[n] = 0;
     int ok = is_hex(text, 40);
-    if (ok)
+    if (ok) {
         snprintf(commit, 41, "%s", text);
-    else
+        hex_lower(commit); /* snapshots/ are named in lower case, as the hub writes commits */
+    } else
         log_error("%s: not a commit hash (40 hex digits)", path);
     free(text);
     return ok ? 0 : EXIT_USAGE;

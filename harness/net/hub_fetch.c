@@ -105,6 +105,24 @@ static int take_siblings(fetch_ctx *x, json_t *sib, const char *url)
     return check_file_vs_folder(x);
 }
 
+/* the API's "sha": 40 hex digits, and the commit itself when the revision asked for is one */
+static int take_commit(fetch_ctx *x, json_t *sha, const char *url)
+{
+    if (!json_is_string(sha) || !is_hex(json_string_value(sha), 40)) {
+        log_error("%s: \"sha\": not a commit hash (40 hex digits)", url);
+        return EXIT_USAGE;
+    }
+    snprintf(x->commit, sizeof x->commit, "%s", json_string_value(sha));
+    hex_lower(x->commit);
+    if (is_hex(x->r->revision, 40) && strcasecmp(x->commit, x->r->revision) != 0) {
+        log_error("%s@%s: the server answers with commit %s, not the commit %s asked for: "
+                  "refused, nothing written", x->r->id, x->r->revision, x->commit,
+                  x->r->revision);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 static int list_files(fetch_ctx *x)
 {
     char id[600], rev[800], url[4096];
@@ -119,17 +137,10 @@ static int list_files(fetch_ctx *x)
     json_error_t e;
     json_t *root = json_loadb(body, len, 0, &e);
     free(body);
-    json_t *sha = json_object_get(root, "sha");
     if (!json_is_object(root)) {
         log_error("%s: not a JSON object (line %d: %s)", url, e.line, root ? "" : e.text);
         rc = EXIT_USAGE;
-    } else if (!json_is_string(sha) || !is_hex(json_string_value(sha), 40)) {
-        log_error("%s: \"sha\": not a commit hash (40 hex digits)", url);
-        rc = EXIT_USAGE;
-    } else {
-        snprintf(x->commit, sizeof x->commit, "%s", json_string_value(sha));
-        for (char *p = x->commit; *p; p++)
-            *p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+    } else if ((rc = take_commit(x, json_object_get(root, "sha"), url)) == 0) {
         rc = take_siblings(x, json_object_get(root, "siblings"), url);
     }
     json_decref(root);
@@ -217,28 +228,43 @@ static int have_blob(const remote_file *f)
     return lstat(f->blob, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == f->size;
 }
 
+/* the file into blobs/<etag>.incomplete, verified, renamed to blobs/<etag>; under the lock */
+static int download_blob(fetch_ctx *x, const remote_file *f, const char *path)
+{
+    int rc;
+    if (f->size == 0) {
+        FILE *e = fopen(f->part, "wb");
+        if (!e || fclose(e) != 0)
+            return log_error("cannot create %s: %s", f->part, strerror(errno)), EXIT_USAGE;
+    } else if ((rc = net_download(&x->cfg, f->url, f->part, f->size, path))) {
+        return rc;
+    }
+    if ((rc = verify(f, path)))
+        return rc;
+    if (rename(f->part, f->blob) != 0)
+        return log_error("cannot move %s to %s: %s", f->part, f->blob, strerror(errno)),
+               EXIT_USAGE;
+    x->res->downloaded++;
+    x->res->bytes += f->size;
+    return 0;
+}
+
 static int fetch_file(fetch_ctx *x, const char *path)
 {
     remote_file f;
-    int rc = file_metadata(x, path, &f);
+    int rc = file_metadata(x, path, &f), lock = -1;
     if (rc)
         return rc;
     x->res->files++;
     if (!have_blob(&f)) {
-        if (f.size == 0) {
-            FILE *e = fopen(f.part, "wb");
-            if (!e || fclose(e) != 0)
-                return log_error("cannot create %s: %s", f.part, strerror(errno)), EXIT_USAGE;
-        } else if ((rc = net_download(&x->cfg, f.url, f.part, f.size, path))) {
+        rc = hub_lock_blob(x->o->cache, x->repo_dir, f.etag, path, &lock);
+        if (!rc && have_blob(&f)) /* another process downloaded it while this one waited */
+            log_info("%s: downloaded by another process meanwhile", term_safe(path));
+        else if (!rc)
+            rc = download_blob(x, &f, path);
+        hub_unlock_blob(lock);
+        if (rc)
             return rc;
-        }
-        if ((rc = verify(&f, path)))
-            return rc;
-        if (rename(f.part, f.blob) != 0)
-            return log_error("cannot move %s to %s: %s", f.part, f.blob, strerror(errno)),
-                   EXIT_USAGE;
-        x->res->downloaded++;
-        x->res->bytes += f.size;
     }
     return hub_link_snapshot(x->repo_dir, x->commit, path, f.etag);
 }

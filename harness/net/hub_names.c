@@ -81,6 +81,8 @@ int repo_ref_parse(const char *spec, int dataset, const char *what, repo_ref *r)
                   "'_', '-', '/' between names; no '..')", what, r->revision);
         return EXIT_USAGE;
     }
+    if (is_hex(r->revision, 40)) /* a commit: one spelling in refs/, snapshots/, messages */
+        hex_lower(r->revision);
     return 0;
 }
 

@@ -8,10 +8,14 @@
 
 /* ---- transfers (net/http.c) ------------------------------------------------------------- */
 
+/* the longest bearer token taken (longer is refused, never cut); JWTs and signed tokens fit */
+#define NET_TOKEN_MAX 4095
+
 /* How every transfer behaves; net_config_init fills it from the environment (docs/fetch.md). */
 typedef struct {
     char endpoint_scheme[8];  /* "https" or "http": redirects may go to https or to this */
-    char token[512];          /* bearer token ("" none): HF_TOKEN, $HF_TOKEN_PATH, $HF_HOME/token */
+    char token[NET_TOKEN_MAX + 1]; /* bearer token ("" none): HF_TOKEN, $HF_TOKEN_PATH, ... */
+    char auth_hint[128];      /* what a 401/403 tells people (names the token's variable) */
     int retries;              /* retries after the first try (HARNESS_NET_RETRIES, default 5) */
     long backoff_ms;          /* the first wait, doubled each retry (HARNESS_NET_BACKOFF_MS) */
     long connect_timeout_s;   /* HF_HUB_ETAG_TIMEOUT (default 10): connect, and a HEAD in all */
@@ -25,12 +29,17 @@ typedef struct {
     char etag[192], linked_etag[192], repo_commit[64];
     int64_t linked_size, content_length;  /* -1 when absent */
     char location[2048], next_link[2048]; /* Location; the rel="next" URL of a Link header */
+    char content_range[128];              /* Content-Range ("" when absent) */
     long retry_after_s;                   /* -1 when absent */
 } net_headers;
 
 /* Fills c from the environment for an endpoint URL (its scheme); 0, or 2 after a message
  * (an endpoint that is neither http:// nor https://, a malformed variable). */
 int net_config_init(net_config *c, const char *endpoint);
+/* as net_config_init, but the token is the variable token_var's (none when unset) and HF_TOKEN
+ * and the hub's token files are never read; a 401/403 names token_var. 0, or 2 after a message
+ * (also for a token longer than NET_TOKEN_MAX) */
+int net_config_init_token(net_config *c, const char *endpoint, const char *token_var);
 /* curl_global_init once; 0 or 2 after a message */
 int net_global_init(void);
 
@@ -42,7 +51,9 @@ int net_get_text(const net_config *c, const char *url, size_t cap, char **body, 
 int net_head(const net_config *c, const char *url, net_headers *h);
 /* GET url (redirects followed) into part_path, appending with Range from its current size,
  * until it holds exactly `size` bytes (more is an error); retried with backoff on 429, 5xx and
- * dropped connections. `what` names the file in progress and messages. 0 or 2 after a message;
+ * dropped connections. A resume answered with a 416, or with a 206 whose Content-Range does not
+ * start at the byte asked for, drops part_path and starts from byte 0 at once (no retry spent).
+ * `what` names the file in progress and messages. 0 or 2 after a message;
  * on 2 part_path keeps what arrived (resumed by the next try) unless nothing did or the server
  * sent more than `size` bytes (then it is removed). */
 int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,
@@ -58,6 +69,8 @@ int file_sha256_hex(const char *path, char out[65]);
 int file_git_sha1_hex(const char *path, char out[41]);
 /* 1 when s is exactly n lowercase or uppercase hex digits */
 int is_hex(const char *s, size_t n);
+/* A-F to a-f in place: commits and digests are compared and stored in lower case */
+void hex_lower(char *s);
 
 /* ---- the hub: names and the cache (net/hub_names.c, net/hub_cache.c) ---------------------- */
 
@@ -69,8 +82,9 @@ typedef struct {
     char revision[256];  /* "main" when not given */
 } repo_ref;
 
-/* Parses [datasets/]ORG/NAME[@REVISION] (dataset also when `dataset` is set); 0, or 2 after a
- * message naming `what` (the argument or field it came from). */
+/* Parses [datasets/]ORG/NAME[@REVISION] (dataset also when `dataset` is set); a 40-hex revision
+ * (a commit) is put in lower case. 0, or 2 after a message naming `what` (the argument or field
+ * it came from). */
 int repo_ref_parse(const char *spec, int dataset, const char *what, repo_ref *r);
 /* the cache folder of the hub: HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, $HF_HOME/hub,
  * $XDG_CACHE_HOME/huggingface/hub or ~/.cache/huggingface/hub; 0 or 2 */
@@ -83,7 +97,7 @@ int hub_path_is_safe(const char *path);
 /* 1 when an etag is safe as a blob file name: [A-Za-z0-9_-], 1 to 128 bytes */
 int hub_etag_is_safe(const char *etag);
 /* the commit of r's revision in the cache (r->revision when it is a 40-hex commit, else
- * refs/REVISION); 0, 1 when the cache does not have it, 2 after a message */
+ * refs/REVISION), in lower case; 0, 1 when the cache does not have it, 2 after a message */
 int hub_cache_commit(const char *repo_dir, const char *revision, char commit[41]);
 /* the snapshot folder of r in the cache, for offline use (HF_HUB_OFFLINE, a scenario's
  * model.repo); 0, or 2 after a message naming the repo and the cache folder */
@@ -106,7 +120,9 @@ typedef struct {
 } fetch_result;
 
 /* Fetches r into the cache as huggingface_hub lays it out; 0 or 2 after a message. Nothing
- * incomplete is ever in a snapshot: a file is verified, then moved to blobs/, then linked. */
+ * incomplete is ever in a snapshot: a file is verified, then moved to blobs/, then linked. A
+ * revision that is a commit must be the commit the server answers with. Each blob is downloaded
+ * under CACHE/.locks/REPO_FOLDER/ETAG.lock, as huggingface_hub does. */
 int hub_fetch(const repo_ref *r, const fetch_options *o, fetch_result *res);
 /* the endpoint when --endpoint is not given: HF_ENDPOINT or https://huggingface.co */
 const char *hub_default_endpoint(void);

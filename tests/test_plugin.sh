@@ -69,4 +69,8 @@ else fail "ops does not name the failing op"; head -5 "$T/out"; fi
 expect 0 "the other ops of that plugin pass" -- "$H" ops --device "plugin:$B/broken_op.so" --op add,gemm
 expect 1 "failing op in a run" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_op.so" --db "$T/f.db"
 says "gelu_forward: the accelerator rejected the kernel"
+# ---- an op right out of place and wrong in place, as the models call it: ops must fail it ----
+expect 1 "rope_forward wrong only in place" -- "$H" ops --device "plugin:$B/broken_alias.so" --op rope_forward
+grep -q "in-place .*FAIL" "$T/out" && pass || { fail "ops passed an in-place rope_forward that is wrong"; cat "$T/out"; }
+grep -q "hs=6  .*PASS" "$T/out" && pass || fail "the out-of-place rope_forward cases should pass"
 finish

@@ -36,7 +36,8 @@ typedef struct {
     double alpha, beta; /* gemm; beta is also the weight decay of adamw */
     double scale;       /* scale's factor, softmax_xent_backward's scale */
     int t;              /* adamw's step */
-    int alias;          /* softmax_xent_forward writes probs over the logits */
+    int alias;          /* in place: softmax_xent_forward's probs over the logits, rope_forward
+                         * and dropout_forward (no mask) over their input, as models call them */
     int NTT;            /* embedding_tt: rows of the token-type table */
     int masked;         /* attention_masked: a key mask (else the view has no buffer) */
     double p;           /* dropout: drop probability */

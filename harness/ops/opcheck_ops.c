@@ -64,7 +64,8 @@ static void desc_att_masked(const oc_shape *s, char *o, size_t l)
 }
 static void desc_dropout(const oc_shape *s, char *o, size_t l)
 {
-    snprintf(o, l, "n=%d p=%g step=%d layer=%d site=%d", s->n, s->p, s->step, s->layer, s->site);
+    snprintf(o, l, "n=%d p=%g step=%d layer=%d site=%d%s", s->n, s->p, s->step, s->layer, s->site,
+             s->alias ? " in-place, no mask" : "");
 }
 static void desc_gemm(const oc_shape *s, char *o, size_t l)
 {
@@ -344,8 +345,13 @@ static double gelu_erf_bwd_run(device *d, const oc_shape *s, const dten *t)
 
 /* ---- dropout ---- */
 
+/* alias: in place and without a mask, as the models call it (gpt2's and bert's hidden states) */
 static int dropout_fwd_t(const oc_shape *s, oc_tensor *t)
 {
+    if (s->alias) {
+        t[0] = real_t("x (in place)", OC_ACC, (size_t)s->n, -2, 2);
+        return 1;
+    }
     t[0] = real_t("out", OC_OUT, (size_t)s->n, 0, 0);
     t[1] = (oc_tensor){"mask", OC_OUT, DT_I32, (size_t)s->n, OC_IDS, 0, 1};
     t[2] = real_t("inp", OC_IN, (size_t)s->n, -2, 2);
@@ -353,8 +359,9 @@ static int dropout_fwd_t(const oc_shape *s, oc_tensor *t)
 }
 static double dropout_fwd_run(device *d, const oc_shape *s, const dten *t)
 {
-    OPS(d)->dropout_forward(d, t[0], t[1], t[2], s->n, s->p, OC_DROPOUT_SEED, (uint32_t)s->step,
-                            (uint32_t)s->layer, (uint32_t)s->site);
+    OPS(d)->dropout_forward(d, t[0], s->alias ? (dten){0} : t[1], s->alias ? t[0] : t[2], s->n,
+                            s->p, OC_DROPOUT_SEED, (uint32_t)s->step, (uint32_t)s->layer,
+                            (uint32_t)s->site);
     return 0;
 }
 static int dropout_bwd_t(const oc_shape *s, oc_tensor *t)
@@ -502,17 +509,24 @@ static double silu_mul_bwd_run(device *d, const oc_shape *s, const dten *t)
  * is linear in each, so any values test its indexing and arithmetic) */
 static size_t rope_n(const oc_shape *s) { return BT(s) * s->C; }
 static size_t rope_tab(const oc_shape *s) { return (size_t)s->T * (s->C / s->NH / 2); }
+/* alias: in place (out = inp), as the llama family rotates q and k */
 static int rope_fwd_t(const oc_shape *s, oc_tensor *t)
 {
-    t[0] = real_t("out", OC_OUT, rope_n(s), 0, 0);
-    t[1] = real_t("inp", OC_IN, rope_n(s), -2, 2);
-    t[2] = real_t("cos", OC_IN, rope_tab(s), -1, 1);
-    t[3] = real_t("sin", OC_IN, rope_tab(s), -1, 1);
-    return 4;
+    int k = 0;
+    if (s->alias) {
+        t[k++] = real_t("x (in place)", OC_ACC, rope_n(s), -2, 2);
+    } else {
+        t[k++] = real_t("out", OC_OUT, rope_n(s), 0, 0);
+        t[k++] = real_t("inp", OC_IN, rope_n(s), -2, 2);
+    }
+    t[k++] = real_t("cos", OC_IN, rope_tab(s), -1, 1);
+    t[k++] = real_t("sin", OC_IN, rope_tab(s), -1, 1);
+    return k;
 }
 static double rope_fwd_run(device *d, const oc_shape *s, const dten *t)
 {
-    OPS(d)->rope_forward(d, t[0], t[1], t[2], t[3], s->B, s->T, s->NH, s->C / s->NH);
+    int a = s->alias ? 1 : 0;
+    OPS(d)->rope_forward(d, t[0], t[1 - a], t[2 - a], t[3 - a], s->B, s->T, s->NH, s->C / s->NH);
     return 0;
 }
 static int rope_bwd_t(const oc_shape *s, oc_tensor *t)
@@ -530,7 +544,8 @@ static double rope_bwd_run(device *d, const oc_shape *s, const dten *t)
 }
 static void desc_rope(const oc_shape *s, char *o, size_t l)
 {
-    snprintf(o, l, "B=%d T=%d NH=%d hs=%d", s->B, s->T, s->NH, s->C / s->NH);
+    snprintf(o, l, "B=%d T=%d NH=%d hs=%d%s", s->B, s->T, s->NH, s->C / s->NH,
+             s->alias ? " in-place" : "");
 }
 
 /* grouped-query attention: q and out [B,T,NH,hs], k and v [B,T,NKV,hs], hs = C/NH */
@@ -864,6 +879,7 @@ static const oc_case TEST_CASES[] = {
     {OP(O_DROP_F), {.n = 131072, .p = 0.1, .step = 7, .layer = 0, .site = 0}},
     {OP(O_DROP_F), {.n = 1001, .p = 0, .step = 1, .layer = 2, .site = 1}},
     {OP(O_DROP_F), {.n = 37, .p = 1, .step = 1, .layer = 2, .site = 1}},
+    {OP(O_DROP_F), {.n = 4099, .p = 0.1, .step = 4, .layer = 1, .site = 2, .alias = 1}},
     {OP(O_DROP_B), {.n = 91, .p = 0.1, .step = 3, .layer = 1, .site = 2}},
     {OP(O_DROP_B), {.n = 131072, .p = 0.5, .step = 7, .layer = 3, .site = 4}},
     /* decoder ops: odd sizes and a Llama-tiny-like row count and width */
@@ -882,6 +898,8 @@ static const oc_case TEST_CASES[] = {
     {OP(O_ROPE_F), {.B = 2, .T = 5, .C = 18, .NH = 3}},
     {OP(O_ROPE_F), {.B = 1, .T = 7, .C = 2, .NH = 1}},
     {OP(O_ROPE_F), {.B = 8, .T = 64, .C = 64, .NH = 4}},
+    {OP(O_ROPE_F), {.B = 2, .T = 5, .C = 18, .NH = 3, .alias = 1}},
+    {OP(O_ROPE_F), {.B = 8, .T = 64, .C = 64, .NH = 4, .alias = 1}},
     {OP(O_ROPE_B), {.B = 2, .T = 5, .C = 18, .NH = 3}},
     {OP(O_ROPE_B), {.B = 1, .T = 7, .C = 2, .NH = 1}},
     {OP(O_ROPE_B), {.B = 8, .T = 64, .C = 64, .NH = 4}},

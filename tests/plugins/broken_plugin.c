@@ -1,6 +1,6 @@
 /* tests/plugins/broken_plugin.c: deliberately broken device plugins for tests/test_plugin.sh, one
- * source built seven ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
- * BROKEN_ELEMENT, BROKEN_ERR. */
+ * source built eight ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
+ * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS. */
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +16,21 @@ static void failing_gelu_forward(device *d, dten out, dten inp, int n)
 {
     (void)out, (void)inp;
     device_fail(d, "%s: gelu_forward: the accelerator rejected the kernel (n = %d)", d->backend, n);
+}
+#endif
+
+#ifdef BROKEN_ALIAS
+/* the cpu device with a rope_forward right out of place and wrong in place (out = inp), the
+ * way the llama family calls it: as a kernel that reads inputs another thread has overwritten */
+static device_i alias_ops;
+static void (*cpu_rope_forward)(device *, dten, dten, dten, dten, int, int, int, int);
+
+static void rope_wrong_in_place(device *d, dten out, dten inp, dten cos_t, dten sin_t, int B,
+                                int T, int NH, int hs)
+{
+    cpu_rope_forward(d, out, inp, cos_t, sin_t, B, T, NH, hs);
+    if (out.buf == inp.buf && out.off == inp.off)
+        d->ops->scale(d, out, 1.001, (int)out.n);
 }
 #endif
 
@@ -35,6 +50,14 @@ static device *broken_open(int ordinal, char *err, size_t errlen)
         broken_ops = *d->ops;
         broken_ops.gelu_forward = failing_gelu_forward;
         d->ops = &broken_ops;
+    }
+#endif
+#ifdef BROKEN_ALIAS
+    if (d) {
+        alias_ops = *d->ops;
+        cpu_rope_forward = alias_ops.rope_forward;
+        alias_ops.rope_forward = rope_wrong_in_place;
+        d->ops = &alias_ops;
     }
 #endif
     (void)ordinal;

@@ -69,6 +69,10 @@ else fail "ops does not name the failing op"; head -5 "$T/out"; fi
 expect 0 "the other ops of that plugin pass" -- "$H" ops --device "plugin:$B/broken_op.so" --op add,gemm
 expect 1 "failing op in a run" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_op.so" --db "$T/f.db"
 says "gelu_forward: the accelerator rejected the kernel"
+# ---- a device that cannot be opened again after its error: the rows so far kept, exit 1 ----
+expect 1 "a device lost after a failing op" -- "$H" ops --device "plugin:$B/broken_reopen.so,cpu" --op gelu_forward --json --db "$T/lost.db"
+says "could not be opened again after its error"
+python3 -c 'import json, sys; rows = json.load(open(sys.argv[1])); assert [r["status"] for r in rows][0] == "fail" and any(r["device"] == "cpu" for r in rows), rows' "$T/out" && pass || { fail "the JSON lacks the failed row or the next device's"; cat "$T/out"; }
 # ---- an op right out of place and wrong in place, as the models call it: ops must fail it ----
 expect 1 "rope_forward wrong only in place" -- "$H" ops --device "plugin:$B/broken_alias.so" --op rope_forward
 grep -q "in-place .*FAIL" "$T/out" && pass || { fail "ops passed an in-place rope_forward that is wrong"; cat "$T/out"; }

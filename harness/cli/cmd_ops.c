@@ -281,14 +281,20 @@ static device *open_device(const char *spec)
     return d;
 }
 
-/* after a device error the device is a no-op: open it again for the next case */
+/* after a device error the device is a no-op: open it again for the next case. A device that
+ * cannot be opened again (a GPU context lost to a fault) ends its checks: 1, the rows so far
+ * still reported */
 static int revive(device **d, const char *spec)
 {
     if (!device_error(*d))
         return 0;
     device_close(*d);
     *d = open_device(spec);
-    return *d ? 0 : EXIT_USAGE;
+    if (*d)
+        return 0;
+    log_error("ops: %s could not be opened again after its error: its remaining ops are not "
+              "checked", spec);
+    return EXIT_FAIL;
 }
 
 /* ---- the three modes ------------------------------------------------------------------------ */
@@ -315,7 +321,7 @@ static int run_test(const ops_args *a, const char *spec, device **d, device **re
         if (!a->json)
             print_row(r);
         if (revive(d, spec) || revive(ref, REFERENCE))
-            return EXIT_USAGE;
+            return EXIT_FAIL;
     }
     return 0;
 }
@@ -340,7 +346,7 @@ static int run_grad(const ops_args *a, const char *spec, device **d, op_rows *rs
         if (!a->json)
             print_row(r);
         if (revive(d, spec))
-            return EXIT_USAGE;
+            return EXIT_FAIL;
     }
     return 0;
 }
@@ -360,7 +366,7 @@ static int run_perf(const ops_args *a, const char *spec, device **d, op_rows *rs
         r->res.metric = r->res.threshold = r->res.max_abs = NAN;
         rs->failed += !r->res.pass;
         if (revive(d, spec))
-            return EXIT_USAGE;
+            return EXIT_FAIL;
     }
     return 0;
 }
@@ -407,13 +413,13 @@ static json_t *jnum(double v)
 static json_t *row_json(const op_row *r)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "mode", json_string(r->mode));
-    json_object_set_new(o, "device", json_string(r->device));
-    json_object_set_new(o, "device_name", json_string(r->device_name));
-    json_object_set_new(o, "dtype", json_string(r->dtype));
-    json_object_set_new(o, "op", json_string(r->op));
-    json_object_set_new(o, "shape", json_string(r->shape));
-    json_object_set_new(o, "status", json_string(r->res.pass ? "pass" : "fail"));
+    json_object_set_new(o, "mode", json_text(r->mode));
+    json_object_set_new(o, "device", json_text(r->device));
+    json_object_set_new(o, "device_name", json_text(r->device_name));
+    json_object_set_new(o, "dtype", json_text(r->dtype));
+    json_object_set_new(o, "op", json_text(r->op));
+    json_object_set_new(o, "shape", json_text(r->shape));
+    json_object_set_new(o, "status", json_text(r->res.pass ? "pass" : "fail"));
     if (r->mode[0] == 'p') {
         json_object_set_new(o, "us_per_call", jnum(r->res.us));
         json_object_set_new(o, "gflops", r->res.gflops > 0 ? jnum(r->res.gflops) : json_null());
@@ -422,11 +428,11 @@ static json_t *row_json(const op_row *r)
         json_object_set_new(o, r->mode[0] == 't' ? "nmse" : "rel_err", jnum(r->res.metric));
         json_object_set_new(o, "threshold", jnum(r->res.threshold));
         json_object_set_new(o, "max_abs", jnum(r->res.max_abs));
-        json_object_set_new(o, "worst", json_string(r->res.worst));
+        json_object_set_new(o, "worst", json_text(r->res.worst));
         if (r->reference[0])
-            json_object_set_new(o, "reference", json_string(r->reference));
+            json_object_set_new(o, "reference", json_text(r->reference));
     }
-    json_object_set_new(o, "message", json_string(r->res.message));
+    json_object_set_new(o, "message", json_text(r->res.message));
     return o;
 }
 
@@ -495,11 +501,17 @@ int cmd_ops(int argc, char **argv)
     if (strcmp(a.mode, "test") == 0 && !ref)
         return EXIT_USAGE;
     op_rows rs = {0};
-    for (int k = 0; k < a.ndev && !rc; k++)
+    int cut_short = 0; /* a device lost mid-way (or no memory for a row): report what was done */
+    int testing = strcmp(a.mode, "test") == 0;
+    for (int k = 0; k < a.ndev && (!rc || rc == EXIT_FAIL) && (ref || !testing); k++) {
         rc = run_device(&a, a.devices[k], &ref, &rs);
+        cut_short |= rc == EXIT_FAIL;
+    }
     device_close(ref);
-    if (!rc)
+    if (!rc || rc == EXIT_FAIL)
         rc = report(&a, &rs);
+    if (cut_short && rc == EXIT_PASS)
+        rc = EXIT_FAIL;
     free(rs.rows);
     return rc;
 }

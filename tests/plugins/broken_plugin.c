@@ -1,12 +1,17 @@
 /* tests/plugins/broken_plugin.c: deliberately broken device plugins for tests/test_plugin.sh, one
- * source built eight ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
- * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS. */
+ * source built nine ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
+ * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS, BROKEN_REOPEN (BROKEN_OP that cannot open again). */
 #include <stdio.h>
 #include <string.h>
 
 #include "device_plugin.h"
 
 device *cpu_device_open(const char *arg, char *err, size_t errlen);
+
+#ifdef BROKEN_REOPEN
+#define BROKEN_OP 1
+static int faulted; /* a GPU context lost to a fault: the device cannot be opened again */
+#endif
 
 #ifdef BROKEN_OP
 /* the cpu device with gelu_forward failing as a vendor's op would: a device error naming it */
@@ -15,6 +20,9 @@ static device_i broken_ops;
 static void failing_gelu_forward(device *d, dten out, dten inp, int n)
 {
     (void)out, (void)inp;
+#ifdef BROKEN_REOPEN
+    faulted = 1;
+#endif
     device_fail(d, "%s: gelu_forward: the accelerator rejected the kernel (n = %d)", d->backend, n);
 }
 #endif
@@ -39,6 +47,12 @@ static device *broken_open(int ordinal, char *err, size_t errlen)
 #ifdef BROKEN_ERR
     memset(err, 'x', errlen); /* a refusal whose message fills the buffer, no terminator */
     return NULL;
+#endif
+#ifdef BROKEN_REOPEN
+    if (faulted) {
+        snprintf(err, errlen, "the device is unusable after a fault");
+        return NULL;
+    }
 #endif
     device *d = cpu_device_open("", err, errlen);
 #ifdef BROKEN_ELEMENT

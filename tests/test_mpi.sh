@@ -117,6 +117,23 @@ expect 2 "np 2, ranks given different --steps" -- $MPI bash "$T/steps_by_rank.sh
 says "rank 1 runs another scenario"
 [ ! -e "$T/none.db" ] && pass || fail "ranks with different scenarios created the store"
 
+# a rank on another backend and precision (cpu64's doubles against rank 0's floats overran
+# rank 0's buffers: heap corruption, a row left running); now exit 2 on every rank, nothing made
+cat >"$T/device_by_rank.sh" <<'WRAP'
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --device cpu64; else exec "$@"; fi
+WRAP
+expect 2 "np 2, rank 1 on cpu64" -- $MPI bash "$T/device_by_rank.sh" "$H" run "$T/two4.json" --db "$T/none.db" --quiet --comm-timeout $((20 * SLOW))
+says "rank 1 trains on cpu64 in fp64, rank 0 on cpu in fp32"
+[ ! -e "$T/none.db" ] && pass || fail "ranks on different devices created the store"
+# a rank whose scenario does not load still joins the job, so the others stop too (under srun,
+# which ends no step when one task exits, rank 0 waited in MPI_Init for ever)
+cat >"$T/missing_on_rank1.sh" <<'WRAP'
+if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$1" run /nonexistent/scenario.json "${@:4}"; else exec "$@"; fi
+WRAP
+expect 2 "np 2, rank 1's scenario missing" -- $MPI bash "$T/missing_on_rank1.sh" "$H" run "$T/two4.json" --db "$T/none.db" --quiet --comm-timeout $((20 * SLOW))
+says "rank 1 could not load the scenario"
+[ ! -e "$T/none.db" ] && pass || fail "a rank without its scenario let the store be created"
+
 expect 2 "run --compare under mpirun" -- $MPI "$H" run "$T/one8.json" --compare --db "$T/none.db"
 says "the matrix runs one rank per run"
 [ ! -e "$T/none.db" ] && pass || fail "a refused --compare created the store"

@@ -67,6 +67,13 @@ n=$(sqlite3 "$T/s.db" "select count(*) from rank_steps where run_id=1")
 [ "$n" = 8 ] && pass || fail "srun run: $n rank_steps rows, want 8 (2 ranks x 4 steps)"
 expect 2 "srun -n 2 with world_size 1" -- timeout $((120 * SLOW)) srun -n 2 --mpi=pmix "$H" run "$SRC/scenarios/gpt2-tiny.json" --db "$T/none.db"
 says "but slurm started 2 ranks"
+# a rank whose scenario file is missing: srun ends no step when one task exits, so rank 0 waited
+# in MPI_Init for ever; now that rank joins the job and every rank stops with exit 2
+cat >"$T/missing_on_rank1.sh" <<'WRAP'
+if [ "$SLURM_PROCID" = 1 ]; then exec "$1" run /nonexistent/scenario.json "${@:4}"; else exec "$@"; fi
+WRAP
+expect 2 "srun -n 2, rank 1's scenario missing" -- timeout $((120 * SLOW)) srun -n 2 --mpi=pmix bash "$T/missing_on_rank1.sh" "$H" run "$T/two4.json" --db "$T/none.db" --quiet --comm-timeout 10
+says "rank 1 could not load the scenario"
 
 echo "sbatch scenarios/slurm/harness.sbatch"
 job=$(cd "$T" && sbatch --parsable --export=ALL,HARNESS="$H",SCENARIO="$T/two4.json",DB="$T/b.db" \

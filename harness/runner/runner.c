@@ -196,7 +196,7 @@ int runner_run_one(const run_args *a)
     scenario s;
     if ((rc = runner_load_scenario(a, a->scenario, &s)) != 0) {
         scenario_free(&s);
-        return rc;
+        return ranks_fail_early(a, rc);
     }
     run_args ra = *a;
     if ((rc = ranks_open(&ra, &s)) != 0) {
@@ -209,6 +209,8 @@ int runner_run_one(const run_args *a)
     trainer *tr = NULL;
     train_status status = TRAIN_OK; /* until training: failures so far are agreed on */
     rc = ranks_attach(&ra, d);
+    int same = ranks_same_device(ra.comm, d); /* a collective: on every rank */
+    rc = rc ? rc : same;
     if (rc == 0)
         rc = runner_prepare(&s, d, &ra, &tr);
     if ((rc = ranks_agree(ra.comm, "setting up", rc, &status)) == 0)

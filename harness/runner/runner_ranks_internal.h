@@ -13,6 +13,14 @@ volatile sig_atomic_t *runner_stop_flag(void);
  * launcher); its size must be s->world_size. a->comm_kind: what --comm resolves to on a->device
  * (COMM_MPI or COMM_NCCL). 0, or 1/2 after a message, before anything is opened or recorded */
 int ranks_open(run_args *a, const scenario *s);
+/* this rank's scenario did not load (rc, said): under a launcher with several ranks it still
+ * joins the job and says so in ranks_open's scenario check, so that the other ranks stop with
+ * exit 2 instead of waiting in MPI_Init for ever (srun ends no step when one task exits).
+ * Returns rc */
+int ranks_fail_early(const run_args *a, int rc);
+/* a collective: every rank's device (NULL: did not open) of rank 0's backend and precision; 0,
+ * or 2 on every rank (rank 0 names the ranks that differ), 1 on a communicator failure */
+int ranks_same_device(comm *c, const device *d);
 /* a->device for this rank: a spec without an index ("opencl") becomes the device of the rank's
  * local rank ("opencl:N", modulo the devices there are; for nccl one per rank, more ranks
  * than devices refused). NULL after a message */

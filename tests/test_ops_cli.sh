@@ -29,6 +29,9 @@ expect 2 "--device with an empty item" -- "$H" ops --device cpu,,cpu64 --op sum;
 # a device that cannot be opened is exit 2: the --db store must not be created by it
 expect 2 "unknown device with --db" -- "$H" ops --device nosuch --op sum --db "$T/new.db"; says "nosuch"
 [ -e "$T/new.db" ] && fail "a usage error created the --db store" || pass
+: >"$T/empty.db"
+expect 2 "unknown device with an empty --db file" -- "$H" ops --device nosuch --op sum --db "$T/empty.db"
+[ -s "$T/empty.db" ] && fail "a usage error made the empty --db file a store" || pass
 expect 2 "--db in no folder" -- "$H" ops --device cpu64 --op sum --db "$T/nodir/x.db"; says "nodir"
 long="plugin:$T/$(printf 'd%.0s' $(seq 70))/example_cpu.so"
 expect 2 "a 100-byte device spec" -- "$H" ops --device "$long" --op sum; says "longer than 63 bytes"

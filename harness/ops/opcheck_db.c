@@ -113,6 +113,8 @@ int opdb_check(const char *path)
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT) /* created only when the results are recorded */
         return output_check_target("the store", path);
+    if (S_ISREG(sb.st_mode) && sb.st_size == 0) /* an empty file: made a store only then too */
+        return output_check_target("the store", path);
     return open_as_store(path);
 }
 

@@ -73,6 +73,10 @@ says "gelu_forward: the accelerator rejected the kernel"
 expect 1 "a device lost after a failing op" -- "$H" ops --device "plugin:$B/broken_reopen.so,cpu" --op gelu_forward --json --db "$T/lost.db"
 says "could not be opened again after its error"
 python3 -c 'import json, sys; rows = json.load(open(sys.argv[1])); assert [r["status"] for r in rows][0] == "fail" and any(r["device"] == "cpu" for r in rows), rows' "$T/out" && pass || { fail "the JSON lacks the failed row or the next device's"; cat "$T/out"; }
+# ---- an op that faults: the process dies as it would, but says so first ----
+"$H" ops --device "plugin:$B/broken_crash.so" --op gelu_forward >"$T/out" 2>"$T/err"; got=$?
+[ "$got" -ne 0 ] && pass || fail "a crashing op exited 0"
+says "fatal: SIGSEGV in 'harness ops'"
 # ---- an op right out of place and wrong in place, as the models call it: ops must fail it ----
 expect 1 "rope_forward wrong only in place" -- "$H" ops --device "plugin:$B/broken_alias.so" --op rope_forward
 grep -q "in-place .*FAIL" "$T/out" && pass || { fail "ops passed an in-place rope_forward that is wrong"; cat "$T/out"; }

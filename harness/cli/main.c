@@ -5,6 +5,7 @@
 
 #include "blas_core.h"
 #include "commands.h"
+#include "util/fatal_signal.h"
 #include "util/util.h"
 
 typedef struct {
@@ -73,6 +74,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) {
+            fatal_signal_report(commands[i].name);
             int rc = commands[i].fn(argc - 1, argv + 1);
             return commands[i].prints_result ? finish_stdout(rc) : rc;
         }

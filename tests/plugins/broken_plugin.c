@@ -1,12 +1,25 @@
 /* tests/plugins/broken_plugin.c: deliberately broken device plugins for tests/test_plugin.sh, one
- * source built nine ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
- * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS, BROKEN_REOPEN (BROKEN_OP that cannot open again). */
+ * source built ten ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
+ * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS, BROKEN_REOPEN (BROKEN_OP that cannot open again),
+ * BROKEN_CRASH (an op that faults). */
 #include <stdio.h>
 #include <string.h>
 
 #include "device_plugin.h"
 
 device *cpu_device_open(const char *arg, char *err, size_t errlen);
+
+#ifdef BROKEN_CRASH
+/* the cpu device with gelu_forward writing through a null pointer, as a vendor op might */
+static device_i crash_ops;
+static int *volatile nowhere;
+
+static void crashing_gelu_forward(device *d, dten out, dten inp, int n)
+{
+    (void)d, (void)out, (void)inp;
+    *nowhere = n;
+}
+#endif
 
 #ifdef BROKEN_REOPEN
 #define BROKEN_OP 1
@@ -64,6 +77,13 @@ static device *broken_open(int ordinal, char *err, size_t errlen)
         broken_ops = *d->ops;
         broken_ops.gelu_forward = failing_gelu_forward;
         d->ops = &broken_ops;
+    }
+#endif
+#ifdef BROKEN_CRASH
+    if (d) {
+        crash_ops = *d->ops;
+        crash_ops.gelu_forward = crashing_gelu_forward;
+        d->ops = &crash_ops;
     }
 #endif
 #ifdef BROKEN_ALIAS

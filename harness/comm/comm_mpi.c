@@ -19,12 +19,23 @@ typedef struct {
     int finalize; /* MPI_Init was ours */
 } mpi_impl;
 
-/* waits for req within c->timeout_s; what: "sent nothing" (a receive) or "took nothing" */
+/* a gap this long between two polls means this process did not run (stopped by SIGSTOP or a
+ * debugger, swapped out): that time does not count against the peer */
+#define STALL_MS 1000.0
+
+/* waits for req within c->timeout_s of this rank's own running time; what: "sent nothing" (a
+ * receive) or "took nothing" */
 static int wait_req(comm *c, const char *call, int peer, MPI_Request *req, size_t bytes,
                     int receiving)
 {
-    double deadline = now_ms() + c->timeout_s * 1e3;
+    double last = now_ms(), deadline = last + c->timeout_s * 1e3, stalled = 0;
     for (int round = 0;; round++) {
+        double t = now_ms();
+        if (t - last > STALL_MS) { /* this rank was not running: the peer gets that time back */
+            stalled += t - last;
+            deadline += t - last;
+        }
+        last = t;
         int done = 0;
         MPI_Status st;
         int rc = MPI_Test(req, &done, &st);
@@ -44,6 +55,11 @@ static int wait_req(comm *c, const char *call, int peer, MPI_Request *req, size_
         }
         if (c->stop && *c->stop)
             return comm_fail(c, call, "interrupted by a signal while waiting for rank %d", peer);
+        if (now_ms() > deadline && stalled > 0)
+            return comm_fail(c, call, "rank %d %s within the timeout of %g s while this rank "
+                             "ran (this rank itself was stopped for %.1f s: dead or hung?)",
+                             peer, receiving ? "sent nothing" : "took nothing", c->timeout_s,
+                             stalled / 1e3);
         if (now_ms() > deadline)
             return comm_fail(c, call, "rank %d %s within the timeout of %g s (dead or hung?)",
                              peer, receiving ? "sent nothing" : "took nothing", c->timeout_s);

@@ -78,6 +78,10 @@ python3 -c 'import json, sys; rows = json.load(open(sys.argv[1])); assert [r["st
 [ "$got" -ne 0 ] && pass || fail "a crashing op exited 0"
 # (a sanitizer build reports the null store itself, first)
 if grep -q "Sanitizer\|runtime error" "$T/err"; then pass; else says "fatal: SIGSEGV in 'harness ops'"; fi
+# ---- an op that calls exit(0): no pass for a CI gate to read ----
+expect 1 "an op that calls exit(0)" -- "$H" ops --device "plugin:$B/broken_exit.so" --op gelu_forward
+says "something called exit(0) inside 'harness ops'"
+expect 1 "a run whose op calls exit(0)" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_exit.so" --db "$T/exit.db" --quiet
 # ---- an op right out of place and wrong in place, as the models call it: ops must fail it ----
 expect 1 "rope_forward wrong only in place" -- "$H" ops --device "plugin:$B/broken_alias.so" --op rope_forward
 grep -q "in-place .*FAIL" "$T/out" && pass || { fail "ops passed an in-place rope_forward that is wrong"; cat "$T/out"; }

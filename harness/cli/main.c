@@ -76,6 +76,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], commands[i].name) == 0) {
             fatal_signal_report(commands[i].name);
             int rc = commands[i].fn(argc - 1, argv + 1);
+            fatal_command_done();
             return commands[i].prints_result ? finish_stdout(rc) : rc;
         }
     log_error("unknown command '%s' (see 'harness --help')", argv[1]);

@@ -1,8 +1,9 @@
 /* harness/util/fatal_signal.c: a crash (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT: in the harness, a
- * device backend or a plugin) says so on stderr before the process dies as it would have. */
-#define _POSIX_C_SOURCE 200809L
+ * device backend or a plugin) or an exit(0) from inside a command says so on stderr. */
+#define _DEFAULT_SOURCE /* on_exit */
 #include "fatal_signal.h"
 
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 #define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
 static struct sigaction previous[N_FATAL];
 static const char *command_name = "";
+static volatile int in_command; /* between fatal_signal_report and fatal_command_done */
 
 static const char *signal_name(int sig)
 {
@@ -46,9 +48,30 @@ static void on_fatal(int sig)
             sigaction(sig, &previous[i], NULL);
 }
 
+/* exit(0) called before the command returned: not the harness (its own exits inside a command
+ * carry the exit code of an error), so a library or a plugin's op ended the process: that is no
+ * pass (a CI gate would read 0), so 1 */
+static void on_exit_inside(int status, void *arg)
+{
+    (void)arg;
+    if (!in_command || status != 0)
+        return;
+    say("harness: error: something called exit(0) inside 'harness ");
+    say(command_name);
+    say("' (a device backend or a plugin's op?): the command did not finish; exit 1\n");
+    _exit(1);
+}
+
+void fatal_command_done(void)
+{
+    in_command = 0;
+}
+
 void fatal_signal_report(const char *command)
 {
     command_name = command;
+    in_command = 1;
+    on_exit(on_exit_inside, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal;

@@ -1,13 +1,18 @@
 /* tests/plugins/broken_plugin.c: deliberately broken device plugins for tests/test_plugin.sh, one
- * source built ten ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
+ * source built eleven ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
  * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS, BROKEN_REOPEN (BROKEN_OP that cannot open again),
- * BROKEN_CRASH (an op that faults). */
+ * BROKEN_CRASH (an op that faults), BROKEN_EXIT (an op that calls exit(0)). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device_plugin.h"
 
 device *cpu_device_open(const char *arg, char *err, size_t errlen);
+
+#ifdef BROKEN_EXIT
+#define BROKEN_CRASH 1
+#endif
 
 #ifdef BROKEN_CRASH
 /* the cpu device with gelu_forward writing through a null pointer, as a vendor op might */
@@ -17,7 +22,12 @@ static int *volatile nowhere;
 static void crashing_gelu_forward(device *d, dten out, dten inp, int n)
 {
     (void)d, (void)out, (void)inp;
+#ifdef BROKEN_EXIT
+    (void)n;
+    exit(0); /* as some vendor runtimes end the process on a fatal error */
+#else
     *nowhere = n;
+#endif
 }
 #endif
 

@@ -60,6 +60,20 @@ expect 2 "init into its own model directory, spelt ./" -- "$H" init "$T/seeded.j
 [ "$(md5sum <"$T/saved/model.safetensors")" = "$sum_before" ] && pass || fail "init wrote over the weights it was given"
 : >"$T/afile"
 expect 2 "init into a file" -- "$H" init "$tiny" "$T/afile"; says "not a directory"
+# --dump-batches onto SQLite's files beside the store, or onto the folder --save writes into:
+# refused before anything runs (a dump on the -wal wiped the store; the folder failed the save)
+for side in -wal -shm -journal; do
+  expect 2 "--dump-batches the store's $side" -- "$H" run "$tiny" --steps 1 --db "$T/a.db" --dump-batches "$T/a.db$side"
+  says "beside the store"
+done
+"$H" runs --db "$T/a.db" >/dev/null && pass || fail "the store does not read after the refused dumps"
+expect 2 "--dump-batches the --save folder" -- "$H" run "$tiny" --steps 1 --db "$T/sd.db" --save "$T/sdir" --dump-batches "$T/sdir"
+says "that --save"; [ ! -e "$T/sd.db" ] && pass || fail "a refused dump recorded a run"
+expect 2 "--dump-batches a folder above --save" -- "$H" run "$tiny" --steps 1 --db "$T/sd.db" --save "$T/sup/sub" --dump-batches "$T/sup"
+# a symbolic link planted where --save writes its temporary file is replaced, not written through
+mkdir -p "$T/planted"; printf 'keep me\n' >"$T/victim"; ln -s "$T/victim" "$T/planted/model.safetensors.tmp"
+expect 0 "--save beside a planted link" -- "$H" run "$tiny" --steps 1 --db "$T/a.db" --save "$T/planted" --quiet
+[ "$(cat "$T/victim")" = "keep me" ] && [ ! -L "$T/planted/model.safetensors" ] && pass || fail "--save wrote through the planted link"
 expect 2 "run --save without value" -- "$H" run "$tiny" --save
 
 # ---- BPE tokenizer: init copies its files; a directory's tokenizer.json is found -------------

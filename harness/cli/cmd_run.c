@@ -91,16 +91,47 @@ static int check_golden_args(run_args *a)
     return 0;
 }
 
-/* 1 (after a message) when the dump is one of the files --save writes at the end */
+/* 1 (after a message) when the dump is one of the files --save writes at the end (their
+ * temporary files too), or the folder it writes them into or one above it */
 static int dump_in_save_dir(const char *dump, const char *save)
 {
-    static const char *const saved[] = {"config.json", "model.safetensors"};
+    static const char *const saved[] = {"config.json", "model.safetensors",
+                                        "model.safetensors.tmp"};
     char path[4200];
     for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", save, saved[i]);
         if (same_file_path(dump, path)) {
             log_error("run: --dump-batches %s is the %s that --save %s writes at the end", dump,
                       saved[i], save);
+            return 1;
+        }
+    }
+    snprintf(path, sizeof path, "%s", save);
+    for (size_t n = strlen(path); n > 0; n--) { /* save, then each folder above it */
+        if (path[n] != '/' && path[n] != 0)
+            continue;
+        path[n] = 0;
+        if (path[0] && same_file_path(dump, path)) {
+            log_error("run: --dump-batches %s is the folder %s that --save %s writes into", dump,
+                      path, save);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 (after a message) when the dump is the store or one of SQLite's files beside it (its
+ * -wal, -shm, -journal: a dump there wiped the store, or faulted its mapped index) */
+static int dump_is_store(const char *dump, const char *db)
+{
+    static const char *const sides[] = {"", "-wal", "-shm", "-journal"};
+    char path[4200];
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", db, sides[i]);
+        if (same_file_path(dump, path)) {
+            log_error("run: --dump-batches %s is %s%s (--db %s): the dump would overwrite it",
+                      dump, i ? "SQLite's file beside the store, " : "the store", i ? path : "",
+                      db);
             return 1;
         }
     }
@@ -181,11 +212,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         log_error("run: --comm goes with one run, not with --compare");
         return EXIT_USAGE;
     }
-    if (a->dump_batches && same_file_path(a->dump_batches, a->db)) {
-        log_error("run: --dump-batches %s is the store (--db %s): the dump would overwrite it",
-                  a->dump_batches, a->db);
+    if (a->dump_batches && dump_is_store(a->dump_batches, a->db))
         return EXIT_USAGE;
-    }
     if (a->dump_batches && a->save && dump_in_save_dir(a->dump_batches, a->save))
         return EXIT_USAGE;
     if (!a->compare && (a->baseline || a->baselines)) {

@@ -10,19 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/output_target.h"
 #include "util/util.h"
-
-/* a .tmp file created afresh: a stale one (a crashed run's) removed, a symlink never followed */
-static FILE *create_tmp(const char *path)
-{
-    if (unlink(path) != 0 && errno != ENOENT)
-        return NULL;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (fd >= 0 && !f)
-        close(fd);
-    return f;
-}
 
 /* PREFIX.bin and PREFIX.idx may be replaced: absent, or regular files (or links to one). A
  * folder there would fail the second rename after the first was done: a mismatched pair */
@@ -54,7 +43,7 @@ int mmidx_writer_open(mmidx_writer *w, const char *prefix, int dtype)
     w->item_size = dtype == MMIDX_U16 ? 2 : 4;
     if (destinations_ok(prefix))
         return EXIT_USAGE;
-    if (!(w->bin = create_tmp(w->bin_path))) {
+    if (!(w->bin = output_create_fresh(w->bin_path))) {
         log_error("%s: cannot create: %s", w->bin_path, strerror(errno));
         return EXIT_USAGE;
     }
@@ -163,7 +152,7 @@ int mmidx_writer_finish(mmidx_writer *w)
         mmidx_writer_abort(w);
         return EXIT_FAIL;
     }
-    FILE *f = create_tmp(w->idx_path);
+    FILE *f = output_create_fresh(w->idx_path);
     int bad = !f || write_index(w, f) != 0;
     if (f && fclose(f) != 0)
         bad = 1;

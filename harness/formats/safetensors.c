@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/output_target.h"
 #include "util/util.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -440,7 +441,7 @@ int st_write(const char *path, const st_entry *e, int n, json_t *meta)
     json_decref(h);
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = header ? fopen(tmp, "wb") : NULL;
+    FILE *f = header ? output_create_fresh(tmp) : NULL; /* a link planted there is replaced */
     int rc = f ? write_body(f, e, n, header) : -1;
     if (f && fclose(f) != 0)
         rc = -1;

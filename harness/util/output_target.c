@@ -4,6 +4,7 @@
 #include "output_target.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,4 +125,15 @@ int output_check_target(const char *what, const char *path)
         return EXIT_USAGE;
     }
     return 0;
+}
+
+FILE *output_create_fresh(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        return NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
+    return f;
 }

@@ -3,6 +3,8 @@
 #ifndef OUTPUT_TARGET_H
 #define OUTPUT_TARGET_H
 
+#include <stdio.h>
+
 /* 1 when paths a and b name the same file: the same device and inode when both exist, else the
  * same resolved parent directory and the same last component (one may not exist yet) */
 int same_file_path(const char *a, const char *b);
@@ -20,5 +22,10 @@ int output_check_target(const char *option, const char *path);
 
 /* 1 when path names an existing file this process has read as an input (input_was_read) */
 int output_is_input(const char *path);
+
+/* a temporary file made afresh for writing (then renamed over its destination): whatever is at
+ * path (a crashed run's leftover, a symbolic link planted there) is removed, never written
+ * through. NULL with errno set */
+FILE *output_create_fresh(const char *path);
 
 #endif

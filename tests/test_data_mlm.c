@@ -99,6 +99,12 @@ static void test_bad_inputs(void **state)
     assert_int_equal(mlm_dataset_load(path, t, &o, &ds), 2); /* no non-blank line */
     o.line_by_line = 0;
     assert_int_equal(mlm_dataset_load(path, t, &o, &ds), 2); /* no full block */
+    /* grouped blank lines that fill blocks of [CLS] [SEP] pairs: nothing to mask */
+    const char *blanks = write_temp("\n\n\n\n\n\n\n\n\n");
+    o.seq_len = 4;
+    assert_int_equal(mlm_dataset_load(blanks, t, &o, &ds), 2);
+    remove(blanks);
+    o.seq_len = 8;
     assert_int_equal(mlm_dataset_load("/nonexistent", t, &o, &ds), 2);
     o.seq_len = 2;
     assert_int_equal(mlm_dataset_load(path, t, &o, &ds), 2); /* no room beside the template */

@@ -173,6 +173,14 @@ int mlm_dataset_load(const char *path, struct tokenizer *t, const mlm_options *o
                   o->seq_len);
         rc = EXIT_USAGE;
     }
+    size_t maskable = 0, all = (size_t)ds->n_rows * (size_t)ds->seq_len;
+    for (size_t i = 0; !rc && i < all && !maskable; i++)
+        maskable = !ds->special[i] && ds->attention[i];
+    if (!rc && !maskable) { /* blank lines only: [CLS] [SEP] rows, every label -100 */
+        log_error("%s: no token to mask: the rows hold only the tokenizer's special tokens "
+                  "(blank lines?)", path);
+        rc = EXIT_USAGE;
+    }
     if (rc)
         mlm_dataset_free(ds);
     return rc;

@@ -268,6 +268,7 @@ static void test_gates(void **state)
         base_steps[i].tokens_per_s = NAN;
     assert_int_equal(run_compare(N, "ok", c, &r), VERDICT_FAIL);
     assert_true(isnan(r.throughput_ratio));
+    assert_non_null(strstr(r.reason, "records no tokens/s")); /* not "nanx of the baseline" */
     /* explicit warm-up */
     setup(state);
     c = cfg();

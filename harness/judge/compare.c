@@ -370,9 +370,15 @@ static void fail_reason(compare_result *o, const series *run, const compare_conf
                  m == &o->loss ? "loss" : "grad_norm", m->first_fail, m->first_fail_value,
                  m->first_fail_ref, fabs(m->first_fail_value - m->first_fail_ref), t->atol,
                  t->rtol);
+    else if (o->throughput_gate_failed && !isfinite(o->throughput_ratio))
+        snprintf(o->reason, sizeof o->reason, "throughput is gated (>= %.3fx) but the run or "
+                 "the baseline records no tokens/s", c->min_throughput_ratio);
     else if (o->throughput_gate_failed)
         snprintf(o->reason, sizeof o->reason, "throughput %.3fx of the baseline < %.3fx",
                  o->throughput_ratio, c->min_throughput_ratio);
+    else if (o->memory_gate_failed && !isfinite(o->memory_ratio))
+        snprintf(o->reason, sizeof o->reason, "peak memory is gated (<= %.3fx) but the run or "
+                 "the baseline records none", c->max_memory_ratio);
     else if (o->memory_gate_failed)
         snprintf(o->reason, sizeof o->reason, "peak memory %.3fx of the baseline > %.3fx",
                  o->memory_ratio, c->max_memory_ratio);

@@ -669,6 +669,13 @@ static json_t *difference_json(const metric_summary *m, double v)
     return isfinite(v) ? json_real(v) : json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
 }
 
+/* a figure that may be +Inf by its definition (a ratio over a zero reference): "inf" as runs
+ * and show --json write it; a NaN (not computed) is null */
+static json_t *json_num_inf(double v)
+{
+    return isinf(v) ? json_string(v > 0 ? "inf" : "-inf") : json_num(v);
+}
+
 static json_t *metric_json(const metric_summary *m, tolerance t)
 {
     json_t *o = json_object();
@@ -726,7 +733,7 @@ static json_t *routing_steps_json(const routing_table *run, const routing_table 
         double abs, rel;
         routing_step_diff(routing_counts(run, i), routing_counts(base, k), cells, &abs, &rel, &at);
         json_t *o = json_pack("{s:i, s:o, s:o, s:i, s:i}", "step", run->steps[i], "max_abs",
-                              json_num(abs), "max_rel", json_num(rel), "layer",
+                              json_num(abs), "max_rel", json_num_inf(rel), "layer",
                               (int)(at / (size_t)run->experts), "expert",
                               (int)(at % (size_t)run->experts));
         if (json_array_append_new(a, o)) {
@@ -760,7 +767,7 @@ static json_t *routing_json(const judgement *j)
     json_object_set_new(o, "max_abs_at", json_pack("{s:i, s:i, s:i}", "step", d->max_abs_step,
                                                    "layer", d->max_abs_layer, "expert",
                                                    d->max_abs_expert));
-    json_object_set_new(o, "max_rel", both ? json_num(d->max_rel) : json_null());
+    json_object_set_new(o, "max_rel", both ? json_num_inf(d->max_rel) : json_null());
     json_object_set_new(o, "max_rel_at", json_pack("{s:i, s:i, s:i}", "step", d->max_rel_step,
                                                    "layer", d->max_rel_layer, "expert",
                                                    d->max_rel_expert));
@@ -785,7 +792,7 @@ static json_t *error_ratio_steps_json(const judgement *j)
                 ratio);
     for (int i = 0; i < r->n_steps; i++)
         json_array_append_new(a, json_pack("{s:i, s:o}", "step", r->steps[i].step, "ratio",
-                                           json_num(ratio[i])));
+                                           json_num_inf(ratio[i])));
     free(ratio);
     return a;
 }
@@ -801,13 +808,13 @@ static json_t *error_ratio_json(const judgement *j)
     json_object_set_new(o, "compared", json_integer(e->compared));
     json_object_set_new(o, "rmse_run", json_num(e->rmse_run));
     json_object_set_new(o, "rmse_baseline", json_num(e->rmse_ref));
-    json_object_set_new(o, "ratio", e->compared ? json_num(e->ratio) : json_null());
+    json_object_set_new(o, "ratio", e->compared ? json_num_inf(e->ratio) : json_null());
     json_object_set_new(o, "k", json_num(e->k));
     json_object_set_new(o, "floor", json_num(e->floor));
     json_object_set_new(o, "passed", json_boolean(e->passed));
     json_object_set_new(o, "msprobe", e->msprobe ? json_string(e->msprobe) : json_null());
     json_object_set_new(o, "max_step", json_integer(e->max_step));
-    json_object_set_new(o, "max_step_ratio", json_num(e->max_step_ratio));
+    json_object_set_new(o, "max_step_ratio", json_num_inf(e->max_step_ratio));
     json_object_set_new(o, "steps", error_ratio_steps_json(j));
     return o;
 }
@@ -821,7 +828,7 @@ static json_t *ensemble_json(const judgement *j)
                      n->compared, "failed", n->failed, "first_failing_step",
                      n->first_fail ? json_integer(n->first_fail) : json_null(), "k",
                      json_num(n->k), "floor", json_num(n->floor), "max_z_step", n->max_z_step,
-                     "max_z", json_num(n->max_z));
+                     "max_z", json_num_inf(n->max_z));
 }
 
 json_t *judge_json(const judgement *j)

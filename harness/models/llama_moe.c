@@ -52,6 +52,14 @@ static void group_rows(llama *m, int l)
         m->aux_rows += m->mask_host[n];
 }
 
+/* the device's own ops, without low-precision rounding: the aux loss (HF's
+ * load_balancing_loss_func) runs in fp32 under autocast, softmax and sums alike, so its sums and
+ * gradient are not rounded to bf16/fp16 as the linear layers' GEMMs are */
+static const device_i *fp32_ops(const device *d)
+{
+    return d->native_ops ? d->native_ops : d->ops;
+}
+
 /* the router's probabilities summed over the (unmasked) rows, into Psum */
 static void add_prob_sums(llama *m, const llama_layer_acts *a)
 {
@@ -59,7 +67,7 @@ static void add_prob_sums(llama *m, const llama_layer_acts *a)
     const llama_dims *z = &m->z;
     double *ps = m->hbuf;
     dten psum = dten_view(m->psum, 0, z->E);
-    d->ops->gemm(d, 0, 0, 1, (int)z->E, (int)z->BT, 1.0, m->maskw, (int)z->BT, 0, a->rprobs,
+    fp32_ops(d)->gemm(d, 0, 0, 1, (int)z->E, (int)z->BT, 1.0, m->maskw, (int)z->BT, 0, a->rprobs,
                  (int)z->E, 0, 0.0, psum, (int)z->E, 0, 1);
     d->ops->download_f64(d, ps, psum);
     for (size_t e = 0; e < z->E; e++)
@@ -192,7 +200,7 @@ static void aux_backward(llama *m, const llama_layer_acts *a)
     dten fvec = dten_view(m->fvec, 0, z->E);
     d->ops->upload_f64(d, fvec, f);
     int N = (int)z->BT, E = (int)z->E;
-    d->ops->gemm(d, 0, 0, N, E, 1, 1.0, m->maskw, 1, 0, fvec, E, 0, 0.0, m->dp, E, 0, 1);
+    fp32_ops(d)->gemm(d, 0, 0, N, E, 1, 1.0, m->maskw, 1, 0, fvec, E, 0, 0.0, m->dp, E, 0, 1);
     d->ops->topk_router_backward(d, m->drl, m->dp, a->rprobs, m->ids_all, a->rprobs, N, E, E, 0);
 }
 

@@ -220,4 +220,15 @@ says "--device nope: unknown device"
 expect 0 "comm-check on cpu" -- "$H" comm-check --sizes 8B:8B --op allreduce --db cc.db
 [ "$(q cc.db 'select count(*) from comm_checks')" = 1 ] && pass || fail "the cpu row stored"
 
+echo "exec/ingest: two ranks' HARNESS lines run together on one line are both recorded"
+# (print() writes text and newline apart when Python is unbuffered; torchrun's ranks share a pipe)
+{
+  for i in 1 2 3; do
+    printf 'HARNESS_STEP {"v":1,"step":%d,"loss":2.%d,"rank":0}HARNESS_STEP {"v":1,"step":%d,"loss":3.%d,"rank":1}\n' $i $i $i $i
+  done
+} >merged.log
+expect 0 "ingest a log of merged rank lines" -- "$H" ingest merged.log --device a --db merged.db
+[ "$(q merged.db 'select count(*) from steps')" = 3 ] && pass || fail "rank 0's steps of merged lines"
+[ "$(q merged.db 'select group_concat(rank || ":" || step || ":" || loss, " ") from (select * from rank_steps order by rank, step)')" = "0:1:2.1 0:2:2.2 0:3:2.3 1:1:3.1 1:2:3.2 1:3:3.3" ] && pass || { fail "rank_steps of merged lines"; q merged.db 'select rank, step, loss from rank_steps'; }
+
 finish

@@ -19,6 +19,7 @@ num_experts_per_tok, as transformers' router does), summed over the training for
 previous logged step (with logging_steps=1 and no gradient accumulation: the step's forward).
 """
 import json
+import sys
 import os
 import platform
 import time
@@ -94,7 +95,11 @@ def expert_counts(torch, router_logits, top_k):
 
 
 def emit(tag, fields):
-    print(tag + " " + json.dumps(fields, separators=(",", ":")), flush=True)
+    # one write of the whole line, newline included: print() writes the text and its newline
+    # apart when Python runs unbuffered (as harness exec runs it), and the ranks of a torchrun
+    # sharing one pipe then interleave into lines holding two ranks' steps
+    sys.stdout.write(tag + " " + json.dumps(fields, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
 
 
 class HarnessCallback(TrainerCallback):

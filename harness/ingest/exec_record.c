@@ -296,9 +296,40 @@ static void remember_tail(recorder *r, const char *line, size_t len)
     t[n] = 0;
 }
 
-static void take_line(recorder *r, rec_source *s)
+static void parse_line(recorder *r, const rec_source *s, const char *line, size_t len)
 {
     lp_event ev;
+    r->reader.source_rank = s->rank; /* an untagged line uses its file's parser memory */
+    if (lp_read_line(&r->reader, line, len, &ev)) {
+        take_meta(r, &ev);
+        if (ev.has_step)
+            take_step(r, &ev.step, s->rank);
+    }
+}
+
+/* 1 when p starts a harness protocol tag */
+static int is_harness_tag(const char *p, size_t left)
+{
+    static const char step[] = "HARNESS_STEP {", meta[] = "HARNESS_META {";
+    return left >= sizeof step - 1 &&
+           (memcmp(p, step, sizeof step - 1) == 0 || memcmp(p, meta, sizeof meta - 1) == 0);
+}
+
+/* where the second harness tag of line starts, len when it holds at most one */
+static size_t second_tag(const char *line, size_t len)
+{
+    int seen = 0;
+    for (size_t i = 0; i < len; i++)
+        if (line[i] == 'H' && is_harness_tag(line + i, len - i) && seen++)
+            return i;
+    return len;
+}
+
+/* A line holding several harness tags is several ranks' lines run together: print() writes a
+ * line's text and its newline apart when Python is unbuffered, so torchrun's ranks sharing one
+ * pipe interleave as "HARNESS_STEP {rank 0}HARNESS_STEP {rank 1}\n". Each part is parsed. */
+static void take_line(recorder *r, rec_source *s)
+{
     const char *line = s->line;
     size_t len = s->len;
     if (s->first_line && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
@@ -306,11 +337,10 @@ static void take_line(recorder *r, rec_source *s)
         len -= 3;
     }
     remember_tail(r, line, len);
-    r->reader.source_rank = s->rank; /* an untagged line uses its file's parser memory */
-    if (lp_read_line(&r->reader, line, len, &ev)) {
-        take_meta(r, &ev);
-        if (ev.has_step)
-            take_step(r, &ev.step, s->rank);
+    for (size_t cut = second_tag(line, len); len; cut = second_tag(line, len)) {
+        parse_line(r, s, line, cut);
+        line += cut;
+        len -= cut;
     }
     s->len = 0;
 }

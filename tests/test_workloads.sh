@@ -33,6 +33,11 @@ expect 0 "exec folder scenario" -- timeout $((300 * SLOW)) "$H" exec --scenario 
   -- "$PY" "$W" --scenario "$T/s/folder.json" --init "$T/init" --threads 1 --device cpu
 says "ok, 2 steps"
 
+echo "without --init: the scenario's family and model_type, not a GPT-2 (llama-tiny, 1 step)"
+expect 0 "exec llama-tiny without --init" -- timeout $((300 * SLOW)) "$H" exec --scenario "$SRC/scenarios/llama-tiny.json" --device pytorch-cpu --db "$db" \
+  -- "$PY" "$W" --scenario "$SRC/scenarios/llama-tiny.json" --threads 1 --device cpu --steps 1
+grep -q "HARNESS_META .*\"model_class\":\"LlamaForCausalLM\"" "$T/out" && pass || fail "llama-tiny without --init did not build LlamaForCausalLM: $(grep -o '"model_class":"[A-Za-z0-9]*"' "$T/out")"
+
 echo "a scenario naming a local HF directory: its override_config.json switches dropout off"
 mkdir -p "$T/s/hfdir"
 cp "$T/init/model.safetensors" "$T/s/hfdir/"

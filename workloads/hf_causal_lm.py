@@ -68,7 +68,8 @@ def load_scenario(path):
         with open(config_path) as f:
             config = json.load(f)
     return {
-        "name": s["name"], "model_dir": model_dir, "config": config, "overrides": overrides,
+        "name": s["name"], "family": m.get("family", "gpt2"), "model_dir": model_dir,
+        "config": config, "overrides": overrides,
         "weights": m.get("weights", "pretrained" if model_dir else "seeded"),
         "data": os.path.join(base, d["path"]), "tokenizer": d.get("tokenizer", "byte"),
         "tokenizer_path": os.path.join(base, d["tokenizer_path"]) if "tokenizer_path" in d
@@ -147,10 +148,10 @@ def build_model(sc, init_dir, torch, attn="eager"):
         config = AutoConfig.from_pretrained(src)
     elif sc["model_dir"]:
         config = AutoConfig.from_pretrained(sc["model_dir"])
-    else:
-        cfg = dict(sc["config"])
-        cfg.pop("model_type", None)  # a config.json names it; for_model takes it first
-        config = AutoConfig.for_model("gpt2", **cfg)
+    else:  # the family's config class: llama by model_type (qwen2, mistral, mixtral), as the harness
+        cfg = dict(sc["config"] or {})
+        model_type = cfg.pop("model_type", None) or ("llama" if sc["family"] == "llama" else "gpt2")
+        config = AutoConfig.for_model(model_type, **cfg)
     apply_overrides(config, sc["overrides"], torch)
     config._attn_implementation = attn
     if src:
@@ -235,6 +236,7 @@ def main():
     blocks = torch.tensor(ids[:len(ids) // T * T], dtype=torch.long).view(-1, T)
     lowp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(sc["dtype"])
     model = build_model(sc, args.init, torch, "sdpa" if lowp else "eager").to(device)
+    hc.emit("HARNESS_META", {"v": 1, "model_class": type(model).__name__})
     model.train()
     ddp = model
     if world > 1:

@@ -77,4 +77,10 @@ tr -d ' \n' <"$T/out" | grep -q '"grad_norm":null' && pass || fail "a grad norm 
 expect 0 "record it with a scenario" -- "$H" ingest gE.log --device e --db gn.db --scenario "$SRC/scenarios/gpt2-tiny.json"
 expect 0 "baseline record" -- "$H" baseline record 4 --label e --out e.baseline --db gn.db
 awk '$1 == "1" {print $3}' e.baseline | grep -qx -- - && pass || { fail "the grad norm column is not '-'"; cat e.baseline; }
+echo "a run that stops before its scenario's train.steps passes nothing: incomplete"
+# the committed cpu baseline's own first 3 steps (loss and grad norm): right so far, but short
+awk '$1 == "step" {t = 1; next} t && $1 >= 1 && $1 <= 3 {printf "HARNESS_STEP {\"v\":1,\"step\":%s,\"loss\":%s,\"grad_norm\":%s}\n", $1, $2, $3}' "$SRC/baselines/gpt2-tiny.cpu.baseline" > short.log
+expect 1 "3 steps of a 40-step scenario, --compare" -- "$H" ingest short.log --device a --db short.db --scenario "$SRC/scenarios/gpt2-tiny.json" --compare
+grep -q "verdict: incomplete: the run recorded steps up to 3 of its scenario's 40" "$T/err" && pass || { fail "a 3-step run of a 40-step scenario is not incomplete"; tail -3 "$T/err"; }
+
 finish

@@ -5,7 +5,10 @@
 set -u
 H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"
-tiny="$SRC/scenarios/gpt2-tiny.json"
+# gpt2-tiny cut to the 4 steps the fake workloads log (a run that stops before its scenario's
+# train.steps is incomplete)
+tiny="$T/gpt2-tiny-4.json"
+sed -e 's/"steps": 40/"steps": 4/' -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" "$SRC/scenarios/gpt2-tiny.json" >"$tiny"
 db="$T/a.db"
 # counts of step $1 with $2 extra tokens on layer 1 expert 2: [[...4 counts...],[...4 counts...]]
 counts() { echo "[[$((10*$1)),$((20+$1)),30,40],[5,15,$((25+$2)),35]]"; }

@@ -92,6 +92,30 @@ int scenario_compare_config(const char *scenario_json, const char *run_dtype,
     return rc;
 }
 
+int scenario_train_steps(const char *scenario_json)
+{
+    json_t *root = scenario_json ? json_loads(scenario_json, 0, NULL) : NULL;
+    json_t *steps = json_object_get(json_object_get(root, "train"), "steps");
+    json_int_t n = json_is_integer(steps) ? json_integer_value(steps) : 0;
+    json_decref(root);
+    return n > 0 && n <= INT_MAX ? (int)n : 0;
+}
+
+/* A run recorded ok whose last step comes before its scenario's train.steps (an exec'd script
+ * told --steps 3 of a 40-step scenario: the same hash, another schedule) passed on the steps
+ * it has; it is incomplete */
+static void check_whole_run(judgement *j)
+{
+    const baseline *r = &j->run;
+    int want = scenario_train_steps(r->scenario_json);
+    int last = r->n_steps ? r->steps[r->n_steps - 1].step : 0;
+    if (want <= 0 || last >= want || j->res.v != VERDICT_PASS)
+        return;
+    j->res.v = VERDICT_INCOMPLETE;
+    snprintf(j->res.reason, sizeof j->res.reason, "the run recorded steps up to %d of its "
+             "scenario's %d (train.steps)", last, want);
+}
+
 /* ---- finding the baseline ----------------------------------------------------------------- */
 
 int is_file_spec(const char *spec)
@@ -446,6 +470,7 @@ static int judge_run_in(store *st, int64_t run_id, const baseline_query *q, judg
     series golden = {j->golden.steps, j->golden.n_steps, j->golden.status};
     compare_extras x = {j->has_golden ? &golden : NULL, j->base.loss_std, j->base.ensemble_runs};
     compare_runs_judged(&run, &base, &j->run.routing, &j->base.routing, &x, &j->cfg, &j->res);
+    check_whole_run(j);
     return 0;
 }
 

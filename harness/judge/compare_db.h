@@ -77,6 +77,8 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
  * baseline, an unfinished one, or another scenario. */
 int judge_baseline_known(store *st, const baseline_query *q, const char *scenario,
                          const char *scenario_json, const char *scenario_hash, const char *dtype);
+/* train.steps of a scenario's JSON text; 0 when it has none (an exec without a scenario) */
+int scenario_train_steps(const char *scenario_json);
 /* The golden run of j's run (compare_golden.c): q->golden, else the label "golden" of the
  * scenario when there is one. 0 (j->has_golden says whether one was found), or 2 after a message:
  * a golden named that is not there, not finished ok, not fp64 or of another scenario. The

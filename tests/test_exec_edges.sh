@@ -83,4 +83,8 @@ awk '$1 == "step" {t = 1; next} t && $1 >= 1 && $1 <= 3 {printf "HARNESS_STEP {\
 expect 1 "3 steps of a 40-step scenario, --compare" -- "$H" ingest short.log --device a --db short.db --scenario "$SRC/scenarios/gpt2-tiny.json" --compare
 grep -q "verdict: incomplete: the run recorded steps up to 3 of its scenario's 40" "$T/err" && pass || { fail "a 3-step run of a 40-step scenario is not incomplete"; tail -3 "$T/err"; }
 
+echo "tokens per step follow WORLD_SIZE from the environment, as the run's world size does"
+expect 0 "exec under WORLD_SIZE=4" -- env WORLD_SIZE=4 "$H" exec --db ws.db --scenario "$SRC/scenarios/gpt2-tiny.json" -- sh -c "echo \"{'loss': 2.0, 'learning_rate': 0.001, 'epoch': 0.1}\""
+[ "$(sqlite3 ws.db 'select world_size || " " || (select tokens from steps) from runs')" = "4 2048" ] && pass || fail "world size 4: tokens are not 8 x 64 x 4"
+
 finish

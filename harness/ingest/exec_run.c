@@ -16,16 +16,23 @@
 #include "util/input_file.h"
 #include "util/util.h"
 
+/* the run's ranks: WORLD_SIZE from the environment (torchrun's), else the scenario's, else 1 */
+static long exec_world_size(const scenario *s)
+{
+    long ws = 0;
+    const char *env_ws = getenv("WORLD_SIZE");
+    if (!env_ws || parse_long(env_ws, &ws) || ws < 1 || ws > 1000000)
+        ws = s && s->world_size > 0 ? s->world_size : 1;
+    return ws;
+}
+
 int exec_begin_run(store *st, const scenario *s, const char *name, const char *device,
                    int from_log, int64_t *run_id)
 {
     char host[256] = ""; /* a log made elsewhere: its host is unknown, not this one */
     if (!from_log)
         host_name(host, sizeof host);
-    long ws = 0;
-    const char *env_ws = getenv("WORLD_SIZE");
-    if (!env_ws || parse_long(env_ws, &ws) || ws < 1 || ws > 1000000)
-        ws = s ? s->world_size : 1;
+    long ws = exec_world_size(s);
     /* device_name starts as the label (history and reports match on it) until the workload
      * names its device (HARNESS_META device_name) */
     run_meta m = {s ? s->name : name, s ? s->json : NULL, s ? s->hash : NULL, device, device, "",
@@ -38,7 +45,7 @@ int64_t exec_tokens_per_step(const scenario *s)
 {
     if (!s)
         return 0;
-    return (int64_t)s->batch_size * s->seq_len * (s->world_size > 0 ? s->world_size : 1);
+    return (int64_t)s->batch_size * s->seq_len * exec_world_size(s);
 }
 
 void exec_keep_env(recorder *r)

@@ -205,7 +205,7 @@ for n in "x y" "x_y"; do
   sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e "s/\"name\": \"gpt2-tiny\"/\"name\": \"$n\"/" "$tiny" >"$T/$n.json"
   expect 0 "a run of '$n'" -- "$H" run "$T/$n.json" --steps 2 --db "$T/names.db" --quiet
 done
-expect 0 "record the first" -- "$H" baseline record 1 --label n --dir "$T/names" --db "$T/names.db"
+expect 0 "record the first (--dir with a trailing slash, missing: made)" -- "$H" baseline record 1 --label n --dir "$T/names/" --db "$T/names.db"
 expect 2 "record the second onto the same file name" -- "$H" baseline record 2 --label n --dir "$T/names" --db "$T/names.db"
 says "of another scenario"
 grep -q '^scenario: x y$' "$T/names/x_y.n.baseline" && pass || fail "the first scenario's baseline file was replaced"

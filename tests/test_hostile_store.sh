@@ -171,7 +171,9 @@ if [ -w /dev/full ]; then
     expect 2 "$c > /dev/full" -- sh -c "exec \"\$0\" \"\$@\" >/dev/full" "$H" $c --db "$db"
     says "writing the output to stdout failed"
   done
-  for c in "--help" "--version" "compare --help" "baseline --help" "report --help"; do
+  for c in "--help" "--version" "compare --help" "baseline --help" "report --help" "run --help" \
+           "init --help" "ops --help" "exec --help" "ingest --help" "fetch --help" \
+           "preprocess --help" "comm-check --help"; do
     expect 2 "harness $c > /dev/full" -- sh -c "exec \"\$0\" \"\$@\" >/dev/full" "$H" $c
     says "writing the output to stdout failed"
   done

@@ -134,7 +134,11 @@ static int check_record_place(const bl_args *a)
                                                "into", dir);
         return 0;
     }
-    path_dirname(dir, parent, sizeof parent);
+    char bare[4200]; /* "newdir/" names the folder newdir: its parent is ".", not newdir */
+    snprintf(bare, sizeof bare, "%s", dir);
+    for (size_t n = strlen(bare); n > 1 && bare[n - 1] == '/'; n--)
+        bare[n - 1] = 0;
+    path_dirname(bare, parent, sizeof parent);
     if (writable_dir(parent))
         return cmd_usage_error("baseline", "--dir %s: missing, and %s is not a folder where "
                                            "it can be made", dir, parent);

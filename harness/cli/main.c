@@ -55,6 +55,15 @@ static int finish_stdout(int rc)
     return EXIT_USAGE;
 }
 
+/* 1 when the command was asked for its --help (-h): its result is that text */
+static int asks_help(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     blas_core_fix(argv); /* before anything: may execute the harness again */
@@ -77,7 +86,7 @@ int main(int argc, char **argv)
             fatal_signal_report(commands[i].name);
             int rc = commands[i].fn(argc - 1, argv + 1);
             fatal_command_done();
-            return commands[i].prints_result ? finish_stdout(rc) : rc;
+            return commands[i].prints_result || asks_help(argc, argv) ? finish_stdout(rc) : rc;
         }
     log_error("unknown command '%s' (see 'harness --help')", argv[1]);
     return EXIT_USAGE;

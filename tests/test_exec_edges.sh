@@ -87,4 +87,11 @@ echo "tokens per step follow WORLD_SIZE from the environment, as the run's world
 expect 0 "exec under WORLD_SIZE=4" -- env WORLD_SIZE=4 "$H" exec --db ws.db --scenario "$SRC/scenarios/gpt2-tiny.json" -- sh -c "echo \"{'loss': 2.0, 'learning_rate': 0.001, 'epoch': 0.1}\""
 [ "$(sqlite3 ws.db 'select world_size || " " || (select tokens from steps) from runs')" = "4 2048" ] && pass || fail "world size 4: tokens are not 8 x 64 x 4"
 
+echo "a SIGABRT sent to the harness (timeout -s ABRT, a batch system) ends it, message or not"
+"$H" exec --db abrt.db -- sh -c 'sleep 30' >/dev/null 2>"$T/abrt.err" &
+pid=$!
+wait_until 20 "the run row" -- test -s abrt.db
+kill -ABRT "$pid"; wait "$pid"; got=$?
+[ "$got" -ge 128 ] && pass || fail "a SIGABRT sent to exec was swallowed: exit $got"
+
 finish

@@ -31,11 +31,13 @@ static void say(const char *s)
     (void)ignored;
 }
 
-/* async-signal-safe: write(2) only; then the handler that was there before (the default, or a
- * sanitizer's) is put back, and returning makes the fault happen again under it (abort raises
- * again by itself) */
-static void on_fatal(int sig)
+/* async-signal-safe: write(2), sigaction, raise. The handler that was there before (the
+ * default, or a sanitizer's) is put back; a fault happens again under it when this returns (and
+ * abort raises again by itself), while a signal sent by kill() (si_code <= 0: timeout -s ABRT,
+ * a batch system) is raised again, or it would be swallowed */
+static void on_fatal(int sig, siginfo_t *info, void *context)
 {
+    (void)context;
     say("harness: fatal: ");
     say(signal_name(sig));
     say(" in 'harness ");
@@ -46,6 +48,8 @@ static void on_fatal(int sig)
     for (size_t i = 0; i < N_FATAL; i++)
         if (fatal_signals[i] == sig)
             sigaction(sig, &previous[i], NULL);
+    if (!info || info->si_code <= 0) /* sent, not a fault: delivered again once this returns */
+        raise(sig);
 }
 
 /* exit(0) called before the command returned: not the harness (its own exits inside a command
@@ -74,7 +78,8 @@ void fatal_signal_report(const char *command)
     on_exit(on_exit_inside, NULL);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_fatal;
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_FATAL; i++)
         sigaction(fatal_signals[i], &sa, &previous[i]);

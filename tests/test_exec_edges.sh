@@ -81,11 +81,17 @@ echo "a run that stops before its scenario's train.steps passes nothing: incompl
 # the committed cpu baseline's own first 3 steps (loss and grad norm): right so far, but short
 awk '$1 == "step" {t = 1; next} t && $1 >= 1 && $1 <= 3 {printf "HARNESS_STEP {\"v\":1,\"step\":%s,\"loss\":%s,\"grad_norm\":%s}\n", $1, $2, $3}' "$SRC/baselines/gpt2-tiny.cpu.baseline" > short.log
 expect 1 "3 steps of a 40-step scenario, --compare" -- "$H" ingest short.log --device a --db short.db --scenario "$SRC/scenarios/gpt2-tiny.json" --compare
-grep -q "verdict: incomplete: the run recorded steps up to 3 of its scenario's 40" "$T/err" && pass || { fail "a 3-step run of a 40-step scenario is not incomplete"; tail -3 "$T/err"; }
+grep -q "verdict: incomplete: the run recorded steps up to 3 of its scenario's 40 (train.steps; the baseline's go to 40)" "$T/err" && pass || { fail "a 3-step run of a 40-step scenario is not incomplete"; tail -3 "$T/err"; }
 
 echo "tokens per step follow WORLD_SIZE from the environment, as the run's world size does"
 expect 0 "exec under WORLD_SIZE=4" -- env WORLD_SIZE=4 "$H" exec --db ws.db --scenario "$SRC/scenarios/gpt2-tiny.json" -- sh -c "echo \"{'loss': 2.0, 'learning_rate': 0.001, 'epoch': 0.1}\""
 [ "$(sqlite3 ws.db 'select world_size || " " || (select tokens from steps) from runs')" = "4 2048" ] && pass || fail "world size 4: tokens are not 8 x 64 x 4"
+
+echo "Trainer dicts number records, not steps: two whole runs logged every 10 steps pass"
+for i in 1 2 3 4; do echo "{'loss': 2.$i, 'grad_norm': 1.$i, 'learning_rate': 0.001, 'epoch': 0.$i}"; done > every10.log
+expect 0 "the reference, 4 dicts" -- "$H" ingest every10.log --device a100 --db ten.db --scenario "$SRC/scenarios/gpt2-tiny.json"
+expect 0 "the port, 4 dicts, against it" -- "$H" ingest every10.log --device mi300 --db ten.db --scenario "$SRC/scenarios/gpt2-tiny.json" --compare --baseline 1
+grep -q "verdict: pass" "$T/err" && pass || { fail "two whole Trainer logs are not a pass"; tail -2 "$T/err"; }
 
 echo "a SIGABRT sent to the harness (timeout -s ABRT, a batch system) ends it, message or not"
 "$H" exec --db abrt.db -- sh -c 'sleep 30' >/dev/null 2>"$T/abrt.err" &

@@ -101,19 +101,22 @@ int scenario_train_steps(const char *scenario_json)
     return n > 0 && n <= INT_MAX ? (int)n : 0;
 }
 
-/* A run recorded ok whose last step comes before its scenario's train.steps (an exec'd script
- * told --steps 3 of a 40-step scenario: the same hash, another schedule) passed on the steps
- * it has; it is incomplete */
+/* A run recorded ok that stops before both its scenario's train.steps and the baseline's last
+ * step (an exec'd script told --steps 3 of a 40-step scenario: the same hash, another schedule)
+ * passed on the steps it has; it is incomplete. Against the baseline's last step too, since
+ * some logs number their records, not their steps (Trainer dicts with logging_steps 10: a whole
+ * 40-step run ends at 4) or leave the last step out (a log interval that does not divide it) */
 static void check_whole_run(judgement *j)
 {
-    const baseline *r = &j->run;
+    const baseline *r = &j->run, *b = &j->base;
     int want = scenario_train_steps(r->scenario_json);
     int last = r->n_steps ? r->steps[r->n_steps - 1].step : 0;
-    if (want <= 0 || last >= want || j->res.v != VERDICT_PASS)
+    int base_last = b->n_steps ? b->steps[b->n_steps - 1].step : 0;
+    if (want <= 0 || last >= want || last >= base_last || j->res.v != VERDICT_PASS)
         return;
     j->res.v = VERDICT_INCOMPLETE;
     snprintf(j->res.reason, sizeof j->res.reason, "the run recorded steps up to %d of its "
-             "scenario's %d (train.steps)", last, want);
+             "scenario's %d (train.steps; the baseline's go to %d)", last, want, base_last);
 }
 
 /* ---- finding the baseline ----------------------------------------------------------------- */

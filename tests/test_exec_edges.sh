@@ -93,6 +93,13 @@ expect 0 "the reference, 4 dicts" -- "$H" ingest every10.log --device a100 --db 
 expect 0 "the port, 4 dicts, against it" -- "$H" ingest every10.log --device mi300 --db ten.db --scenario "$SRC/scenarios/gpt2-tiny.json" --compare --baseline 1
 grep -q "verdict: pass" "$T/err" && pass || { fail "two whole Trainer logs are not a pass"; tail -2 "$T/err"; }
 
+echo "a store of schema 9 (exec/ingest wrote 'nan' for what a log never gave) is migrated to NULL"
+for i in 1 2 3; do echo "HARNESS_STEP {\"v\":1,\"step\":$i,\"loss\":5.$i}"; done > nogn.log
+expect 0 "ingest a log without grad norms" -- "$H" ingest nogn.log --device old --db v9.db
+sqlite3 v9.db "UPDATE steps SET grad_norm = 'nan', lr = 'nan'; UPDATE rank_steps SET grad_norm = 'nan'; PRAGMA user_version = 9;"
+expect 0 "open it for writing" -- "$H" ingest nogn.log --device new --db v9.db
+[ "$(sqlite3 v9.db "SELECT count(*) FROM steps WHERE grad_norm IS NULL AND lr IS NULL AND loss = 5.1")" = 2 ] && pass || fail "schema 9's 'nan' of an ingested run is not NULL after the migration"
+
 echo "a SIGABRT sent to the harness (timeout -s ABRT, a batch system) ends it, message or not"
 "$H" exec --db abrt.db -- sh -c 'sleep 30' >/dev/null 2>"$T/abrt.err" &
 pid=$!

@@ -123,6 +123,18 @@ static const char *const migrations[] = {
     " PRIMARY KEY (run_id, step),"
     " FOREIGN KEY (run_id, step) REFERENCES steps(run_id, step) ON DELETE CASCADE)"
     " WITHOUT ROWID;",
+    /* 10: a value an exec'd or ingested log never gave is NULL (not recorded), no longer the
+     * text 'nan' (a recorded NaN: a diverged value); the rows those runs wrote before (the runs
+     * with a log_format) are read so, but for their loss, which a log that has a step gives */
+    "UPDATE steps SET grad_norm = CASE WHEN grad_norm = 'nan' THEN NULL ELSE grad_norm END,"
+    " lr = CASE WHEN lr = 'nan' THEN NULL ELSE lr END,"
+    " step_ms = CASE WHEN step_ms = 'nan' THEN NULL ELSE step_ms END,"
+    " tokens_per_s = CASE WHEN tokens_per_s = 'nan' THEN NULL ELSE tokens_per_s END"
+    " WHERE run_id IN (SELECT run_id FROM run_extra WHERE key = 'log_format');"
+    "UPDATE rank_steps SET grad_norm = CASE WHEN grad_norm = 'nan' THEN NULL ELSE grad_norm END,"
+    " lr = CASE WHEN lr = 'nan' THEN NULL ELSE lr END,"
+    " step_ms = CASE WHEN step_ms = 'nan' THEN NULL ELSE step_ms END"
+    " WHERE run_id IN (SELECT run_id FROM run_extra WHERE key = 'log_format');",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 

@@ -147,11 +147,24 @@ static void test_tolerant_reading(void **state)
     assert_true(isnan(b.steps[0].grad_norm));
     assert_true(isnan(b.steps[0].tokens_per_s));
     assert_float_equal(b.steps[1].grad_norm, 1.25, 0);
+    /* '-' is not recorded, a nan beside a number is; a column absent is not recorded */
+    assert_true(b.steps[0].unrecorded & STEP_NO_GRAD_NORM);
+    assert_false(b.steps[2].unrecorded & STEP_NO_GRAD_NORM);
+    assert_true(b.steps[2].unrecorded & STEP_NO_TOKENS_PER_S);
     assert_int_equal(b.n_extra, 3);
     assert_string_equal(b.extra[2].key, "empty");
     assert_string_equal(b.extra[2].value, "");
     assert_string_equal(b.status, "ok");
     assert_null(b.scenario_json);
+    baseline_free(&b);
+    /* nan at every step (older versions wrote it for a grad norm never logged): not recorded */
+    snprintf(text, sizeof text,
+             "format: harness-baseline 1\nscenario: t\nscenario_hash: %s\ndevice: torch-cpu\n"
+             "dtype: fp32\nworld_size: 1\nsteps: 2\n\nstep loss grad_norm\n1 5.5 nan\n2 5.4 nan\n",
+             hash);
+    assert_int_equal(baseline_parse(text, strlen(text), "t.baseline", &b), 0);
+    assert_true(b.steps[0].unrecorded & STEP_NO_GRAD_NORM);
+    assert_true(b.steps[1].unrecorded & STEP_NO_GRAD_NORM);
     baseline_free(&b);
 }
 

@@ -655,6 +655,23 @@ static int parse_lines(parser *ps)
     return check_hash(ps);
 }
 
+/* A baseline is a finished run, never a diverged one, so a column that is nan at every step
+ * was never recorded: the files harness versions before schema 10 wrote for an exec'd or
+ * ingested run without grad norms (nan, where '-' is written now) read as they did */
+static void nan_columns_unrecorded(baseline *b)
+{
+    static const size_t reals[] = {offsetof(step_record, grad_norm), offsetof(step_record, lr),
+                                   offsetof(step_record, step_ms),
+                                   offsetof(step_record, tokens_per_s)};
+    for (size_t c = 0; c < sizeof reals / sizeof reals[0] && b->n_steps; c++) {
+        int all_nan = 1;
+        for (int i = 0; i < b->n_steps && all_nan; i++)
+            all_nan = isnan(*(const double *)((const char *)&b->steps[i] + reals[c]));
+        for (int i = 0; i < b->n_steps && all_nan; i++)
+            b->steps[i].unrecorded |= step_unrecorded_bit(reals[c]);
+    }
+}
+
 int baseline_parse(const char *text, size_t len, const char *file, baseline *b)
 {
     memset(b, 0, sizeof *b);
@@ -670,6 +687,8 @@ int baseline_parse(const char *text, size_t len, const char *file, baseline *b)
     free(ps.buf);
     if (rc)
         baseline_free(b);
+    else
+        nan_columns_unrecorded(b);
     return rc;
 }
 

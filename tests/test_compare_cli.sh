@@ -210,6 +210,17 @@ expect 2 "record the second onto the same file name" -- "$H" baseline record 2 -
 says "of another scenario"
 grep -q '^scenario: x y$' "$T/names/x_y.n.baseline" && pass || fail "the first scenario's baseline file was replaced"
 
+# ---- two imports of one file at once: one copy, one label (each step was its own transaction:
+# both imported, 7 rounds in 8 here)
+for r in 1 2 3; do
+  rm -f "$T/race.db"*; cp "$T/names.db" "$T/race.db"
+  "$H" baseline import "$committed" --label race --db "$T/race.db" >/dev/null 2>&1 & p1=$!
+  "$H" baseline import "$committed" --label race --db "$T/race.db" >/dev/null 2>&1 & p2=$!
+  wait $p1; wait $p2
+  n=$(sqlite3 "$T/race.db" "select count(*) from runs where imported = 1")
+  [ "$n" = 1 ] && pass || fail "round $r: two imports at once made $n imported runs"
+done
+
 # ---- hostile names: nothing runs, the HTML stays inert
 section "hostile names, run --compare"
 pw="/tmp/harness-pwned-$$"

@@ -341,6 +341,30 @@ static int check_label(store *st, const baseline *b, int replace, int *same, int
     return EXIT_USAGE;
 }
 
+/* the label checked, the run imported and labelled in one write transaction: two imports at
+ * once (or an import beside a compare's first use of the file) made two copies, or moved a
+ * label without --replace, when each step was a transaction of its own */
+static int import_locked(const bl_args *a, store *st, baseline *b, const char *path)
+{
+    int same = 0;
+    int64_t id = 0;
+    int rc = store_write_begin(st, "locking the store to import a baseline");
+    if (rc)
+        return rc;
+    if ((rc = check_label(st, b, a->replace, &same, &id)) == 0 && !same &&
+        (rc = baseline_import(st, b, &id)) == 0)
+        rc = store_set_baseline(st, b->scenario, b->label, id);
+    if ((rc = store_write_end(st, rc)) != 0)
+        return rc;
+    if (same)
+        printf("baseline '%s' of %s: already in the store as run %lld\n", term_safe(b->label),
+               term_safe(b->scenario), (long long)id);
+    else
+        printf("baseline '%s' of %s: %s imported as run %lld (%d steps)\n", term_safe(b->label),
+               term_safe(b->scenario), term_safe(path), (long long)id, b->n_steps);
+    return 0;
+}
+
 static int import_path(const bl_args *a, const char *path)
 {
     baseline b;
@@ -350,21 +374,10 @@ static int import_path(const bl_args *a, const char *path)
     if (a->label)
         snprintf(b.label, sizeof b.label, "%s", a->label);
     store *st = NULL;
-    int same = 0;
-    int64_t id = 0;
     if (!b.label[0])
         rc = cmd_usage_error("baseline", "%s has no label: give --label NAME", path);
-    else if ((rc = store_open(a->db, &st)) == 0 &&
-             (rc = check_label(st, &b, a->replace, &same, &id)) == 0) {
-        if (same)
-            printf("baseline '%s' of %s: already in the store as run %lld\n", term_safe(b.label),
-                   term_safe(b.scenario), (long long)id);
-        else if ((rc = baseline_import(st, &b, &id)) == 0 &&
-                 (rc = store_set_baseline(st, b.scenario, b.label, id)) == 0)
-            printf("baseline '%s' of %s: %s imported as run %lld (%d steps)\n",
-                   term_safe(b.label), term_safe(b.scenario), term_safe(path),
-                   (long long)id, b.n_steps);
-    }
+    else if ((rc = store_open(a->db, &st)) == 0)
+        rc = import_locked(a, st, &b, path);
     store_close(st);
     baseline_free(&b);
     return rc;

@@ -26,6 +26,7 @@ typedef struct {
     store *st;
     int64_t run_id;
     int quiet, total;
+    int recorded; /* steps in the store: the run's last line counts these, not those trained */
 } step_sink;
 
 /* with several ranks, rank 0 keeps every rank's figures (rank_steps: memory per rank) */
@@ -47,7 +48,9 @@ static int record_step(const step_record *r, void *arg)
         printf("step %5d/%d  skipped: Inf/NaN gradients at loss scale %g\n", r->step,
                sink->total, r->loss_scale);
     fflush(stdout);
-    return store_add_step(sink->st, sink->run_id, r);
+    int rc = store_add_step(sink->st, sink->run_id, r);
+    sink->recorded += rc == 0;
+    return rc;
 }
 
 static int begin_run(store *st, const scenario *s, const device *d, int64_t *id)
@@ -112,7 +115,7 @@ static void catch_signals(int on, struct sigaction old[CAUGHT_SIGNALS])
 static int record_run(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
                       int64_t *run_id, train_status *ended)
 {
-    step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps};
+    step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps, 0};
     *run_id = 0;
     *ended = TRAIN_FAILED;
     if (begin_run(st, s, d, &sink.run_id))
@@ -132,7 +135,7 @@ static int record_run(trainer *tr, const scenario *s, device *d, store *st, cons
         rc = EXIT_FAIL;
     catch_signals(0, old);
     printf("run %lld: %s, %d steps, final loss %.6f%s%s\n", (long long)sink.run_id, status,
-           res.steps_done, res.final_loss, res.error[0] ? ": " : "", term_safe(res.error));
+           sink.recorded, res.final_loss, res.error[0] ? ": " : "", term_safe(res.error));
     return rc;
 }
 

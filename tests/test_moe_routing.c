@@ -391,7 +391,7 @@ static void test_migrate_5_to_6(void **state)
                  " PRAGMA user_version = 5;");
     assert_int_equal(store_open_readonly(db, &st), 2); /* older: read-only refuses */
     assert_int_equal(store_open(db, &st), 0);
-    assert_int_equal(store_schema_version(), 9);
+    assert_int_equal(store_schema_version(), 10);
     assert_int_equal(n_steps(st, id), 1);
     int64_t c[CELLS];
     for (int i = 0; i < CELLS; i++)

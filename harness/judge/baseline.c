@@ -964,6 +964,9 @@ static int scenario_line(const char *text, size_t len, char *out, size_t cap)
 
 int baseline_file_of_other_scenario(const char *path, const baseline *b)
 {
+    struct stat sb; /* only a regular file holds a baseline (a FIFO there would block the read) */
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return 0;
     FILE *f = fopen(path, "r");
     if (!f)
         return 0;

@@ -886,14 +886,7 @@ static int save_by_rename(const char *path, const baseline *b)
 {
     char tmp[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        log_error("%s: cannot write the baseline: %s", tmp, strerror(errno));
-        return EXIT_FAIL;
-    }
-    int rc = baseline_write(f, b);
-    if (fclose(f) != 0 || rc) {
-        log_error("%s: writing the baseline failed: %s", tmp, strerror(errno));
+    if (save_in_place(tmp, b)) {
         unlink(tmp);
         return EXIT_FAIL;
     }

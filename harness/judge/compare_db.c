@@ -688,20 +688,20 @@ static json_t *side_json(const baseline *b, int64_t id)
     return o;
 }
 
+/* a figure that may be +Inf by its definition (a ratio over a zero reference): "inf" as runs
+ * and show --json write it; a NaN (not computed) is null */
+static json_t *json_num_inf(double v)
+{
+    return isinf(v) ? json_string(v > 0 ? "inf" : "-inf") : json_num(v);
+}
+
 /* a difference: a number, "inf" or "nan" as runs and show --json write them (a NaN or an
  * infinity was compared); null when nothing was compared */
 static json_t *difference_json(const metric_summary *m, double v)
 {
     if (!m->compared)
         return json_null();
-    return isfinite(v) ? json_real(v) : json_string(isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
-}
-
-/* a figure that may be +Inf by its definition (a ratio over a zero reference): "inf" as runs
- * and show --json write it; a NaN (not computed) is null */
-static json_t *json_num_inf(double v)
-{
-    return isinf(v) ? json_string(v > 0 ? "inf" : "-inf") : json_num(v);
+    return isnan(v) ? json_string("nan") : json_num_inf(v);
 }
 
 static json_t *metric_json(const metric_summary *m, tolerance t)

@@ -64,6 +64,14 @@ static int same_scenario(comm *c, const char *path, const char *hash)
     return rc;
 }
 
+/* the communicator --comm resolves to (a->comm_kind), opened under --comm-timeout */
+static int start_comm(run_args *a, const comm_env *env, comm **c)
+{
+    int rc = choose_comm(a, env);
+    double timeout = a->comm_timeout > 0 ? a->comm_timeout : COMM_DEFAULT_TIMEOUT_S;
+    return rc ? rc : comm_open(env, timeout, runner_stop_flag(), c);
+}
+
 int ranks_open(run_args *a, const scenario *s)
 {
     comm_env env;
@@ -79,10 +87,7 @@ int ranks_open(run_args *a, const scenario *s)
                       env.world == 1 ? "" : "s");
         return EXIT_USAGE;
     }
-    if ((rc = choose_comm(a, &env)))
-        return rc;
-    double timeout = a->comm_timeout > 0 ? a->comm_timeout : COMM_DEFAULT_TIMEOUT_S;
-    if ((rc = comm_open(&env, timeout, runner_stop_flag(), &a->comm)))
+    if ((rc = start_comm(a, &env, &a->comm)))
         return rc;
     if ((rc = same_scenario(a->comm, s->path, s->hash))) {
         comm_close(a->comm);
@@ -98,8 +103,7 @@ int ranks_fail_early(const run_args *a, int rc)
         return rc;
     run_args ra = *a;
     comm *c;
-    double timeout = a->comm_timeout > 0 ? a->comm_timeout : COMM_DEFAULT_TIMEOUT_S;
-    if (choose_comm(&ra, &env) || comm_open(&env, timeout, runner_stop_flag(), &c))
+    if (start_comm(&ra, &env, &c))
         return rc;
     same_scenario(c, a->scenario, UNLOADED_HASH);
     comm_close(c);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store_routing_internal.h"
+#include "store_values_internal.h"
 #include "util/util.h"
 
 /* PRAGMA application_id of every harness store: 0x48524e53, "HRNS" */
@@ -461,22 +462,6 @@ const char *store_path(const store *st)
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-/* Non-finite doubles are stored as the text 'nan', 'inf' or '-inf' (SQLite would turn a NaN
- * into NULL); finite ones as REAL. */
-static int bind_real(sqlite3_stmt *s, int i, double v)
-{
-    if (isfinite(v))
-        return sqlite3_bind_double(s, i, v);
-    const char *t = isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
-    return sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
-}
-
-/* a step's real: NULL when the step never recorded it (r->unrecorded), else as bind_real */
-static int bind_field(sqlite3_stmt *s, int i, double v, unsigned unrecorded, unsigned bit)
-{
-    return unrecorded & bit ? sqlite3_bind_null(s, i) : bind_real(s, i, v);
-}
-
 static int readonly_error(const store *st, const char *what)
 {
     log_error("%s: %s: %s", st->path, what,
@@ -535,12 +520,12 @@ static int bind_step(sqlite3_stmt *s, int64_t run_id, const step_record *r)
 {
     int rc = sqlite3_bind_int64(s, 1, run_id);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int(s, 2, r->step);
-    if (rc == SQLITE_OK) rc = bind_field(s, 3, r->loss, r->unrecorded, STEP_NO_LOSS);
-    if (rc == SQLITE_OK) rc = bind_field(s, 4, r->grad_norm, r->unrecorded, STEP_NO_GRAD_NORM);
-    if (rc == SQLITE_OK) rc = bind_field(s, 5, r->lr, r->unrecorded, STEP_NO_LR);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 3, r->loss, r->unrecorded, STEP_NO_LOSS);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 4, r->grad_norm, r->unrecorded, STEP_NO_GRAD_NORM);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 5, r->lr, r->unrecorded, STEP_NO_LR);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 6, r->tokens);
-    if (rc == SQLITE_OK) rc = bind_field(s, 7, r->step_ms, r->unrecorded, STEP_NO_STEP_MS);
-    if (rc == SQLITE_OK) rc = bind_field(s, 8, r->tokens_per_s, r->unrecorded, STEP_NO_TOKENS_PER_S);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 7, r->step_ms, r->unrecorded, STEP_NO_STEP_MS);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 8, r->tokens_per_s, r->unrecorded, STEP_NO_TOKENS_PER_S);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 9, r->mem_peak_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 10, r->mem_used_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 11, r->mem_total_bytes);
@@ -548,7 +533,7 @@ static int bind_step(sqlite3_stmt *s, int64_t run_id, const step_record *r)
         rc = r->threads > 0 ? sqlite3_bind_int(s, 12, r->threads) : sqlite3_bind_null(s, 12);
     int scaled = r->loss_scale > 0; /* loss scaling: both columns, else both NULL */
     if (rc == SQLITE_OK)
-        rc = scaled ? bind_real(s, 13, r->loss_scale) : sqlite3_bind_null(s, 13);
+        rc = scaled ? store_bind_real(s, 13, r->loss_scale) : sqlite3_bind_null(s, 13);
     if (rc == SQLITE_OK)
         rc = scaled ? sqlite3_bind_int(s, 14, r->skipped != 0) : sqlite3_bind_null(s, 14);
     return rc;
@@ -620,26 +605,6 @@ int store_finish_run(store *st, int64_t run_id, const char *status, const char *
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
-/* inverse of bind_real; NULL (a value never recorded) reads as NaN */
-static double column_real(sqlite3_stmt *s, int i)
-{
-    switch (sqlite3_column_type(s, i)) {
-    case SQLITE_FLOAT:
-    case SQLITE_INTEGER:
-        return sqlite3_column_double(s, i);
-    case SQLITE_TEXT: {
-        const char *t = (const char *)sqlite3_column_text(s, i);
-        if (t && strcmp(t, "inf") == 0)
-            return INFINITY;
-        if (t && strcmp(t, "-inf") == 0)
-            return -INFINITY;
-        return NAN;
-    }
-    default:
-        return NAN;
-    }
-}
-
 /* copies a text column into dst[n], cutting at a UTF-8 character boundary; NULL -> "" */
 static void column_copy(char *dst, size_t n, sqlite3_stmt *s, int i)
 {
@@ -681,9 +646,9 @@ static void read_run_row(sqlite3_stmt *s, run_row *o)
     o->world_size = sqlite3_column_int(s, 13);
     o->mem_total_bytes = sqlite3_column_int64(s, 14);
     o->n_steps = sqlite3_column_int(s, 15);
-    o->last_loss = o->n_steps ? column_real(s, 16) : NAN;
+    o->last_loss = o->n_steps ? store_column_real(s, 16) : NAN;
     o->threads = sqlite3_column_int(s, 17);
-    o->load_avg = column_real(s, 18);
+    o->load_avg = store_column_real(s, 18);
     o->imported = sqlite3_column_int(s, 19);
 }
 
@@ -778,29 +743,21 @@ int store_each_run(store *st, int limit, int (*fn)(const run_row *r, void *arg),
     return ret;
 }
 
-/* column i as a step's real, its bit set in *unrecorded when it is NULL (never recorded) */
-static double column_field(sqlite3_stmt *s, int i, unsigned bit, unsigned *unrecorded)
-{
-    if (sqlite3_column_type(s, i) == SQLITE_NULL)
-        *unrecorded |= bit;
-    return column_real(s, i);
-}
-
 static void read_step(sqlite3_stmt *s, step_record *r)
 {
     r->step = sqlite3_column_int(s, 0);
     r->unrecorded = 0;
-    r->loss = column_field(s, 1, STEP_NO_LOSS, &r->unrecorded);
-    r->grad_norm = column_field(s, 2, STEP_NO_GRAD_NORM, &r->unrecorded);
-    r->lr = column_field(s, 3, STEP_NO_LR, &r->unrecorded);
+    r->loss = store_column_field(s, 1, STEP_NO_LOSS, &r->unrecorded);
+    r->grad_norm = store_column_field(s, 2, STEP_NO_GRAD_NORM, &r->unrecorded);
+    r->lr = store_column_field(s, 3, STEP_NO_LR, &r->unrecorded);
     r->tokens = sqlite3_column_int64(s, 4);
-    r->step_ms = column_field(s, 5, STEP_NO_STEP_MS, &r->unrecorded);
-    r->tokens_per_s = column_field(s, 6, STEP_NO_TOKENS_PER_S, &r->unrecorded);
+    r->step_ms = store_column_field(s, 5, STEP_NO_STEP_MS, &r->unrecorded);
+    r->tokens_per_s = store_column_field(s, 6, STEP_NO_TOKENS_PER_S, &r->unrecorded);
     r->mem_peak_bytes = sqlite3_column_int64(s, 7);
     r->mem_used_bytes = sqlite3_column_int64(s, 8);
     r->mem_total_bytes = sqlite3_column_int64(s, 9);
     r->threads = sqlite3_column_int(s, 10);
-    r->loss_scale = sqlite3_column_type(s, 11) == SQLITE_NULL ? 0 : column_real(s, 11);
+    r->loss_scale = sqlite3_column_type(s, 11) == SQLITE_NULL ? 0 : store_column_real(s, 11);
     r->skipped = sqlite3_column_int(s, 12);
     r->moe_layers = r->moe_experts = 0;
     r->expert_tokens = NULL;
@@ -1037,8 +994,8 @@ int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, con
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 3, verdict, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK && first_failing_step > 0)
         rc = sqlite3_bind_int(s, 4, first_failing_step);
-    if (rc == SQLITE_OK) rc = bind_real(s, 5, max_abs);
-    if (rc == SQLITE_OK) rc = bind_real(s, 6, max_rel);
+    if (rc == SQLITE_OK) rc = store_bind_real(s, 5, max_abs);
+    if (rc == SQLITE_OK) rc = store_bind_real(s, 6, max_rel);
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 7, now, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 8, details_json, -1, SQLITE_STATIC);
     rc = rc == SQLITE_OK ? step_done(st, s, "recording a comparison", 1)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "store_routing_internal.h"
+#include "store_values_internal.h"
 #include "util/util.h"
 
 /* prepares sql on a writable store; 0, or 1 after a message naming what */
@@ -36,19 +37,6 @@ static int finish(store *st, sqlite3_stmt *s, int rc, const char *what)
         log_error("%s: %s: %s", store_path(st), what, sqlite3_errmsg(store_handle(st)));
     sqlite3_finalize(s);
     return rc == SQLITE_OK ? 0 : 1;
-}
-
-static int bind_real(sqlite3_stmt *s, int i, double v)
-{
-    if (isfinite(v))
-        return sqlite3_bind_double(s, i, v);
-    return sqlite3_bind_text(s, i, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf", -1, SQLITE_STATIC);
-}
-
-/* a step's real: NULL when the step never recorded it (r->unrecorded), else as bind_real */
-static int bind_field(sqlite3_stmt *s, int i, double v, unsigned unrecorded, unsigned bit)
-{
-    return unrecorded & bit ? sqlite3_bind_null(s, i) : bind_real(s, i, v);
 }
 
 int store_add_log(store *st, int64_t run_id, const char *source, const char *data, size_t len)
@@ -87,12 +75,12 @@ static int put_step_row(store *st, int64_t run_id, const step_record *r)
         return 1;
     int rc = sqlite3_bind_int64(s, 1, run_id);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int(s, 2, r->step);
-    if (rc == SQLITE_OK) rc = bind_field(s, 3, r->loss, r->unrecorded, STEP_NO_LOSS);
-    if (rc == SQLITE_OK) rc = bind_field(s, 4, r->grad_norm, r->unrecorded, STEP_NO_GRAD_NORM);
-    if (rc == SQLITE_OK) rc = bind_field(s, 5, r->lr, r->unrecorded, STEP_NO_LR);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 3, r->loss, r->unrecorded, STEP_NO_LOSS);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 4, r->grad_norm, r->unrecorded, STEP_NO_GRAD_NORM);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 5, r->lr, r->unrecorded, STEP_NO_LR);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 6, r->tokens);
-    if (rc == SQLITE_OK) rc = bind_field(s, 7, r->step_ms, r->unrecorded, STEP_NO_STEP_MS);
-    if (rc == SQLITE_OK) rc = bind_field(s, 8, r->tokens_per_s, r->unrecorded, STEP_NO_TOKENS_PER_S);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 7, r->step_ms, r->unrecorded, STEP_NO_STEP_MS);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 8, r->tokens_per_s, r->unrecorded, STEP_NO_TOKENS_PER_S);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 9, r->mem_peak_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 10, r->mem_used_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 11, r->mem_total_bytes);
@@ -126,11 +114,11 @@ int store_put_rank_step(store *st, int64_t run_id, int rank, const step_record *
     int rc = sqlite3_bind_int64(s, 1, run_id);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int(s, 2, rank);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int(s, 3, r->step);
-    if (rc == SQLITE_OK) rc = bind_field(s, 4, r->loss, r->unrecorded, STEP_NO_LOSS);
-    if (rc == SQLITE_OK) rc = bind_field(s, 5, r->grad_norm, r->unrecorded, STEP_NO_GRAD_NORM);
-    if (rc == SQLITE_OK) rc = bind_field(s, 6, r->lr, r->unrecorded, STEP_NO_LR);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 4, r->loss, r->unrecorded, STEP_NO_LOSS);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 5, r->grad_norm, r->unrecorded, STEP_NO_GRAD_NORM);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 6, r->lr, r->unrecorded, STEP_NO_LR);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 7, r->tokens);
-    if (rc == SQLITE_OK) rc = bind_field(s, 8, r->step_ms, r->unrecorded, STEP_NO_STEP_MS);
+    if (rc == SQLITE_OK) rc = store_bind_field(s, 8, r->step_ms, r->unrecorded, STEP_NO_STEP_MS);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 9, r->mem_peak_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 10, r->mem_total_bytes);
     return finish(st, s, rc, "recording a step in rank_steps");
@@ -210,22 +198,6 @@ int store_each_log(store *st, int64_t run_id,
     return ret;
 }
 
-static double column_real(sqlite3_stmt *s, int i)
-{
-    if (sqlite3_column_type(s, i) == SQLITE_FLOAT || sqlite3_column_type(s, i) == SQLITE_INTEGER)
-        return sqlite3_column_double(s, i);
-    const char *t = (const char *)sqlite3_column_text(s, i);
-    return t && !strcmp(t, "inf") ? INFINITY : t && !strcmp(t, "-inf") ? -INFINITY : NAN;
-}
-
-/* column i as a step's real, its bit set in *unrecorded when it is NULL (never recorded) */
-static double column_field(sqlite3_stmt *s, int i, unsigned bit, unsigned *unrecorded)
-{
-    if (sqlite3_column_type(s, i) == SQLITE_NULL)
-        *unrecorded |= bit;
-    return column_real(s, i);
-}
-
 int store_each_rank_step(store *st, int64_t run_id,
                          int (*fn)(int rank, const step_record *r, void *arg), void *arg)
 {
@@ -239,11 +211,11 @@ int store_each_rank_step(store *st, int64_t run_id,
         step_record r;
         memset(&r, 0, sizeof r);
         r.step = sqlite3_column_int(s, 1);
-        r.loss = column_field(s, 2, STEP_NO_LOSS, &r.unrecorded);
-        r.grad_norm = column_field(s, 3, STEP_NO_GRAD_NORM, &r.unrecorded);
-        r.lr = column_field(s, 4, STEP_NO_LR, &r.unrecorded);
+        r.loss = store_column_field(s, 2, STEP_NO_LOSS, &r.unrecorded);
+        r.grad_norm = store_column_field(s, 3, STEP_NO_GRAD_NORM, &r.unrecorded);
+        r.lr = store_column_field(s, 4, STEP_NO_LR, &r.unrecorded);
         r.tokens = sqlite3_column_int64(s, 5);
-        r.step_ms = column_field(s, 6, STEP_NO_STEP_MS, &r.unrecorded);
+        r.step_ms = store_column_field(s, 6, STEP_NO_STEP_MS, &r.unrecorded);
         r.mem_peak_bytes = sqlite3_column_int64(s, 7);
         r.mem_total_bytes = sqlite3_column_int64(s, 8);
         ret = fn(sqlite3_column_int(s, 0), &r, arg);

@@ -18,8 +18,11 @@ dten device_alloc(device *d, size_t n, dkind kind)
     if (d->failed)
         return t;
     t.buf = d->ops->alloc(d, n, kind);
-    if (!t.buf)
+    if (!t.buf) { /* a backend that failed without saying so still leaves the device failed */
+        device_fail(d, "%s: allocating %zu elements failed (the backend gave no reason)",
+                    d->backend, n);
         return t;
+    }
     dbuf_head *h = (dbuf_head *)(void *)t.buf;
     h->n = n;
     h->kind = kind;

@@ -309,6 +309,9 @@ void device_close(device *d);
  * A backend not compiled in or absent at run time is an error, never a
  * silent fallback to another device. */
 device *device_open(const char *spec, char *err, size_t errlen);
+/* the longest device spec a list of them holds (`harness ops --device`, `run --compare`), NUL
+ * included: room for a plugin by its full path */
+#define DEVICE_SPEC_MAX 1024
 /* names of the backends compiled into this binary and "plugin", NULL-terminated */
 const char *const *device_backends(void);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "device_plugin.h"
@@ -86,12 +87,24 @@ static int check_name(const char *name, const char *path, char *err, size_t errl
                  path, (int)(room - 1), name, room - 1);
         return 1;
     }
-    for (const char *const *b = device_backends(); *b; b++)
-        if (strcmp(name, *b) == 0) {
+    static const char *const reserved[] = {"cpu", "cpu64", "opencl", "cuda", "musa", "plugin",
+                                            "all", NULL};
+    for (int i = 0; reserved[i]; i++)
+        if (strcasecmp(name, reserved[i]) == 0) {
             snprintf(err, errlen, "plugin: %s: the backend name '%s' is a built-in backend's; "
                      "a plugin names itself (its runs are recorded under that name)", path, name);
             return 1;
         }
+    for (const char *c = name; *c; c++)
+        if (!isalnum((unsigned char)*c) && *c != '_' && *c != '-' && *c != '.') {
+            snprintf(err, errlen, "plugin: %s: the backend name '%s' has a character other than "
+                     "letters, digits, '_', '-' and '.' (device specs are NAME[:N])", path, name);
+            return 1;
+        }
+    if (!*name) {
+        snprintf(err, errlen, "plugin: %s: the backend name is empty", path);
+        return 1;
+    }
     return 0;
 }
 

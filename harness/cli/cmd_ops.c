@@ -14,7 +14,7 @@
 #include "ops/ops.h"
 
 #define MAX_DEVICES 16
-#define MAX_FILTERS 32
+#define MAX_FILTERS 256 /* distinct names: more than the op table holds */
 #define REFERENCE "cpu"
 
 static void ops_usage(FILE *f)
@@ -44,7 +44,7 @@ static void ops_usage(FILE *f)
 }
 
 typedef struct {
-    char devices[MAX_DEVICES][64];
+    char devices[MAX_DEVICES][DEVICE_SPEC_MAX];
     int ndev;
     const char *ops[MAX_FILTERS];
     int nops;
@@ -68,9 +68,7 @@ static int item_length(const char *option, const char *p, size_t *len, size_t ma
         return cmd_usage_error("ops", "%s: an empty name in the comma list (expected "
                                "NAME[,NAME...])", option);
     if (*len > max_len)
-        return cmd_usage_error("ops", "%s '%.*s': longer than %zu bytes (a plugin far away: "
-                               "plugin:NAME with HARNESS_PLUGIN_PATH, docs/porting.md)",
-                               option, (int)*len, p, max_len);
+        return cmd_usage_error("ops", "%s '%.60s...': longer than %zu bytes", option, p, max_len);
     return 0;
 }
 
@@ -106,9 +104,13 @@ static int add_ops(ops_args *a, char *list)
             fprintf(stderr, "\n");
             return EXIT_USAGE;
         }
-        if (a->nops == MAX_FILTERS)
+        int seen = 0; /* a name given twice counts once, so every op can always be named */
+        for (int i = 0; i < a->nops && !seen; i++)
+            seen = strcmp(a->ops[i], p) == 0;
+        if (!seen && a->nops == MAX_FILTERS)
             return cmd_usage_error("ops", "more than %d op filters at '%s'", MAX_FILTERS, p);
-        a->ops[a->nops++] = p;
+        if (!seen)
+            a->ops[a->nops++] = p;
         if (last)
             return 0;
         p += len + 1;
@@ -371,10 +373,36 @@ static int run_perf(const ops_args *a, const char *spec, device **d, op_rows *rs
     return 0;
 }
 
-/* the perf table: one line per op and shape, the devices side by side */
+/* the row of device k for one op and shape, or NULL when that device never ran it (it was lost
+ * before) */
+static const op_row *perf_row(const op_rows *rs, const char *spec, const char *op,
+                              const char *shape)
+{
+    for (int i = 0; i < rs->n; i++)
+        if (!strcmp(rs->rows[i].device, spec) && !strcmp(rs->rows[i].op, op) &&
+            !strcmp(rs->rows[i].shape, shape))
+            return &rs->rows[i];
+    return NULL;
+}
+
+static void print_perf_cell(const op_row *r)
+{
+    if (!r)
+        printf(" | %-29s", "not run");
+    else if (!r->res.pass)
+        printf(" | %-29s", "error");
+    else if (r->res.gflops > 0)
+        printf(" | %9.1f %9.2f %9.2f", r->res.us, r->res.gflops, r->res.gbps);
+    else
+        printf(" | %9.1f %9s %9.2f", r->res.us, "-", r->res.gbps);
+}
+
+/* the perf table: one line per op and shape, the devices side by side; each cell is looked up
+ * by device, op and shape, so a device lost partway leaves its later cells "not run" */
 static void print_perf(const ops_args *a, const op_rows *rs)
 {
-    int per = rs->n / (a->ndev ? a->ndev : 1);
+    const oc_case *cases;
+    int n = oc_perf_cases(&cases);
     printf("%-22s %-28s", "op", "shape");
     for (int k = 0; k < a->ndev; k++)
         printf(" | %-29.29s", a->devices[k]);
@@ -382,17 +410,14 @@ static void print_perf(const ops_args *a, const op_rows *rs)
     for (int k = 0; k < a->ndev; k++)
         printf(" | %9s %9s %9s", "us/call", "GFLOP/s", "GB/s");
     printf("\n");
-    for (int i = 0; i < per; i++) {
-        printf("%-22s %-28s", rs->rows[i].op, rs->rows[i].shape);
-        for (int k = 0; k < a->ndev && k * per + i < rs->n; k++) {
-            const oc_result *x = &rs->rows[k * per + i].res;
-            if (!x->pass)
-                printf(" | %-29s", "error");
-            else if (x->gflops > 0)
-                printf(" | %9.1f %9.2f %9.2f", x->us, x->gflops, x->gbps);
-            else
-                printf(" | %9.1f %9s %9.2f", x->us, "-", x->gbps);
-        }
+    for (int i = 0; i < n; i++) {
+        if (!selected(a, cases[i].op->name, NULL))
+            continue;
+        char shape[sizeof rs->rows[0].shape];
+        cases[i].op->describe(&cases[i].s, shape, sizeof shape);
+        printf("%-22s %-28s", cases[i].op->name, shape);
+        for (int k = 0; k < a->ndev; k++)
+            print_perf_cell(perf_row(rs, a->devices[k], cases[i].op->name, shape));
         printf("\n");
     }
     for (int i = 0; i < rs->n; i++)

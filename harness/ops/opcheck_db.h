@@ -7,10 +7,10 @@
 
 typedef struct {
     const char *mode;      /* "test", "grad", "perf" */
-    char device[64];       /* the spec it was opened with */
+    char device[DEVICE_SPEC_MAX]; /* the spec it was opened with */
     char device_name[128];
     char dtype[16];
-    char reference[64];    /* test mode: the reference device's spec */
+    char reference[64];           /* test mode: the reference device's spec */
     char op[48];
     char shape[96];
     oc_result res;

@@ -17,8 +17,10 @@
 
 /* elements around every test view: odd, so views start at unaligned offsets */
 #define GUARD 37
-#define GUARD_REAL(j) (1000.0f + 0.25f * (float)(j))
-#define GUARD_I32(j) (-7777 - (int32_t)(j))
+/* guards differ per tensor (i), so an op that copies an input's guard into its output's (an
+ * identity at those values, as GELU is at 1000) is still caught */
+#define GUARD_REAL(i, j) (1000.0f * (float)((i) + 1) + 0.25f * (float)(j))
+#define GUARD_I32(i, j) (-7777 - 100000 * (int32_t)(i) - (int32_t)(j))
 #define POISON_I32 (-987654321) /* what an integer output holds before the op writes it */
 
 /* ---- inputs ------------------------------------------------------------------------------- */
@@ -111,7 +113,8 @@ static void free_bufs(device *d, oc_bufs *b)
 }
 
 /* guard values around the body: the inputs, or NaN (poison) for what the op must write */
-static int upload_one(device *d, const oc_tensor *t, const double *x, size_t guard, dten all)
+static int upload_one(device *d, const oc_tensor *t, int i, const double *x, size_t guard,
+                      dten all)
 {
     size_t total = t->n + 2 * guard;
     int poison = t->role == OC_OUT || t->role == OC_SCRATCH;
@@ -120,7 +123,7 @@ static int upload_one(device *d, const oc_tensor *t, const double *x, size_t gua
         if (!h)
             return 1;
         for (size_t j = 0; j < total; j++)
-            h[j] = j < guard || j >= guard + t->n ? GUARD_I32(j)
+            h[j] = j < guard || j >= guard + t->n ? GUARD_I32(i, j)
                    : poison                       ? POISON_I32
                                                   : (int32_t)x[j - guard];
         d->ops->upload_i32(d, all, h);
@@ -131,7 +134,7 @@ static int upload_one(device *d, const oc_tensor *t, const double *x, size_t gua
     if (!h)
         return 1;
     for (size_t j = 0; j < total; j++)
-        h[j] = j < guard || j >= guard + t->n ? GUARD_REAL(j) : poison ? NAN : (float)x[j - guard];
+        h[j] = j < guard || j >= guard + t->n ? GUARD_REAL(i, j) : poison ? NAN : (float)x[j - guard];
     d->ops->upload(d, all, h);
     free(h);
     return 0;
@@ -150,7 +153,7 @@ static int upload_all(device *d, const oc_inputs *in, size_t guard, oc_bufs *b, 
         }
         b->n = i + 1;
         b->view[i] = dten_view(b->all[i], guard, t->n);
-        if (upload_one(d, t, in->host[i], guard, b->all[i])) {
+        if (upload_one(d, t, i, in->host[i], guard, b->all[i])) {
             snprintf(msg, len, "out of host memory for %s", t->name);
             return 1;
         }
@@ -175,8 +178,9 @@ static int download_one(device *d, const oc_inputs *in, int i, const oc_bufs *b,
     for (size_t j = 0; h && hi && j < total; j++) {
         int in_body = j >= GUARD && j < GUARD + t->n;
         double v = t->kind == DT_I32 ? hi[j] : h[j];
-        int guard_ok = t->kind == DT_I32 ? hi[j] == GUARD_I32(j)
-                                         : memcmp(&h[j], &(float){GUARD_REAL(j)}, sizeof(float)) == 0;
+        int guard_ok = t->kind == DT_I32
+                           ? hi[j] == GUARD_I32(i, j)
+                           : memcmp(&h[j], &(float){GUARD_REAL(i, j)}, sizeof(float)) == 0;
         if (!in_body && !guard_ok && bad_guard < 0)
             bad_guard = (int)j;
         if (in_body && t->role == OC_IN && v != in->host[i][j - GUARD] && bad_input < 0)

@@ -16,7 +16,7 @@
 #define MAX_DEVICES 32
 
 typedef struct {
-    char scenario[256], device[64];
+    char scenario[256], device[DEVICE_SPEC_MAX];
     int64_t run_id;
     int error;         /* an input error: no scenario, device or baseline (exit 2) */
     int setup_failed;  /* the device failed while the run was prepared: not recorded, a fail */
@@ -56,7 +56,7 @@ static cell *add_cell(matrix *m, const char *scenario, const char *device)
 /* ---- the device list ---------------------------------------------------------------------- */
 
 /* backends compiled in that have at least one device, cpu64 left out */
-static int all_devices(char specs[][64], int max)
+static int all_devices(char specs[][DEVICE_SPEC_MAX], int max)
 {
     device_info info[64];
     int n_info = device_list(info, 64), n = 0;
@@ -67,14 +67,14 @@ static int all_devices(char specs[][64], int max)
         for (int i = 0; i < n_info; i++)
             if (strncmp(info[i].spec, *b, len) == 0 &&
                 (info[i].spec[len] == 0 || info[i].spec[len] == ':')) {
-                snprintf(specs[n++], 64, "%s", *b);
+                snprintf(specs[n++], DEVICE_SPEC_MAX, "%s", *b);
                 break;
             }
     }
     return n;
 }
 
-static int parse_devices(const char *list, char specs[][64], int max, int *n)
+static int parse_devices(const char *list, char specs[][DEVICE_SPEC_MAX], int max, int *n)
 {
     *n = 0;
     if (strcmp(list, "all") == 0) {
@@ -83,9 +83,8 @@ static int parse_devices(const char *list, char specs[][64], int max, int *n)
     }
     for (const char *p = list;;) {
         size_t len = strcspn(p, ",");
-        if (len >= 64) {
-            log_error("run: --device '%.*s': longer than 63 bytes (a plugin far away: "
-                      "plugin:NAME with HARNESS_PLUGIN_PATH, docs/porting.md)", (int)len, p);
+        if (len >= DEVICE_SPEC_MAX) {
+            log_error("run: --device '%.60s...': longer than %d bytes", p, DEVICE_SPEC_MAX - 1);
             return EXIT_USAGE;
         }
         if (len == 0 || *n == max) {
@@ -93,7 +92,7 @@ static int parse_devices(const char *list, char specs[][64], int max, int *n)
                       "or all", list, max);
             return EXIT_USAGE;
         }
-        snprintf(specs[(*n)++], 64, "%.*s", (int)len, p);
+        snprintf(specs[(*n)++], DEVICE_SPEC_MAX, "%.*s", (int)len, p);
         if (!p[len])
             return 0;
         p += len + 1;
@@ -216,7 +215,7 @@ typedef struct {
 
 /* every listed device opened and closed again: why[i] says why spec i does not open ("" when
  * it does); returns how many do not */
-static int check_devices(char specs[][64], int n_dev, char why[][256])
+static int check_devices(char specs[][DEVICE_SPEC_MAX], int n_dev, char why[][256])
 {
     int bad = 0;
     for (int i = 0; i < n_dev; i++) {
@@ -274,7 +273,7 @@ static int check_scenario(recorder *r, const char *path, const char *trial, entr
 /* Every scenario and device of the matrix checked before any cell trains, so that an input
  * error anywhere leaves the store as it was. Returns how many inputs are unusable, or -1 when
  * the store does not open (*rc its code). */
-static int check_matrix(recorder *r, entry *e, char specs[][64], int n_dev, char dev_why[][256],
+static int check_matrix(recorder *r, entry *e, char specs[][DEVICE_SPEC_MAX], int n_dev, char dev_why[][256],
                         int *rc)
 {
     const run_args *a = r->a;
@@ -292,7 +291,7 @@ static int check_matrix(recorder *r, entry *e, char specs[][64], int n_dev, char
 }
 
 /* the cells of a matrix that does not run, each saying why: 0, or 2 when out of memory */
-static int refuse_matrix(const run_args *a, const entry *e, char specs[][64], int n_dev,
+static int refuse_matrix(const run_args *a, const entry *e, char specs[][DEVICE_SPEC_MAX], int n_dev,
                          char dev_why[][256], matrix *m)
 {
     for (int i = 0; i < a->n_scenarios; i++)
@@ -312,7 +311,7 @@ static int refuse_matrix(const run_args *a, const entry *e, char specs[][64], in
 }
 
 /* every device for one checked scenario; 0, 2 when out of memory, or store_open's code */
-static int run_scenario(recorder *r, const scenario *s, char specs[][64], int n_dev, matrix *m)
+static int run_scenario(recorder *r, const scenario *s, char specs[][DEVICE_SPEC_MAX], int n_dev, matrix *m)
 {
     int rc = 0;
     for (int i = 0; i < n_dev && !rc && !run_stop_requested(); i++) {
@@ -378,7 +377,7 @@ static int summary(const matrix *m, int n_scenarios, int n_dev)
 
 int run_matrix(const run_args *a)
 {
-    char specs[MAX_DEVICES][64];
+    char specs[MAX_DEVICES][DEVICE_SPEC_MAX];
     comm_env env; /* every rank would run the whole matrix into one store */
     int n_dev = 0, rc = comm_env_read(&env);
     if (rc == 0 && env.world > 1) {

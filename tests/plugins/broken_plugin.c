@@ -1,7 +1,8 @@
 /* tests/plugins/broken_plugin.c: deliberately broken device plugins for tests/test_plugin.sh, one
- * source built eleven ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
+ * source built thirteen ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
  * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS, BROKEN_REOPEN (BROKEN_OP that cannot open again),
- * BROKEN_CRASH (an op that faults), BROKEN_EXIT (an op that calls exit(0)). */
+ * BROKEN_CRASH (an op that faults), BROKEN_EXIT (an op that calls exit(0)), BROKEN_PAST (an op
+ * that writes past its view), BROKEN_ALLOC (alloc fails without saying why). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,31 @@ static void rope_wrong_in_place(device *d, dten out, dten inp, dten cos_t, dten 
 }
 #endif
 
+#ifdef BROKEN_PAST
+/* the cpu device with gelu_forward run over 5 elements more than asked, as a kernel without a
+ * bounds check on its last block would: GELU is the identity at large values, so what it writes
+ * there is a copy of the input's neighbours */
+static device_i past_ops;
+static void (*cpu_gelu_forward)(device *, dten, dten, int);
+
+static void gelu_forward_past_end(device *d, dten out, dten inp, int n)
+{
+    out.n += 5;
+    inp.n += 5;
+    cpu_gelu_forward(d, out, inp, n + 5);
+}
+#endif
+
+#ifdef BROKEN_ALLOC
+/* the cpu device whose alloc returns NULL without calling device_fail */
+static device_i alloc_ops;
+static dbuf *silent_alloc(device *d, size_t n, dkind kind)
+{
+    (void)d, (void)n, (void)kind;
+    return NULL;
+}
+#endif
+
 static device *broken_open(int ordinal, char *err, size_t errlen)
 {
 #ifdef BROKEN_ERR
@@ -102,6 +128,21 @@ static device *broken_open(int ordinal, char *err, size_t errlen)
         cpu_rope_forward = alias_ops.rope_forward;
         alias_ops.rope_forward = rope_wrong_in_place;
         d->ops = &alias_ops;
+    }
+#endif
+#ifdef BROKEN_PAST
+    if (d) {
+        past_ops = *d->ops;
+        cpu_gelu_forward = past_ops.gelu_forward;
+        past_ops.gelu_forward = gelu_forward_past_end;
+        d->ops = &past_ops;
+    }
+#endif
+#ifdef BROKEN_ALLOC
+    if (d) {
+        alloc_ops = *d->ops;
+        alloc_ops.alloc = silent_alloc;
+        d->ops = &alloc_ops;
     }
 #endif
     (void)ordinal;

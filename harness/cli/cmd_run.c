@@ -91,18 +91,31 @@ static int check_golden_args(run_args *a)
     return 0;
 }
 
+/* 1 when name is a file --save writes (or its temporary twin ending in .tmp) */
+static int saved_name(const char *name)
+{
+    static const char *const saved[] = {"config.json", "model.safetensors", "tokenizer.json",
+                                        "vocab.json", "merges.txt", "tokenizer_config.json"};
+    size_t n = strlen(name);
+    if (n > 4 && strcmp(name + n - 4, ".tmp") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++)
+        if (strcmp(name, saved[i]) == 0)
+            return 1;
+    return 0;
+}
+
 /* 1 (after a message) when the dump is one of the files --save writes at the end (their
  * temporary files too), or the folder it writes them into or one above it */
 static int dump_in_save_dir(const char *dump, const char *save)
 {
-    static const char *const saved[] = {"config.json", "model.safetensors",
-                                        "model.safetensors.tmp"};
-    char path[4200];
-    for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", save, saved[i]);
-        if (same_file_path(dump, path)) {
+    char path[4200], dir[4200];
+    if (output_follow_links(dump, path, sizeof path) == 0) {
+        const char *slash = strrchr(path, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+        if (saved_name(slash ? slash + 1 : path) && dir[0] && same_file_path(dir, save)) {
             log_error("run: --dump-batches %s is the %s that --save %s writes at the end", dump,
-                      saved[i], save);
+                      slash ? slash + 1 : path, save);
             return 1;
         }
     }
@@ -131,6 +144,28 @@ static int dump_is_store(const char *dump, const char *db)
         if (same_file_path(dump, path)) {
             log_error("run: --dump-batches %s is %s%s (--db %s): the dump would overwrite it",
                       dump, i ? "SQLite's file beside the store, " : "the store", i ? path : "",
+                      db);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 (after a message) when the store or a file SQLite keeps beside it is a file --save would
+ * write: the checkpoint would overwrite the store at the end of the run */
+static int save_over_store(const char *save, const char *db)
+{
+    static const char *const sides[] = {"", "-wal", "-shm", "-journal"};
+    char path[4200], real[4200], dir[4200];
+    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", db, sides[i]);
+        if (output_follow_links(path, real, sizeof real))
+            continue;
+        const char *slash = strrchr(real, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - real) : 1, slash ? real : ".");
+        if (saved_name(slash ? slash + 1 : real) && dir[0] && same_file_path(dir, save)) {
+            log_error("run: --save %s would write %s, which is %s (--db %s)", save,
+                      slash ? slash + 1 : real, i ? "SQLite's file beside the store" : "the store",
                       db);
             return 1;
         }
@@ -215,6 +250,8 @@ static int parse_run_args(int argc, char **argv, run_args *a)
     if (a->dump_batches && dump_is_store(a->dump_batches, a->db))
         return EXIT_USAGE;
     if (a->dump_batches && a->save && dump_in_save_dir(a->dump_batches, a->save))
+        return EXIT_USAGE;
+    if (a->save && save_over_store(a->save, a->db))
         return EXIT_USAGE;
     if (!a->compare && (a->baseline || a->baselines)) {
         log_error("run: --baseline and --baselines go with --compare");

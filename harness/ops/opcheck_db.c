@@ -123,7 +123,11 @@ int opdb_record(const char *path, const op_row *rows, int n)
     if (open_as_store(path))
         return EXIT_USAGE;
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    char *uri = store_literal_uri(path, "");
+    int opened = uri ? sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL)
+                     : SQLITE_NOMEM;
+    free(uri);
+    if (opened != SQLITE_OK) {
         int rc = db_error(db, path, "opening");
         sqlite3_close(db);
         return rc;

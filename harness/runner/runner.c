@@ -42,7 +42,8 @@ static int record_step(const step_record *r, void *arg)
     if (!sink->quiet)
         printf("step %5d/%d  loss %.6f  grad_norm %.4f  lr %.3e  %8.1f ms  %9.0f tok/s  "
                "peak %.1f MiB\n",
-               r->step, sink->total, r->loss, r->grad_norm, r->lr, r->step_ms, r->tokens_per_s,
+               r->step, sink->total, printable_real(r->loss), printable_real(r->grad_norm), r->lr,
+               r->step_ms, r->tokens_per_s,
                r->mem_peak_bytes / 1048576.0);
     if (!sink->quiet && r->loss_scale > 0 && r->skipped)
         printf("step %5d/%d  skipped: Inf/NaN gradients at loss scale %g\n", r->step,
@@ -134,8 +135,11 @@ static int record_run(trainer *tr, const scenario *s, device *d, store *st, cons
     if (store_finish_run(st, sink.run_id, status, res.error[0] ? res.error : NULL))
         rc = EXIT_FAIL;
     catch_signals(0, old);
-    printf("run %lld: %s, %d steps, final loss %.6f%s%s\n", (long long)sink.run_id, status,
-           sink.recorded, res.final_loss, res.error[0] ? ": " : "", term_safe(res.error));
+    char loss[48] = "-"; /* no step recorded: no final loss (runs shows '-' too) */
+    if (sink.recorded > 0)
+        snprintf(loss, sizeof loss, "%.6f", printable_real(res.final_loss));
+    printf("run %lld: %s, %d steps, final loss %s%s%s\n", (long long)sink.run_id, status,
+           sink.recorded, loss, res.error[0] ? ": " : "", term_safe(res.error));
     return rc;
 }
 

@@ -328,15 +328,17 @@ static int write_protected(const char *path)
     return access(path, W_OK) != 0 || access(dir, W_OK | X_OK) != 0;
 }
 
-/* "file:PATH?immutable=1", every byte of PATH a URI could misread percent-encoded; malloc'd,
- * NULL when out of memory */
-static char *immutable_uri(const char *path)
+/* "file:PATH" plus query, every byte of PATH a URI could misread percent-encoded and a relative
+ * PATH begun with "./": the path is taken literally, so --db ':memory:' or 'file:x?mode=memory'
+ * names a file of that name, never an in-memory database or a URI; malloc'd, NULL when out of
+ * memory */
+char *store_literal_uri(const char *path, const char *query)
 {
     size_t n = strlen(path);
-    char *uri = malloc(3 * n + 32), *w = uri;
+    char *uri = malloc(3 * n + strlen(query) + 32), *w = uri;
     if (!uri)
         return NULL;
-    w += sprintf(w, "file:%s", path[0] == '/' ? "//" : "");
+    w += sprintf(w, "file:%s", path[0] == '/' ? "//" : "./");
     for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
             strchr("/._-~", *p))
@@ -344,7 +346,7 @@ static char *immutable_uri(const char *path)
         else
             w += sprintf(w, "%%%02X", *p);
     }
-    strcpy(w, "?immutable=1");
+    strcpy(w, query);
     return uri;
 }
 
@@ -362,7 +364,7 @@ static int open_db(store *st)
     struct stat sb;
     if (st->write_protected && snprintf(wal, sizeof wal, "%s-wal", st->path) < (int)sizeof wal &&
         stat(wal, &sb) != 0 && errno == ENOENT) {
-        char *uri = immutable_uri(st->path);
+        char *uri = store_literal_uri(st->path, "?immutable=1");
         if (!uri) {
             log_error("%s: out of memory opening the store", st->path);
             return 2;
@@ -371,9 +373,14 @@ static int open_db(store *st)
         free(uri);
         return rc == SQLITE_OK ? 0 : db_fail(st, "opening the database (read-only)", 2);
     }
-    if (sqlite3_open_v2(st->path, &st->db, flags, NULL) != SQLITE_OK)
-        return db_fail(st, "opening the database", 2);
-    return 0;
+    char *uri = store_literal_uri(st->path, "");
+    if (!uri) {
+        log_error("%s: out of memory opening the store", st->path);
+        return 2;
+    }
+    int rc = sqlite3_open_v2(uri, &st->db, flags | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    return rc == SQLITE_OK ? 0 : db_fail(st, "opening the database", 2);
 }
 
 /* everything after the file check: connection, schema checks, pragmas, migration */

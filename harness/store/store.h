@@ -200,4 +200,9 @@ int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int
 /* the spread of ensemble baselines (issue 13) */
 #include "store_ensemble.h"
 
+/* "file:PATH" plus query (e.g. "?immutable=1"), PATH percent-encoded and a relative one begun
+ * with "./", for sqlite3_open_v2 with SQLITE_OPEN_URI: the path is taken literally (':memory:'
+ * or 'file:x?mode=memory' name files). malloc'd; NULL when out of memory */
+char *store_literal_uri(const char *path, const char *query);
+
 #endif

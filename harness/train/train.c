@@ -356,6 +356,11 @@ int train_check_save_dir(const char *what, const char *dir)
                       what, dir, path);
             return EXIT_USAGE;
         }
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            log_error("%s %s: %s is a directory, where the checkpoint writes a file", what, dir,
+                      path);
+            return EXIT_USAGE;
+        }
     }
     return 0;
 }
@@ -546,7 +551,8 @@ static int gather_ranks(struct trainer *tr, const train_options *o, step_record 
 static void diverged_error(const struct trainer *tr, int step, const step_record *r, char *out,
                            size_t n)
 {
-    int len = snprintf(out, n, "loss %g, grad norm %g at step %d", r->loss, r->grad_norm, step);
+    int len = snprintf(out, n, "loss %g, grad norm %g at step %d", printable_real(r->loss),
+                       printable_real(r->grad_norm), step);
     if (tr->unlabelled && len >= 0 && (size_t)len < n)
         snprintf(out + len, n - (size_t)len,
                  ": micro-batch %d of rank %d has every label -100 (ignore_index), and the "

@@ -47,13 +47,35 @@ static int same_new_file(const char *a, const char *b)
     return strcmp(real_a, real_b) == 0 && strcmp(last_component(a), last_component(b)) == 0;
 }
 
+int output_follow_links(const char *path, char *out, size_t len)
+{
+    char cur[PATH_MAX], target[PATH_MAX], dir[PATH_MAX];
+    if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
+        return -1;
+    struct stat st;
+    for (int hop = 0; hop < 40 && lstat(cur, &st) == 0 && S_ISLNK(st.st_mode); hop++) {
+        ssize_t n = readlink(cur, target, sizeof target - 1);
+        if (n < 0 || parent_of(cur, dir, sizeof dir))
+            return -1;
+        target[n] = 0;
+        int w = target[0] == '/' ? snprintf(cur, sizeof cur, "%s", target)
+                                 : snprintf(cur, sizeof cur, "%s/%s", dir, target);
+        if (w < 0 || w >= (int)sizeof cur)
+            return -1;
+    }
+    return snprintf(out, len, "%s", cur) < (int)len ? 0 : -1;
+}
+
 int same_file_path(const char *a, const char *b)
 {
     struct stat sa, sb;
-    int has_a = stat(a, &sa) == 0, has_b = stat(b, &sb) == 0;
+    char ra[PATH_MAX], rb[PATH_MAX]; /* a dangling link names the file it would create */
+    if (output_follow_links(a, ra, sizeof ra) || output_follow_links(b, rb, sizeof rb))
+        return 0;
+    int has_a = stat(ra, &sa) == 0, has_b = stat(rb, &sb) == 0;
     if (has_a && has_b)
         return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    return !has_a && !has_b && same_new_file(a, b);
+    return !has_a && !has_b && same_new_file(ra, rb);
 }
 
 int output_dir_probe(const char *dir)
@@ -103,12 +125,18 @@ int output_is_input(const char *path)
 int output_check_target(const char *what, const char *path)
 {
     struct stat st;
+    char real[PATH_MAX];
+    if (output_follow_links(path, real, sizeof real)) {
+        log_error("%.64s...: cannot write %s: the path (or a link's target) is too long", path,
+                  what);
+        return EXIT_USAGE;
+    }
     if (stat(path, &st) != 0) {
         if (errno != ENOENT) {
             log_error("%s: cannot write %s: %s", path, what, strerror(errno));
             return EXIT_USAGE;
         }
-        return check_new_file(what, path);
+        return check_new_file(what, real); /* a dangling link: where it points must take it */
     }
     if (S_ISDIR(st.st_mode)) {
         log_error("%s: cannot write %s: it is a directory", path, what);

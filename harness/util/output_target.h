@@ -5,8 +5,14 @@
 
 #include <stdio.h>
 
+/* path with its symbolic links followed (at most 40) to the name they end at, which may not exist
+ * yet (a dangling link names the file writing through it would create); 0, or -1 when a path does
+ * not fit in len */
+int output_follow_links(const char *path, char *out, size_t len);
+
 /* 1 when paths a and b name the same file: the same device and inode when both exist, else the
- * same resolved parent directory and the same last component (one may not exist yet) */
+ * same resolved parent directory and the same last component (one may not exist yet); links are
+ * followed first, dangling ones too */
 int same_file_path(const char *a, const char *b);
 
 /* 0 when a new entry can be made in directory dir: a probe directory is made there and removed

@@ -20,6 +20,13 @@ extern const char *harness_git_commit;
 /* exit codes used by every command */
 enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
+/* v for printf: a NaN of either sign as the positive one, so text output reads "nan", never the
+ * C library's "-nan" (infinities print as "inf" and "-inf" already) */
+static inline double printable_real(double v)
+{
+    return v != v ? __builtin_nan("") : v;
+}
+
 /* "harness: error: ..." on stderr; in all three the formatted text has its control bytes
  * escaped (\e, \n, \xNN: escape.h's esc_term), so quoting user data in a message is safe */
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -26,6 +26,8 @@ echo "every variant by model_type"
 ok llama "{\"model_type\": \"llama\", $base}"
 ok qwen2 "{\"model_type\": \"qwen2\", $base}"
 ok mistral "{\"model_type\": \"mistral\", $base, \"sliding_window\": 64}"
+# LlamaForCausalLM has no sliding window: the key (some exported configs carry it) changes nothing
+ok llama-window-ignored "{\"model_type\": \"llama\", $base, \"sliding_window\": 8}"
 ok mixtral "{\"model_type\": \"mixtral\", $base, \"num_local_experts\": 3, \"num_experts_per_tok\": 2}"
 ok no-type "{$base}"
 ok rope-params "{$base, \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 500000.0}, \"rope_scaling\": null}"

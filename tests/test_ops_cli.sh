@@ -33,11 +33,14 @@ expect 2 "unknown device with --db" -- "$H" ops --device nosuch --op sum --db "$
 expect 2 "unknown device with an empty --db file" -- "$H" ops --device nosuch --op sum --db "$T/empty.db"
 [ -s "$T/empty.db" ] && fail "a usage error made the empty --db file a store" || pass
 expect 2 "--db in no folder" -- "$H" ops --device cpu64 --op sum --db "$T/nodir/x.db"; says "nodir"
-long="plugin:$T/$(printf 'd%.0s' $(seq 70))/example_cpu.so"
-expect 2 "a 100-byte device spec" -- "$H" ops --device "$long" --op sum; says "longer than 63 bytes"
-says "$long"
-expect 2 "run --compare, a 100-byte device spec" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --compare --device "$long" --db "$T/none.db"
-says "longer than 63 bytes"; [ -e "$T/none.db" ] && fail "run --compare created the store" || pass
+# a spec longer than a list holds (1023 bytes) is refused, not cut
+long="plugin:$T/$(printf 'd%.0s' $(seq 1100))/example_cpu.so"
+expect 2 "a 1100-byte device spec" -- "$H" ops --device "$long" --op sum; says "longer than 1023 bytes"
+expect 2 "run --compare, a 1100-byte device spec" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --compare --device "$long" --db "$T/none.db"
+says "longer than 1023 bytes"; [ -e "$T/none.db" ] && fail "run --compare created the store" || pass
+# every op named, twice over: a name given twice counts once
+all=$("$H" ops --device cpu --op nosuch 2>&1 | sed -n 's/.*the ops are: //p' | tr ' ' ',')
+expect 0 "every op named twice" -- "$H" ops --device cpu64 --op "$all,$all" --mode perf
 printf 'not a database\n' >"$T/text.db"; cp "$T/text.db" "$T/text.copy"
 expect 2 "--db on a text file" -- "$H" ops --device cpu --op sum --db "$T/text.db"
 cmp -s "$T/text.db" "$T/text.copy" && pass || fail "a non-database --db file was modified"

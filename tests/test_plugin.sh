@@ -52,9 +52,9 @@ HARNESS_PLUGIN_PATH="$T" expect 2 "a name not on the path" -- "$H" ops --device 
 says "no example_cpu.so or libexample_cpu.so in HARNESS_PLUGIN_PATH"
 # a plugin that names itself as a built-in backend, sizes its elements unlike its dtype, or
 # refuses with a message that fills the buffer unterminated: exit 2, nothing recorded
-expect 2 "a plugin named cpu" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_name.so" --db "$T/clash.db"
-says "the backend name 'cpu' is a built-in backend's"
-[ -e "$T/clash.db" ] && fail "a plugin named cpu created the store" || pass
+expect 2 "a plugin named MUSA" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_name.so" --db "$T/clash.db"
+says "the backend name 'MUSA' is a built-in backend's"
+[ -e "$T/clash.db" ] && fail "a plugin named MUSA created the store" || pass
 expect 2 "a plugin whose real_size is not its dtype's" -- "$H" ops --device "plugin:$B/broken_element.so" --op add
 says "the device says dtype 'fp32' with real_size 2"
 expect 2 "a plugin refusal without a terminator" -- "$H" ops --device "plugin:$B/broken_err.so" --op add
@@ -86,4 +86,23 @@ expect 1 "a run whose op calls exit(0)" -- "$H" run "$SRC/scenarios/gpt2-tiny.js
 expect 1 "rope_forward wrong only in place" -- "$H" ops --device "plugin:$B/broken_alias.so" --op rope_forward
 grep -q "in-place .*FAIL" "$T/out" && pass || { fail "ops passed an in-place rope_forward that is wrong"; cat "$T/out"; }
 grep -q "hs=6  .*PASS" "$T/out" && pass || fail "the out-of-place rope_forward cases should pass"
+# ---- an op that writes past its view the input's own neighbours (GELU is the identity at the
+# guard values): the guards differ per tensor, so the copy is caught ----
+expect 1 "gelu_forward writing 5 elements past its view" -- "$H" ops --device "plugin:$B/broken_past.so" --op gelu_forward
+grep -q "wrote outside its view" "$T/out" && pass || { fail "ops passed an op that wrote past its view"; cat "$T/out"; }
+# ---- an alloc that fails without device_fail: a device error, never a crash or "(null)" ----
+expect 1 "a silent alloc failure in ops" -- "$H" ops --device "plugin:$B/broken_alloc.so" --op add
+grep -q "allocating .* failed (the backend gave no reason)" "$T/out" && pass || { fail "ops: no reason for the failed alloc"; cat "$T/out"; }
+expect 1 "a silent alloc failure in run" -- "$H" run "$SRC/scenarios/gpt2-tiny.json" --device "plugin:$B/broken_alloc.so" --db "$T/alloc.db" --quiet
+says "the backend gave no reason"
+# ---- perf with a device lost partway: every op and device in its own column ----
+expect 1 "perf with a device lost partway" -- "$H" ops --mode perf --device "plugin:$B/broken_reopen.so,cpu" --op gelu_forward,add,scale
+for op in gelu_forward add scale; do
+  grep -q "^$op " "$T/out" && pass || { fail "the perf table lacks $op"; cat "$T/out"; }
+done
+grep -q "^add .*| not run .*| *[0-9.]* " "$T/out" && pass || { fail "add: the lost device is not 'not run' beside cpu's time"; cat "$T/out"; }
+# ---- a plugin by a long full path (100 bytes and more) is taken, in ops as in run ----
+longdir="$T/$(printf 'd%.0s' $(seq 70))"; mkdir -p "$longdir"; cp "$B/example_cpu.so" "$longdir/"
+expect 0 "a 100-byte plugin path" -- "$H" ops --device "plugin:$longdir/example_cpu.so" --op add
+grep -qF "plugin:$longdir/example_cpu.so" "$T/out" && pass || fail "the long spec is not printed whole"
 finish

@@ -623,6 +623,9 @@ int cmd_devices(int argc, char **argv)
         return EXIT_USAGE;
     }
     int n = device_list(infos, MAX_DEVICES);
+    char notes[2048];
+    if (json && device_notes(notes, sizeof notes)) /* stdout stays one JSON array */
+        fprintf(stderr, "%s", notes);
     if (json)
         rc = print_devices_json(infos, n);
     else

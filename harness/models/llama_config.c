@@ -289,6 +289,8 @@ static int kv_heads(const llama_config *c)
 
 int llama_config_window(const llama_config *c)
 {
+    if (c->variant == LLAMA_LLAMA)
+        return -1; /* LlamaForCausalLM has no sliding window: the key changes nothing */
     if (c->variant != LLAMA_QWEN2)
         return c->sliding_window;
     if (!c->use_sliding_window || c->layer_types_sliding == 0)

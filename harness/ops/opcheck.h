@@ -44,6 +44,7 @@ typedef struct {
     int step, layer, site; /* dropout: the Philox counter's fields (seed: OC_DROPOUT_SEED) */
     int NKV;            /* attention_gqa: key/value heads (query heads NH, hs = C/NH) */
     int norm;           /* topk_router: renormalize the selected weights */
+    int lowp;           /* round_lowp: 1 bf16, 2 fp16 */
 } oc_shape;
 
 #define OC_DROPOUT_SEED 0x243f6a8885a308d3ULL

@@ -411,6 +411,51 @@ static double scale_run(device *d, const oc_shape *s, const dten *t)
     return 0;
 }
 
+/* ---- zero, copy, and round_lowp (the bf16/fp16 rounding of devices/lowp.h) ---- */
+
+static int zero_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("out", OC_OUT, (size_t)s->n, 0, 0);
+    return 1;
+}
+static double zero_run(device *d, const oc_shape *s, const dten *t)
+{
+    (void)s;
+    OPS(d)->zero(d, t[0]);
+    return 0;
+}
+static int copy_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("dst", OC_OUT, (size_t)s->n, 0, 0);
+    t[1] = real_t("src", OC_IN, (size_t)s->n, -1, 1);
+    return 2;
+}
+static double copy_run(device *d, const oc_shape *s, const dten *t)
+{
+    (void)s;
+    OPS(d)->copy(d, t[0], t[1]);
+    return 0;
+}
+/* values past fp16's range (65504) and below its normals, so overflow and subnormals count */
+static int round_t(const oc_shape *s, oc_tensor *t)
+{
+    t[0] = real_t("x", OC_ACC, (size_t)s->n, s->lowp == 2 ? -70000 : -3e5, s->lowp == 2 ? 70000 : 3e5);
+    return 1;
+}
+static double round_run(device *d, const oc_shape *s, const dten *t)
+{
+    if (!d->round_lowp) /* cmd_ops leaves such a device out of this op; a caller that did not */
+        device_fail(d, "%s: round_lowp: the device has none (bf16/fp16 are refused on it)",
+                    d->backend);
+    else
+        d->round_lowp(d, t[0], s->n, s->lowp);
+    return 0;
+}
+static void desc_round(const oc_shape *s, char *o, size_t l)
+{
+    snprintf(o, l, "n=%d %s", s->n, s->lowp == 2 ? "fp16" : "bf16");
+}
+
 /* ---- softmax cross-entropy ---- */
 
 static int xent_fwd_t(const oc_shape *s, oc_tensor *t)
@@ -699,7 +744,7 @@ static double sum_run(device *d, const oc_shape *s, const dten *t)
 enum {
     O_EMB_F, O_EMB_B, O_LN_F, O_LN_B, O_GEMM, O_BIAS_ADD, O_BIAS_B, O_ATT_F, O_ATT_B, O_GELU_F,
     O_GELU_B, O_ADD, O_ACC, O_SCALE, O_XENT_F, O_XENT_B, O_ADAMW, O_SUMSQ, O_SUM, O_EMB_TT_F,
-    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_GATHER_F, O_GATHER_B, O_TOPK_F, O_TOPK_B, O_COUNT
+    O_EMB_TT_B, O_ATT_M_F, O_ATT_M_B, O_GELU_ERF_F, O_GELU_ERF_B, O_DROP_F, O_DROP_B, O_RMS_F, O_RMS_B, O_SILU_F, O_SILU_B, O_ROPE_F, O_ROPE_B, O_GQA_F, O_GQA_B, O_GATHER_F, O_GATHER_B, O_TOPK_F, O_TOPK_B, O_ZERO, O_COPY, O_ROUND, O_COUNT
 };
 
 static const oc_op OPS_TABLE[O_COUNT] = {
@@ -719,6 +764,9 @@ static const oc_op OPS_TABLE[O_COUNT] = {
     [O_ADD] = {"add", NMSE_EXACT, add_t, add_run, 0, desc_n, NULL},
     [O_ACC] = {"accumulate", NMSE_EXACT, acc_t, acc_run, 0, desc_n, NULL},
     [O_SCALE] = {"scale", NMSE_EXACT, scale_t, scale_run, 0, desc_n, NULL},
+    [O_ZERO] = {"zero", NMSE_EXACT, zero_t, zero_run, 0, desc_n, NULL},
+    [O_COPY] = {"copy", NMSE_EXACT, copy_t, copy_run, 0, desc_n, NULL},
+    [O_ROUND] = {"round_lowp", NMSE_EXACT, round_t, round_run, 0, desc_round, NULL},
     [O_XENT_F] = {"softmax_xent_forward", NMSE_REDUCTION, xent_fwd_t, xent_fwd_run, 0, desc_nv,
                   NULL},
     [O_XENT_B] = {"softmax_xent_backward", NMSE_ELEMENTWISE, xent_bwd_t, xent_bwd_run, 0, desc_nv,
@@ -836,6 +884,14 @@ static const oc_case TEST_CASES[] = {
     {OP(O_ACC), {.n = 32768}},
     {OP(O_SCALE), {.n = 91, .scale = 0.3}},
     {OP(O_SCALE), {.n = 124672, .scale = 0.7}},
+    {OP(O_ZERO), {.n = 91}},
+    {OP(O_ZERO), {.n = 124672}},
+    {OP(O_COPY), {.n = 91}},
+    {OP(O_COPY), {.n = 124672}},
+    {OP(O_ROUND), {.n = 91, .lowp = 1}},
+    {OP(O_ROUND), {.n = 4099, .lowp = 1}},
+    {OP(O_ROUND), {.n = 91, .lowp = 2}},
+    {OP(O_ROUND), {.n = 4099, .lowp = 2}},
     {OP(O_XENT_F), {.N = 7, .V = 11}},
     {OP(O_XENT_F), {.N = 3, .V = 1000}},
     {OP(O_XENT_F), {.N = 7, .V = 11, .alias = 1}},

@@ -107,6 +107,12 @@ void thread_policy_init(void)
     if (getenv("OMP_NUM_THREADS") && *getenv("OMP_NUM_THREADS")) {
         tp.mode = "OMP_NUM_THREADS"; /* OpenMP has read it already */
         tp.threads = omp_get_max_threads();
+        if (tp.threads > 4096) { /* libgomp would start them all, and run out of stack */
+            log_warn("OMP_NUM_THREADS=%s: more than 4096 threads; 4096 are used",
+                     getenv("OMP_NUM_THREADS"));
+            tp.threads = 4096;
+            omp_set_num_threads(tp.threads);
+        }
         return;
     }
     int pinned = env_count("HARNESS_THREADS");

@@ -76,10 +76,14 @@ void fatal_signal_report(const char *command)
     command_name = command;
     in_command = 1;
     on_exit(on_exit_inside, NULL);
+    /* the main thread's handler runs on its own stack, so a stack overflow is reported too */
+    static char alternate[64 * 1024];
+    stack_t ss = {.ss_sp = alternate, .ss_size = sizeof alternate, .ss_flags = 0};
+    int on_stack = sigaltstack(&ss, NULL) == 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fatal;
-    sa.sa_flags = SA_SIGINFO;
+    sa.sa_flags = SA_SIGINFO | (on_stack ? SA_ONSTACK : 0);
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_FATAL; i++)
         sigaction(fatal_signals[i], &sa, &previous[i]);

@@ -383,6 +383,28 @@ static int open_db(store *st)
     return rc == SQLITE_OK ? 0 : db_fail(st, "opening the database", 2);
 }
 
+/* a store about to be written is read through first (PRAGMA quick_check: every page and
+ * index, not the cross-checks of integrity_check): a damaged file is refused before a run is
+ * added to it, where SQLite would otherwise write around the damage. 0, or 2 after a message */
+static int check_not_damaged(store *st)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(q);
+    const unsigned char *v = rc == SQLITE_ROW ? sqlite3_column_text(q, 0) : NULL;
+    int ok = v && strcmp((const char *)v, "ok") == 0;
+    if (!ok && v)
+        log_error("%s: the database is damaged (SQLite's quick_check: %.200s): nothing written; "
+                  "restore it from a copy, or name another --db", st->path, (const char *)v);
+    else if (!ok)
+        log_error("%s: the database is damaged (SQLite's quick_check failed: %s): nothing "
+                  "written; restore it from a copy, or name another --db", st->path,
+                  sqlite3_errmsg(st->db));
+    sqlite3_finalize(q);
+    return ok ? 0 : 2;
+}
+
 /* everything after the file check: connection, schema checks, pragmas, migration */
 static int open_connection(store *st)
 {
@@ -399,6 +421,8 @@ static int open_connection(store *st)
         return 2;
     if (st->readonly)
         return version < SCHEMA_VERSION ? old_schema_error(st, version) : 0;
+    if (version > 0 && check_not_damaged(st))
+        return 2;
     /* create or migrate first (in the one write transaction that checks again), WAL after:
      * a foreign database is refused before anything is written to it */
     if ((version < SCHEMA_VERSION && migrate(st)) || configure(st))

@@ -117,7 +117,8 @@ static const char RUNS_USAGE[] =
     "\n"
     "options:\n"
     "  --db FILE   the store to read (default " DEFAULT_DB "); it must exist\n"
-    "  --limit N   show the N newest runs only (0, the default, shows all)\n"
+    "  --limit N   show the N newest runs only (0, the default, shows all; at most\n"
+    "              2147483647)\n"
     "  --json      print a JSON array of run objects instead of a table, in the same order\n"
     "              (a NaN or infinite loss is the string \"nan\", \"inf\" or \"-inf\"; threads\n"
     "              and load_avg are null when not recorded; imported is true or false)\n"
@@ -278,8 +279,8 @@ int cmd_runs(int argc, char **argv)
         return rc;
     long limit = 0;
     if (limit_s && (parse_long(limit_s, &limit) || limit < 0 || limit > INT_MAX))
-        return cmd_usage_error(argv[0], "--limit '%s' is not a count (a whole number >= 0)",
-                               limit_s);
+        return cmd_usage_error(argv[0], "--limit '%s' is not a count (a whole number from 0 "
+                               "to %d)", limit_s, INT_MAX);
     store *st;
     if (open_db(db, &st))
         return EXIT_USAGE;

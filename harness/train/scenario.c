@@ -390,6 +390,7 @@ static int load_family_config(const src *mx, json_t *m, scenario *s)
         rc = part_open(mx, m, "overrides", "model.overrides", 0, &ovr);
     if (!rc) {
         snprintf(s->config_path, sizeof s->config_path, "%s", cfg.path);
+        snprintf(s->overrides_path, sizeof s->overrides_path, "%s", ovr.path);
         rc = check_model_type(&cfg, s->fam);
     }
     const model_family *f = s->fam;
@@ -858,6 +859,9 @@ static int load_root(const src *x, json_t *root, scenario *s)
         return fail(x, "world_size", "%d is too large (at most %d)", s->world_size,
                     SCENARIO_MAX_WORLD);
     json_t *b = json_object_get(root, "baseline");
+    if (b && !json_is_object(b) && !json_is_string(b))
+        return fail(x, "baseline", "must be a string (a baseline file, label or run id) or an "
+                    "object {\"url\", \"sha256\"}");
     return json_is_object(b) ? check_baseline_url(x, b)
                              : get_str(x, root, "baseline", 0, s->baseline, sizeof s->baseline);
 }

@@ -1,5 +1,6 @@
 /* tests/test_net.c: harness/net/ without a network: repository references, the names a server may
- * give (paths, etags), cache folder names, refs, snapshot links and the file digests. */
+ * give (paths, etags), cache folder names, refs, snapshot links, the file digests, and no write
+ * through a link planted in the cache. */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "net/hub_cache.h"
@@ -130,6 +132,53 @@ static void test_cache_files(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* the partial file is never opened through a link: refused before any request (the URL is a
+ * closed port); an empty file needs no request at all; a ref's temporary name is replaced */
+static void test_no_link_followed(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_net.XXXXXX", victim[600], part[600], tmp[700], cmd[1600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(part, sizeof part, "%s/e69de29bb2d1d6434b8b29ae775ad8c2e48c5391.incomplete", dir);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, part), 0);
+    net_config c;
+    assert_int_equal(net_config_init_token(&c, "http://127.0.0.1:9", "TEST_NET_NO_TOKEN"), 0);
+    c.retries = 0;
+    int64_t got = -1;
+    for (int64_t size = 0; size <= 5; size += 5) {
+        assert_int_equal(net_download(&c, "http://127.0.0.1:9/x", part, size, "t", &got), 2);
+        assert_int_equal(got, 0);
+        size_t n = 0;
+        char *text = read_file(victim, &n);
+        assert_non_null(text);
+        assert_string_equal(text, "precious\n");
+        free(text);
+    }
+    assert_int_equal(unlink(part), 0);
+    assert_int_equal(net_download(&c, "http://127.0.0.1:9/x", part, 0, "t", &got), 0);
+    assert_int_equal(access(part, F_OK), 0);
+    /* refs/main.PID.tmp planted as a link to the victim: replaced, the victim untouched */
+    snprintf(part, sizeof part, "%s/refs/main", dir);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", part, (long)getpid());
+    snprintf(cmd, sizeof cmd, "%s/refs", dir);
+    assert_int_equal(mkdir(cmd, 0777), 0);
+    assert_int_equal(symlink(victim, tmp), 0);
+    assert_int_equal(hub_write_ref(dir, "main", "0123456789abcdef0123456789abcdef01234567"), 0);
+    char *text = read_file(victim, NULL);
+    assert_non_null(text);
+    assert_string_equal(text, "precious\n");
+    free(text);
+    snprintf(cmd, sizeof cmd, "test -f '%s' && test ! -L '%s'", part, part);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* a token from one named variable: HF_TOKEN is never read (baselines), a long one is whole */
 static void test_config_tokens(void **state)
 {
@@ -164,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_cache_names),
         cmocka_unit_test(test_cache_files),
         cmocka_unit_test(test_config_tokens),
+        cmocka_unit_test(test_no_link_followed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

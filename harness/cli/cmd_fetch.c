@@ -31,6 +31,14 @@ static void fetch_usage(void)
            "Exit codes: 0 done, 2 usage error or a failed download (with a message).\n");
 }
 
+/* "; N resumed from a partial download" for the summary line */
+static const char *resumed_note(int n)
+{
+    static char note[64];
+    snprintf(note, sizeof note, "; %d resumed from a partial download", n);
+    return note;
+}
+
 int cmd_fetch(int argc, char **argv)
 {
     const char *include = NULL, *cache = NULL, *endpoint = NULL, *pos[1];
@@ -68,8 +76,9 @@ int cmd_fetch(int argc, char **argv)
         log_info("fetch: %s@%s: HF_HUB_OFFLINE, from the cache (commit %s)", r.id, r.revision,
                  res.commit);
     else
-        log_info("fetch: %s@%s: commit %s, %d files, %d downloaded (%lld bytes)", r.id,
-                 r.revision, res.commit, res.files, res.downloaded, (long long)res.bytes);
+        log_info("fetch: %s@%s: commit %s, %d files, %d downloaded (%lld bytes transferred%s)",
+                 r.id, r.revision, res.commit, res.files, res.downloaded, (long long)res.bytes,
+                 res.resumed ? resumed_note(res.resumed) : "");
     printf("%s\n", res.snapshot);
     return EXIT_PASS;
 }

@@ -2,6 +2,7 @@
  * (Content-Range checked), never more than announced, retried with backoff, with progress. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 typedef struct {
     const char *url, *part, *what;
     int64_t size, have;
+    int64_t transferred; /* body bytes this process wrote, over every try */
     FILE *f;
     CURL *e;
     transfer *t;
@@ -87,14 +89,55 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         return 0;
     }
     d->have += (int64_t)n;
+    d->transferred += (int64_t)n;
     progress_update(&d->bar, d->have);
     return n;
 }
 
-static int64_t file_size_or_zero(const char *path)
+#define NOT_A_LINK "is a symbolic link: refused (a link in the cache is never followed)"
+#define NOT_A_FILE "is not a regular file (a folder, a FIFO): refused"
+#define SHARED_FILE "has other hard links (a file outside the cache?): refused, never written"
+
+/* what stands at the partial file's path cannot be written safely: t->message says why */
+static transfer_outcome refuse_part(const download *d, transfer *t, const char *why)
 {
+    snprintf(t->message, sizeof t->message, "%s: %s %s; remove it and fetch again", d->what,
+             term_safe(d->part), why);
+    return OUT_FATAL;
+}
+
+/* the partial file for appending, never through a link (O_NOFOLLOW) and never blocking on a
+ * FIFO (O_NONBLOCK): d->f, and d->have its size (a file longer than d->size emptied); OUT_OK,
+ * or OUT_FATAL with t->message (a symlink, a folder, a FIFO, a file with other hard links
+ * there: refused) */
+static transfer_outcome open_part(download *d, transfer *t)
+{
+    int fd = open(d->part, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+                  0666);
     struct stat st;
-    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+    if (fd < 0 && (errno == ELOOP || errno == EMLINK))
+        return refuse_part(d, t, NOT_A_LINK);
+    if (fd < 0 && (errno == ENXIO || errno == EISDIR))
+        return refuse_part(d, t, NOT_A_FILE);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(t->message, sizeof t->message, "%s: cannot open %s: %s", d->what,
+                 term_safe(d->part), strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return OUT_FATAL;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_nlink > 1)
+        return close(fd), refuse_part(d, t, S_ISREG(st.st_mode) ? SHARED_FILE : NOT_A_FILE);
+    d->have = (int64_t)st.st_size;
+    if (d->have > d->size) /* not this file: start over */
+        d->have = ftruncate(fd, 0) == 0 ? 0 : -1;
+    if (d->have < 0 || !(d->f = fdopen(fd, "ab"))) {
+        snprintf(t->message, sizeof t->message, "%s: cannot write %s: %s", d->what,
+                 term_safe(d->part), strerror(errno));
+        close(fd);
+        return OUT_FATAL;
+    }
+    return OUT_OK;
 }
 
 static transfer_outcome finish_attempt(download *d, transfer_outcome o)
@@ -124,18 +167,11 @@ static transfer_outcome download_try(const net_config *c, transfer *t, download 
 {
     d->t = t;
     d->restart = 0;
-    d->have = file_size_or_zero(d->part);
-    if (d->have > d->size) { /* not this file: start over */
-        unlink(d->part);
-        d->have = 0;
-    }
-    if (d->have == d->size)
-        return OUT_OK;
-    if (!(d->f = fopen(d->part, "ab"))) {
-        snprintf(t->message, sizeof t->message, "%s: cannot open %s: %s", d->what,
-                 term_safe(d->part), strerror(errno));
-        return OUT_FATAL;
-    }
+    transfer_outcome o = open_part(d, t);
+    if (o != OUT_OK)
+        return o;
+    if (d->have == d->size) /* whole already (or an empty file): nothing to ask for */
+        return finish_attempt(d, OUT_OK);
     if (!(d->e = transfer_handle(c, t, d->url, 1))) {
         fclose(d->f);
         snprintf(t->message, sizeof t->message, "GET %s: cannot set up libcurl", term_safe(d->url));
@@ -151,7 +187,7 @@ static transfer_outcome download_try(const net_config *c, transfer *t, download 
     curl_easy_setopt(d->e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(d->e, CURLOPT_WRITEDATA, d);
     progress_begin(&d->bar, d->what, d->size, d->have, c->progress_bar);
-    transfer_outcome o = transfer_perform(d->e, t, "GET", d->url);
+    o = transfer_perform(d->e, t, "GET", d->url);
     d->restart = d->restart || (d->asked_range && t->h.status == 416);
     curl_easy_cleanup(d->e);
     progress_end(&d->bar, d->have);
@@ -198,9 +234,18 @@ static transfer_outcome download_attempt(const net_config *c, transfer *t, void 
     return download_attempt(c, t, d); /* from byte 0: no Range, so this recurses at most once */
 }
 
-int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,
-                 const char *what)
+/* removes path when it is an empty regular file (never a link or anything else) */
+static void remove_if_empty(const char *path)
 {
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        unlink(path);
+}
+
+int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,
+                 const char *what, int64_t *transferred)
+{
+    *transferred = 0;
     if (net_global_init())
         return EXIT_USAGE;
     download d;
@@ -210,7 +255,8 @@ int net_download(const net_config *c, const char *url, const char *part_path, in
     d.what = what;
     d.size = size;
     int rc = transfer_with_retries(c, "GET", download_attempt, &d);
-    if (rc && file_size_or_zero(part_path) == 0)
-        unlink(part_path); /* nothing arrived: no empty partial file either */
+    *transferred = d.transferred;
+    if (rc)
+        remove_if_empty(part_path); /* nothing arrived: no empty partial file either */
     return rc;
 }

@@ -12,6 +12,9 @@
 #include "http_internal.h"
 #include "util/util.h"
 
+#define MAX_BACKOFF_MS 60000      /* the own wait between tries doubles up to this */
+#define MAX_RETRY_AFTER_S 3600L   /* a server's Retry-After is honoured up to this */
+
 int net_global_init(void)
 {
     static int done;
@@ -108,7 +111,7 @@ static void take_header(net_headers *h, const char *line, size_t n)
     } else if (IS("retry-after:")) {
         VALUE("retry-after:", v);
         int64_t s = parse_size(v);
-        h->retry_after_s = s > 3600 ? 3600 : s;
+        h->retry_after_s = s > MAX_RETRY_AFTER_S ? MAX_RETRY_AFTER_S : s;
     } else if (IS("link:")) {
         VALUE("link:", v);
         parse_link(v, h->next_link, sizeof h->next_link);
@@ -153,7 +156,7 @@ CURL *transfer_handle(const net_config *c, transfer *t, const char *url, int fol
               curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, redir) != CURLE_OK;
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->curl_error);
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, (long)follow);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, (long)NET_MAX_REDIRECTS);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, c->connect_timeout_s);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
@@ -246,15 +249,15 @@ int transfer_with_retries(const net_config *c, const char *what, attempt_fn fn, 
                       o == OUT_RETRY ? " (gave up after the retries: HARNESS_NET_RETRIES)" : "");
             return EXIT_USAGE;
         }
+        /* the own backoff (at most MAX_BACKOFF_MS), or the server's Retry-After when longer
+         * (take_header caps it at MAX_RETRY_AFTER_S) */
         long ms = t.h.retry_after_s >= 0 && t.h.retry_after_s * 1000 > wait_ms
                       ? t.h.retry_after_s * 1000
                       : wait_ms;
-        if (ms > 60000)
-            ms = 60000;
         log_warn("%s; retry %d of %d in %.1f s", t.message, attempt + 1, c->retries, ms / 1000.0);
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
-        wait_ms = wait_ms * 2 > 60000 ? 60000 : wait_ms * 2;
+        wait_ms = wait_ms * 2 > MAX_BACKOFF_MS ? MAX_BACKOFF_MS : wait_ms * 2;
     }
 }
 
@@ -354,6 +357,7 @@ int net_get_text(const net_config *c, const char *url, size_t cap, char **body, 
 typedef struct {
     const char *url;
     net_headers h;
+    char redirect[4096]; /* where a 3xx points, made absolute ("" none) */
 } head_req;
 
 static size_t discard(char *data, size_t size, size_t nmemb, void *arg)
@@ -375,18 +379,62 @@ static transfer_outcome head_attempt(const net_config *c, transfer *t, void *arg
     curl_easy_setopt(e, CURLOPT_TIMEOUT, c->connect_timeout_s);
     transfer_outcome o = transfer_perform(e, t, "HEAD", r->url);
     r->h = t->h;
+    char *to = NULL; /* a relative Location resolved against r->url by libcurl */
+    r->redirect[0] = 0;
+    if (curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &to) == CURLE_OK && to &&
+        strlen(to) < sizeof r->redirect)
+        memcpy(r->redirect, to, strlen(to) + 1);
     curl_easy_cleanup(e);
     return o;
 }
 
-int net_head(const net_config *c, const char *url, net_headers *h)
+/* "scheme://host:port" of url in lower case (the scheme's port when none is given); 0 or -1 */
+static int url_origin(const char *url, char *out, size_t len)
 {
-    head_req r = {url, {0}};
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL;
+    int ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+             curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+             snprintf(out, len, "%s://%s:%s", scheme, host, port) < (int)len;
+    for (char *p = out; ok && *p; p++)
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return ok ? 0 : -1;
+}
+
+/* 1 when a and b have one scheme, host and port: a HEAD follows such a redirect */
+static int same_origin(const char *a, const char *b)
+{
+    char oa[1024], ob[1024];
+    return url_origin(a, oa, sizeof oa) == 0 && url_origin(b, ob, sizeof ob) == 0 &&
+           strcmp(oa, ob) == 0;
+}
+
+int net_head(const net_config *c, const char *url, net_headers *h, char *final_url, size_t len)
+{
     if (net_global_init())
         return EXIT_USAGE;
-    int rc = transfer_with_retries(c, "HEAD", head_attempt, &r);
-    *h = r.h;
-    return rc;
+    if (snprintf(final_url, len, "%s", url) >= (int)len)
+        return log_error("HEAD %s: the URL is too long", term_safe(url)), EXIT_USAGE;
+    for (int hops = 0;; hops++) {
+        head_req r = {final_url, {0}, ""};
+        int rc = transfer_with_retries(c, "HEAD", head_attempt, &r);
+        *h = r.h;
+        if (rc || h->status < 300 || !r.redirect[0] || !same_origin(final_url, r.redirect))
+            return rc; /* an answer, or a redirect to another host: its headers are the answer */
+        if (hops == NET_MAX_REDIRECTS)
+            return log_error("HEAD %s: more than %d redirects on its own host (a loop?)",
+                             term_safe(url), NET_MAX_REDIRECTS), EXIT_USAGE;
+        if (strlen(r.redirect) >= len)
+            return log_error("HEAD %s: redirected to a URL too long", term_safe(url)),
+                   EXIT_USAGE;
+        memcpy(final_url, r.redirect, strlen(r.redirect) + 1);
+    }
 }
 
 /* ---- PUT --------------------------------------------------------------------------------- */

@@ -2,6 +2,7 @@
  * holding a commit, REPO/snapshots/COMMIT/PATH as relative symlinks to blobs; offline lookups. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,11 +70,24 @@ int mkdir_below(const char *base, const char *rel)
     return 0;
 }
 
+/* a new file at path for writing, never through a link: what is there (a link planted under
+ * this name, a file left by a crash) is removed first, and O_EXCL refuses one made meanwhile */
+static FILE *create_new(const char *path)
+{
+    if (unlink(path) != 0 && errno != ENOENT)
+        return NULL;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "wb");
+    if (fd >= 0 && !f)
+        close(fd);
+    return f;
+}
+
 int write_file_atomic(const char *path, const char *text)
 {
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    FILE *f = create_new(tmp);
     int ok = f && fputs(text, f) >= 0;
     ok = (f && fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {

@@ -167,17 +167,32 @@ typedef struct {
     int lfs;
 } remote_file;
 
-/* HEAD resolve/COMMIT/PATH: the etag (blob name and digest), the size, the commit */
+/* an answer without an etag: the file cannot be checked (a redirect to another host that is
+ * not the CDN of an LFS file says where it went) */
+static int no_etag(const char *url, const net_headers *h)
+{
+    if (h->status >= 300)
+        log_error("%s: HTTP %ld to %s, not followed (a HEAD follows redirects on its own host "
+                  "only), and no X-Linked-Etag: no digest to check the file against", url,
+                  h->status, h->location[0] ? term_safe(h->location) : "(no Location)");
+    else
+        log_error("%s: HTTP %ld without an ETag or X-Linked-Etag: no digest to check the file "
+                  "against", url, h->status);
+    return EXIT_USAGE;
+}
+
+/* HEAD resolve/COMMIT/PATH (redirects on the hub's host followed, as for a renamed repo): the
+ * etag (blob name and digest), the size, the commit; f->url is where the HEAD was answered */
 static int file_metadata(fetch_ctx *x, const char *path, remote_file *f)
 {
-    char id[600], enc[4096];
+    char id[600], enc[4096], url[sizeof f->url];
     url_encode(x->r->id, 1, id, sizeof id);
     if (url_encode(path, 1, enc, sizeof enc) != 0)
         return log_error("%s: the file name is too long", term_safe(path)), EXIT_USAGE;
-    snprintf(f->url, sizeof f->url, "%s/%s%s/resolve/%s/%s", x->endpoint,
+    snprintf(url, sizeof url, "%s/%s%s/resolve/%s/%s", x->endpoint,
              x->r->type == REPO_DATASET ? "datasets/" : "", id, x->commit, enc);
     net_headers h;
-    int rc = net_head(&x->cfg, f->url, &h);
+    int rc = net_head(&x->cfg, url, &h, f->url, sizeof f->url);
     if (rc)
         return rc;
     f->lfs = h.linked_etag[0] != 0;
@@ -187,6 +202,8 @@ static int file_metadata(fetch_ctx *x, const char *path, remote_file *f)
     if (h.repo_commit[0] && strcasecmp(h.repo_commit, x->commit) != 0)
         return log_error("%s: the server answers for commit %s, not %s", u,
                          term_safe(h.repo_commit), x->commit), EXIT_USAGE;
+    if (!f->etag[0])
+        return no_etag(u, &h);
     if (!hub_etag_is_safe(f->etag))
         return log_error("%s: the ETag '%s' is not a digest (letters, digits, '-', '_'; at most "
                          "128): refused as a file name", u, term_safe(f->etag)), EXIT_USAGE;
@@ -231,21 +248,16 @@ static int have_blob(const remote_file *f)
 /* the file into blobs/<etag>.incomplete, verified, renamed to blobs/<etag>; under the lock */
 static int download_blob(fetch_ctx *x, const remote_file *f, const char *path)
 {
-    int rc;
-    if (f->size == 0) {
-        FILE *e = fopen(f->part, "wb");
-        if (!e || fclose(e) != 0)
-            return log_error("cannot create %s: %s", f->part, strerror(errno)), EXIT_USAGE;
-    } else if ((rc = net_download(&x->cfg, f->url, f->part, f->size, path))) {
-        return rc;
-    }
-    if ((rc = verify(f, path)))
+    int64_t transferred = 0;
+    int rc = net_download(&x->cfg, f->url, f->part, f->size, path, &transferred);
+    x->res->bytes += transferred;
+    if (rc || (rc = verify(f, path)))
         return rc;
     if (rename(f->part, f->blob) != 0)
         return log_error("cannot move %s to %s: %s", f->part, f->blob, strerror(errno)),
                EXIT_USAGE;
     x->res->downloaded++;
-    x->res->bytes += f->size;
+    x->res->resumed += transferred < f->size;
     return 0;
 }
 
@@ -274,6 +286,11 @@ static int fetch_file(fetch_ctx *x, const char *path)
 static int fetch_online(fetch_ctx *x)
 {
     int rc = list_files(x);
+    if (!rc && x->n_files == 0) { /* nothing a model or dataset could be loaded from */
+        log_error("%s@%s: the repository lists no files at commit %s: nothing to fetch, "
+                  "nothing written", x->r->id, x->r->revision, x->commit);
+        rc = EXIT_USAGE;
+    }
     if (!rc)
         rc = mkdir_p(x->repo_dir) || mkdir_below(x->repo_dir, "blobs") ? EXIT_USAGE : 0;
     for (size_t i = 0; !rc && i < x->n_files; i++)
@@ -283,8 +300,8 @@ static int fetch_online(fetch_ctx *x)
         char snap[PATH_MAX];
         snprintf(snap, sizeof snap, "snapshots/%s", x->commit);
         rc = mkdir_below(x->repo_dir, snap);
-        log_warn("%s@%s: no file matches --include %s", x->r->id, x->r->revision,
-                 x->o->include ? term_safe(x->o->include) : "(none)");
+        log_warn("%s@%s: none of its %zu files matches --include %s", x->r->id,
+                 x->r->revision, x->n_files, term_safe(x->o->include));
     }
     if (!rc)
         rc = hub_write_ref(x->repo_dir, x->r->revision, x->commit);

@@ -47,17 +47,25 @@ int net_global_init(void);
  * after a message naming url (a status other than 2xx, a body over cap, a transfer error) */
 int net_get_text(const net_config *c, const char *url, size_t cap, char **body, size_t *len,
                  net_headers *h);
-/* HEAD url without following redirects; 0 when the status is 2xx or 3xx (h filled), else 2 */
-int net_head(const net_config *c, const char *url, net_headers *h);
+/* the most redirects a request follows (libcurl's for a GET; net_head's on its own host) */
+#define NET_MAX_REDIRECTS 10
+/* HEAD url, following the redirects that stay on its scheme, host and port (a renamed repo), at
+ * most NET_MAX_REDIRECTS, the token going along; a redirect to another host (the CDN) is not
+ * followed: its response is the answer. final_url (len bytes) the URL that answered. 0 when
+ * the status is 2xx or 3xx (h filled), else 2 after a message */
+int net_head(const net_config *c, const char *url, net_headers *h, char *final_url, size_t len);
 /* GET url (redirects followed) into part_path, appending with Range from its current size,
- * until it holds exactly `size` bytes (more is an error); retried with backoff on 429, 5xx and
- * dropped connections. A resume answered with a 416, or with a 206 whose Content-Range does not
- * start at the byte asked for, drops part_path and starts from byte 0 at once (no retry spent).
- * `what` names the file in progress and messages. 0 or 2 after a message;
- * on 2 part_path keeps what arrived (resumed by the next try) unless nothing did or the server
- * sent more than `size` bytes (then it is removed). */
+ * until it holds exactly `size` bytes (more is an error; nothing is asked for when it has them
+ * already, as for an empty file); retried with backoff on 429, 5xx and dropped connections. A
+ * resume answered with a 416, or with a 206 whose Content-Range does not start at the byte
+ * asked for, drops part_path and starts from byte 0 at once (no retry spent). part_path is
+ * never opened through a symlink: a link, a folder or a FIFO there is refused (left as it is).
+ * `what` names the file in progress and messages; *transferred the body bytes this call wrote
+ * (less than size when it resumed a partial file). 0 or 2 after a message; on 2 part_path
+ * keeps what arrived (resumed by the next try) unless nothing did or the server sent more than
+ * `size` bytes (then it is removed). */
 int net_download(const net_config *c, const char *url, const char *part_path, int64_t size,
-                 const char *what);
+                 const char *what, int64_t *transferred);
 /* PUT the file at path to url (bearer token from c); 0 or 2 after a message */
 int net_put_file(const net_config *c, const char *url, const char *path);
 
@@ -116,13 +124,15 @@ typedef struct {
     char commit[41];
     char snapshot[4096];
     int files, downloaded;  /* files in the snapshot that match; of those, downloaded now */
-    int64_t bytes;          /* bytes downloaded now */
+    int resumed;            /* of those downloaded, continued from a partial file left before */
+    int64_t bytes;          /* bytes this process transferred (a resumed file: only the rest) */
 } fetch_result;
 
 /* Fetches r into the cache as huggingface_hub lays it out; 0 or 2 after a message. Nothing
  * incomplete is ever in a snapshot: a file is verified, then moved to blobs/, then linked. A
- * revision that is a commit must be the commit the server answers with. Each blob is downloaded
- * under CACHE/.locks/REPO_FOLDER/ETAG.lock, as huggingface_hub does. */
+ * revision that is a commit must be the commit the server answers with; a revision that lists
+ * no files is refused with nothing written. Each blob is downloaded under
+ * CACHE/.locks/REPO_FOLDER/ETAG.lock, as huggingface_hub does. */
 int hub_fetch(const repo_ref *r, const fetch_options *o, fetch_result *res);
 /* the endpoint when --endpoint is not given: HF_ENDPOINT or https://huggingface.co */
 const char *hub_default_endpoint(void);

@@ -33,7 +33,7 @@ grep -q '"attn_pdrop": 0' "$T/init/config.json" && pass || fail "config.json car
 expect 0 "init again is deterministic" -- "$H" init "$tiny" "$T/init2"
 cmp -s "$T/init/model.safetensors" "$T/init2/model.safetensors" && pass || fail "two inits wrote different weights"
 printf 'x' >"$T/afile"
-expect 1 "init into a file" -- "$H" init "$tiny" "$T/afile/sub"; says "afile"
+expect 2 "init under a file (an input error, as for --save)" -- "$H" init "$tiny" "$T/afile/sub"; says "afile"
 
 # ---- the directory's weights train exactly like the seeded ones -----------------------------
 expect 0 "seeded run" -- "$H" run "$tiny" --steps 3 --db "$T/a.db"

@@ -269,6 +269,9 @@ static void test_bad_tokenizer_files(void **state)
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": [\"a c\"]}}");
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": [\"a b c\"]}}");
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": [[\"a\"]]}}");
+    /* the two forms mixed, which the tokenizers library refuses too */
+    expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": [\"a b\", [\"a\", \"b\"]]}}");
+    expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": [[\"a\", \"b\"], \"a b\"]}}");
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1}, \"merges\": []}}");
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", \"vocab\": [], \"merges\": []}}");
     expect_bad_json("{" PRE ", \"model\": {\"type\": \"BPE\", " VOCAB ", \"merges\": [], \"dropout\": 0.1}}");

@@ -1,11 +1,9 @@
 /* harness/cli/cmd_init.c: `harness init SCENARIO OUT_DIR`: writes the scenario's initial weights and
- * config (and its BPE tokenizer files) as a Hugging Face model directory any framework loads. */
+ * config (and its tokenizer files) as a Hugging Face model directory any framework loads. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "util/util.h"
 #include "commands.h"
@@ -20,65 +18,13 @@ static void init_usage(FILE *f)
                "model config as a Hugging Face model directory: OUT_DIR/config.json and\n"
                "OUT_DIR/model.safetensors (fp32, with the tensor names of the family's\n"
                "transformers class: GPT2LMHeadModel, BertForMaskedLM, LlamaForCausalLM, ...),\n"
-               "plus the tokenizer files of a bpe tokenizer (as tokenizer.json, or vocab.json +\n"
-               "merges.txt, with the tokenizer_config.json beside them). transformers'\n"
-               "from_pretrained(OUT_DIR) then starts from the same bits as 'harness run'.\n\n"
+               "plus the files of a bpe or wordpiece tokenizer (as tokenizer.json, or vocab.json\n"
+               "+ merges.txt, or vocab.txt, with the tokenizer_config.json beside them). Every\n"
+               "file is written afresh and renamed into place (never through a link).\n"
+               "transformers' from_pretrained(OUT_DIR) then starts from the same bits as\n"
+               "'harness run'.\n\n"
                "  --device SPEC  device that builds the weights (default cpu)\n\n"
                "Exit codes: 0 written, 1 a write failed, 2 usage or input error.\n");
-}
-
-static int copy_file(const char *from, const char *dir, const char *name)
-{
-    char to[PATH_MAX + 64];
-    snprintf(to, sizeof to, "%s/%s", dir, name);
-    size_t len;
-    char why[INPUT_WHY_LEN];
-    char *data = input_read(from, INPUT_TOKENIZER, &len, why, sizeof why);
-    if (!data) {
-        log_error("init: cannot read %s: %s", from, why);
-        return EXIT_USAGE;
-    }
-    FILE *f = fopen(to, "wb");
-    int ok = f && fwrite(data, 1, len, f) == len;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    free(data);
-    if (!ok)
-        log_error("init: copying %s to %s: %s", from, to, strerror(errno));
-    return ok ? 0 : EXIT_FAIL;
-}
-
-/* the files of a bpe tokenizer into dir, under the names from_pretrained looks for, as the
- * harness reads them (formats/tokenizer.c): a folder's tokenizer.json, vocab.json and merges.txt;
- * a file whose name ends in vocab.json as vocab.json with the merges.txt beside it; any other
- * file as tokenizer.json. The tokenizer_config.json beside them (special tokens' roles) too. */
-static int copy_tokenizer(const scenario *s, const char *dir)
-{
-    static const char *const names[] = {"tokenizer.json", "vocab.json", "merges.txt",
-                                        "tokenizer_config.json"};
-    char base[PATH_MAX], from[PATH_MAX + 64];
-    struct stat st;
-    if (strcmp(s->tokenizer, "bpe") != 0)
-        return 0;
-    int is_dir = stat(s->tokenizer_path, &st) == 0 && S_ISDIR(st.st_mode);
-    size_t n = strlen(s->tokenizer_path);
-    int vocab_form = !is_dir && n >= 10 && strcmp(s->tokenizer_path + n - 10, "vocab.json") == 0;
-    if (is_dir)
-        snprintf(base, sizeof base, "%s", s->tokenizer_path);
-    else
-        path_dirname(s->tokenizer_path, base, sizeof base);
-    int rc = 0;
-    for (size_t i = 0; i < 4 && !rc; i++) {
-        int named = !is_dir && i == (vocab_form ? 1u : 0u), wanted = is_dir || i == 3 ||
-                    named || (vocab_form && i == 2);
-        if (named)
-            snprintf(from, sizeof from, "%s", s->tokenizer_path);
-        else
-            snprintf(from, sizeof from, "%s/%s", base, names[i]);
-        if (wanted && stat(from, &st) == 0)
-            rc = copy_file(from, dir, names[i]);
-    }
-    return rc;
 }
 
 static int parse_init_args(int argc, char **argv, const char **scn, const char **out,
@@ -118,9 +64,7 @@ static int write_initial(const scenario *s, device *d, const char *out)
         return EXIT_FAIL;
     int rc = train_initial_weights(m, s);
     if (!rc)
-        rc = train_save(m, s, out);
-    if (!rc)
-        rc = copy_tokenizer(s, out);
+        rc = train_save(m, s, out); /* the tokenizer's files too */
     if (!rc)
         printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, %s weights)\n"
                "scenario_hash: %s\n",
@@ -140,7 +84,8 @@ int cmd_init(int argc, char **argv)
         scenario_free(&s);
         return rc;
     }
-    if ((rc = train_check_save_dir("init: OUT_DIR", out)) != 0) {
+    if ((rc = train_check_save_dir("init: OUT_DIR", out)) != 0 ||
+        (rc = checkpoint_check_target(out)) != 0) {
         scenario_free(&s);
         return rc;
     }

@@ -59,7 +59,7 @@ static int json_line_text(const char *line, size_t len, const char *key, json_t 
                           const char **text, size_t *tlen, char *why, size_t wl)
 {
     json_error_t e;
-    *obj = json_loadb(line, len, 0, &e);
+    *obj = json_loadb(line, len, JSON_ALLOW_NUL, &e); /* "\u0000" as Python's json reads it */
     if (!*obj) {
         snprintf(why, wl, "invalid JSON at column %d: %s", e.column, e.text);
         return EXIT_USAGE;
@@ -75,19 +75,26 @@ static int json_line_text(const char *line, size_t len, const char *key, json_t 
     return 0;
 }
 
-/* one line of the input: the line itself (.txt) or its JSON key's text */
+/* a blank line: empty, or nothing but spaces, tabs and carriage returns */
+static int is_blank(const char *line, size_t len)
+{
+    for (size_t k = 0; k < len; k++)
+        if (line[k] != ' ' && line[k] != '\t' && line[k] != '\r')
+            return 0;
+    return 1;
+}
+
+/* one line of the input: the line itself (.txt) or its JSON key's text; a blank line is no
+ * document in either kind (not even the template's special tokens, [CLS] [SEP] or <s>) */
 static int add_line(doc_list *d, tokenizer *t, const char *line, size_t len, size_t lineno,
                     int is_txt, const preprocess_options *o)
 {
     char where[4200], why[256];
     snprintf(where, sizeof where, "%s:%zu", o->input, lineno);
+    if (is_blank(line, len))
+        return 0;
     if (is_txt)
         return add_doc(d, t, line, len, where, o);
-    size_t k = 0;
-    while (k < len && strchr(" \t\r", line[k]))
-        k++;
-    if (k == len)
-        return 0; /* a blank line */
     json_t *obj = NULL;
     const char *text = NULL;
     size_t tlen = 0;

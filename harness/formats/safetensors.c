@@ -364,15 +364,38 @@ static int unsupported(const st_file *f, const st_tensor *t)
     return EXIT_USAGE;
 }
 
-int st_read_f32(const st_file *f, const st_tensor *t, float *out)
+static int not_finite(const st_file *f, const st_tensor *t, uint64_t i, double v)
+{
+    log_error("%s: tensor \"%s\" holds %s at element %llu: weights must be finite", f->path,
+              t->name, isnan(v) ? "NaN" : isinf(v) ? "an infinity"
+                                               : "a value beyond float32's range (it would be infinite)",
+              (unsigned long long)i);
+    return EXIT_USAGE;
+}
+
+/* t converted to fp32 into out; with finite set, a NaN or an infinity (after the conversion: an
+ * F64 value beyond float32's range too) is refused */
+static int read_f32(const st_file *f, const st_tensor *t, float *out, int finite)
 {
     double v;
     for (uint64_t i = 0; i < t->n; i++) {
         if (element(f, t, i, &v))
             return unsupported(f, t);
         out[i] = (float)v;
+        if (finite && !isfinite(out[i]))
+            return not_finite(f, t, i, v);
     }
     return 0;
+}
+
+int st_read_f32(const st_file *f, const st_tensor *t, float *out)
+{
+    return read_f32(f, t, out, 0);
+}
+
+int st_read_f32_finite(const st_file *f, const st_tensor *t, float *out)
+{
+    return read_f32(f, t, out, 1);
 }
 
 int st_read_f64(const st_file *f, const st_tensor *t, double *out)

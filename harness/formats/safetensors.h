@@ -57,6 +57,9 @@ const st_tensor *st_find(const st_file *f, const char *name);
 /* Converts tensor t (F32, F16, BF16 or F64) to fp32 into out[t->n]. Returns 0, or 2 after
  * printing a message for another dtype. */
 int st_read_f32(const st_file *f, const st_tensor *t, float *out);
+/* st_read_f32 for weights: a NaN or an infinity (an F64 value beyond float32's range included)
+ * is refused too, with a message naming the file, the tensor and the element. 0 or 2. */
+int st_read_f32_finite(const st_file *f, const st_tensor *t, float *out);
 /* the same into doubles (F64 read exactly) */
 int st_read_f64(const st_file *f, const st_tensor *t, double *out);
 

@@ -182,11 +182,12 @@ static int open_index(const char *dir, const char *index, st_set *s)
     return rc;
 }
 
-/* something is at path: st_open / the index reader then read it or refuse it by what it is */
+/* something is at path: st_open / the index reader then read it or refuse it by what it is (a
+ * symbolic link whose target is missing too: lstat, so it is refused, never taken for none) */
 static int is_file(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0;
+    return lstat(path, &st) == 0;
 }
 
 int st_set_open_dir(const char *dir, st_set *s)

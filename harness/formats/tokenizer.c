@@ -21,11 +21,14 @@ struct tokenizer {
 };
 
 /* path names a directory (dir), or anything at all, which the loader then reads or refuses
- * by what it is (a FIFO, a device, a directory: input_file.h) */
+ * by what it is (a FIFO, a device, a directory: input_file.h); a symbolic link whose target
+ * is missing is something too (lstat), refused by the loader, never taken for no file */
 static int exists(const char *path, int dir)
 {
     struct stat st;
-    return stat(path, &st) == 0 && (!dir || S_ISDIR(st.st_mode));
+    if (dir)
+        return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    return lstat(path, &st) == 0;
 }
 
 static int ends_with(const char *s, const char *suffix)

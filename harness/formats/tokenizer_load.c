@@ -142,6 +142,19 @@ static int add_merge_line(bpe *b, const char *line, size_t len, uint32_t rank, c
                      where);
 }
 
+/* 1 for a merge written as a string "a b", 0 for a pair ["a", "b"], -1 for anything else */
+static int merge_form(json_t *m)
+{
+    if (json_is_string(m))
+        return 1;
+    return json_is_array(m) && json_array_size(m) == 2 && json_is_string(json_array_get(m, 0)) &&
+                   json_is_string(json_array_get(m, 1))
+               ? 0
+               : -1;
+}
+
+/* the merges, all "a b" strings (legacy) or all ["a", "b"] pairs: the tokenizers library reads
+ * the array as one form or the other and refuses a mix */
 static int read_merges_json(bpe *b, json_t *merges, const char *where)
 {
     if (!json_is_array(merges))
@@ -150,18 +163,21 @@ static int read_merges_json(bpe *b, json_t *merges, const char *where)
     json_t *m;
     json_array_foreach(merges, i, m)
     {
-        int rc;
-        if (json_is_string(m))
+        int rc, form = merge_form(m);
+        if (form < 0)
+            return bad(where, "model.merges[%zu] must be \"a b\" or [\"a\", \"b\"]", i);
+        if (form != merge_form(json_array_get(merges, 0)))
+            return bad(where, "model.merges[%zu] is %s but model.merges[0] is %s: the merges "
+                              "must all be \"a b\" strings or all [\"a\", \"b\"] pairs",
+                       i, form ? "a string" : "a pair", form ? "a pair" : "a string");
+        if (form)
             rc = add_merge_line(b, json_string_value(m), json_string_length(m), (uint32_t)i,
                                 where);
-        else if (json_is_array(m) && json_array_size(m) == 2 &&
-                 json_is_string(json_array_get(m, 0)) && json_is_string(json_array_get(m, 1)))
+        else
             rc = add_merge(b, json_string_value(json_array_get(m, 0)),
                            json_string_length(json_array_get(m, 0)),
                            json_string_value(json_array_get(m, 1)),
                            json_string_length(json_array_get(m, 1)), (uint32_t)i, where);
-        else
-            rc = bad(where, "model.merges[%zu] must be \"a b\" or [\"a\", \"b\"]", i);
         if (rc)
             return rc;
     }
@@ -225,6 +241,47 @@ static int read_model(bpe *b, json_t *model, const char *where)
     return rc;
 }
 
+__attribute__((format(printf, 2, 3))) static void warn(const char *where, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '?';
+    log_warn("%s: %s", where, msg);
+}
+
+/* The id the tokenizers library gives an added token on loading a tokenizer.json
+ * (AddedVocabulary::add_tokens, tokenizers 0.23): an earlier added token's with the same content,
+ * else the vocabulary's, else the next new id: the vocabulary's entry count (not its largest id)
+ * plus the added tokens given a new id before it. The id the file writes is not used. */
+static int64_t library_added_id(const bpe *b, const char *content, size_t len, int64_t *n_new)
+{
+    int32_t id = bpe_token_id(b, content, len);
+    return id >= 0 ? id : (int64_t)b->vocab.n + (*n_new)++;
+}
+
+/* added_tokens[i]: its content and the id the file gives (any u32, as the library reads it) */
+static int check_added(json_t *a, size_t i, const char *where)
+{
+    json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
+    if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+        json_integer_value(id) > (json_int_t)UINT32_MAX || !json_is_string(content) ||
+        !json_string_length(content))
+        return bad(where, "added_tokens[%zu] needs an id in [0, 2^32) and a non-empty content",
+                   i);
+    if (!is_off(json_object_get(a, "single_word")) || !is_off(json_object_get(a, "lstrip")) ||
+        !is_off(json_object_get(a, "rstrip")))
+        return bad(where, "added_tokens[%zu]: single_word, lstrip and rstrip are not supported", i);
+    json_t *norm = json_object_get(a, "normalized");
+    if (norm && !json_is_boolean(norm))
+        return bad(where, "added_tokens[%zu].normalized must be true or false", i);
+    return 0;
+}
+
 static int read_added(bpe *b, json_t *added, const char *where)
 {
     if (!added || json_is_null(added))
@@ -236,29 +293,30 @@ static int read_added(bpe *b, json_t *added, const char *where)
         return bad(where, "out of memory");
     size_t i;
     json_t *a;
+    int64_t n_new = 0;
     json_array_foreach(added, i, a)
     {
-        json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
-        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) >= MAX_TOKEN_ID || !json_is_string(content) ||
-            !json_string_length(content))
-            return bad(where, "added_tokens[%zu] needs an id in [0, %d) and a non-empty content",
-                       i, MAX_TOKEN_ID);
-        if (!is_off(json_object_get(a, "single_word")) || !is_off(json_object_get(a, "lstrip")) ||
-            !is_off(json_object_get(a, "rstrip")))
-            return bad(where, "added_tokens[%zu]: single_word, lstrip and rstrip are not supported",
-                       i);
-        json_t *norm = json_object_get(a, "normalized");
-        if (norm && !json_is_boolean(norm))
-            return bad(where, "added_tokens[%zu].normalized must be true or false", i);
+        int rc = check_added(a, i, where);
+        if (rc)
+            return rc;
+        const char *content = json_string_value(json_object_get(a, "content"));
+        size_t len = json_string_length(json_object_get(a, "content"));
+        json_int_t given = json_integer_value(json_object_get(a, "id"));
         added_token *t = &b->added[b->n_added];
-        t->normalized = json_is_true(norm);
-        t->len = json_string_length(content);
-        t->id = (int32_t)json_integer_value(id);
-        if (!(t->content = malloc(t->len + 1)) ||
-            set_token(b, t->id, json_string_value(content), t->len))
+        t->normalized = json_is_true(json_object_get(a, "normalized"));
+        t->len = len;
+        int64_t id = library_added_id(b, content, len, &n_new);
+        if (id >= MAX_TOKEN_ID)
+            return bad(where, "added_tokens[%zu]: the vocabulary and the added tokens before it "
+                              "leave it no id below %d", i, MAX_TOKEN_ID);
+        t->id = (int32_t)id;
+        if (given != t->id)
+            warn(where, "added_tokens[%zu] \"%.64s\": the file gives id %lld, the tokenizers "
+                        "library gives it %d on loading (so does the harness)",
+                 i, content, (long long)given, t->id);
+        if (!(t->content = malloc(len + 1)) || set_token(b, t->id, content, len))
             return bad(where, "out of memory");
-        memcpy(t->content, json_string_value(content), t->len + 1);
+        memcpy(t->content, content, len + 1);
         b->n_added++;
     }
     return 0;

@@ -91,7 +91,7 @@ int bpe_read_roles(bpe *b, const char *path)
     path_dirname(path, dir, sizeof dir);
     snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
     struct stat st;
-    if (stat(cfg, &st) != 0)
-        return 0; /* no config: no roles */
+    if (lstat(cfg, &st) != 0)
+        return 0; /* no config: no roles (a dangling link is refused by its reader) */
     return read_config(b, cfg);
 }

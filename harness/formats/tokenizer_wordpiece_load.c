@@ -66,6 +66,45 @@ int tokenizer_json_model_type(const char *path, char *type, size_t cap)
     return 0;
 }
 
+/* room in the id -> token table for id; 0, or 2 after a message */
+static int grow_tokens(bpe *b, int32_t id, const char *where)
+{
+    if (id < b->tok_cap)
+        return 0;
+    int n = id + 1 > 2 * b->tok_cap ? id + 1 : 2 * b->tok_cap;
+    char **tok = realloc(b->tok, (size_t)n * sizeof *tok);
+    size_t *tl = tok ? realloc(b->tok_len, (size_t)n * sizeof *tl) : NULL;
+    if (tok)
+        b->tok = tok;
+    if (!tl)
+        return bad(where, "out of memory reading the vocabulary");
+    b->tok_len = tl;
+    memset(b->tok + b->tok_cap, 0, (size_t)(n - b->tok_cap) * sizeof *tok);
+    memset(b->tok_len + b->tok_cap, 0, (size_t)(n - b->tok_cap) * sizeof *tl);
+    b->tok_cap = n;
+    return 0;
+}
+
+/* the text id stands for (replacing what was there: the library's id_to_token looks at the
+ * added tokens first); 0, or 2 after a message */
+static int set_text(bpe *b, int32_t id, const char *s, size_t len, const char *where)
+{
+    int rc = grow_tokens(b, id, where);
+    if (rc)
+        return rc;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return bad(where, "out of memory reading the vocabulary");
+    memcpy(copy, s, len);
+    copy[len] = 0;
+    free(b->tok[id]);
+    b->tok[id] = copy;
+    b->tok_len[id] = len;
+    if (id >= b->n_tok)
+        b->n_tok = id + 1;
+    return 0;
+}
+
 /* token `s` gets id `id`: both directions; duplicates of a token or an id are refused */
 static int set_token(wordpiece *w, const char *s, size_t len, int32_t id, const char *where,
                      const char *what)
@@ -77,35 +116,22 @@ static int set_token(wordpiece *w, const char *s, size_t len, int32_t id, const 
     if (before >= 0)
         return bad(where, "%s: the token \"%.*s\" appears twice (its first id is %d)", what,
                    (int)(len > 64 ? 64 : len), s, before);
-    if (id >= b->tok_cap) {
-        int n = id + 1 > 2 * b->tok_cap ? id + 1 : 2 * b->tok_cap;
-        char **tok = realloc(b->tok, (size_t)n * sizeof *tok);
-        size_t *tl = tok ? realloc(b->tok_len, (size_t)n * sizeof *tl) : NULL;
-        if (tok)
-            b->tok = tok;
-        if (!tl)
-            return bad(where, "out of memory reading the vocabulary");
-        b->tok_len = tl;
-        memset(b->tok + b->tok_cap, 0, (size_t)(n - b->tok_cap) * sizeof *tok);
-        memset(b->tok_len + b->tok_cap, 0, (size_t)(n - b->tok_cap) * sizeof *tl);
-        b->tok_cap = n;
-    }
+    int rc = grow_tokens(b, id, where);
+    if (rc)
+        return rc;
     if (b->tok[id])
         return bad(where, "%s: id %d is given to \"%.64s\" and \"%.*s\"", what, id, b->tok[id],
                    (int)(len > 64 ? 64 : len), s);
-    if (!(b->tok[id] = malloc(len + 1)) || strmap_put(&b->vocab, s, len, id))
+    if (strmap_put(&b->vocab, s, len, id))
         return bad(where, "out of memory reading the vocabulary");
-    memcpy(b->tok[id], s, len);
-    b->tok[id][len] = 0;
-    b->tok_len[id] = len;
-    if (id >= b->n_tok)
-        b->n_tok = id + 1;
-    return 0;
+    return set_text(b, id, s, len, where);
 }
 
+/* the id of a token as the library's token_to_id gives it: an added token's, else the
+ * vocabulary's; -1 when neither */
 static int32_t lookup(const wordpiece *w, const char *s)
 {
-    return strmap_get(&w->v.vocab, s, strlen(s));
+    return bpe_token_id(&w->v, s, strlen(s));
 }
 
 /* an added (special) token matched in the raw text before normalization */
@@ -226,6 +252,28 @@ static int read_model(wordpiece *w, json_t *m, const char *where)
     return 0;
 }
 
+/* added_tokens[i]: a non-empty content, an id (any u32, as the library reads it; the library
+ * gives its own), and none of the options the harness does not implement */
+static int check_added(json_t *a, size_t i, const char *where)
+{
+    json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
+    if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+        json_integer_value(id) > (json_int_t)UINT32_MAX || !json_is_string(content) ||
+        !json_string_length(content) || json_string_length(content) > MAX_TOKEN_BYTES)
+        return bad(where, "added_tokens[%zu] needs an id in [0, 2^32) and a content of 1 to %d "
+                          "bytes", i, MAX_TOKEN_BYTES);
+    if (!is_off(json_object_get(a, "single_word")) || !is_off(json_object_get(a, "lstrip")) ||
+        !is_off(json_object_get(a, "rstrip")) || !is_off(json_object_get(a, "normalized")))
+        return bad(where, "added_tokens[%zu]: single_word, lstrip, rstrip and normalized are "
+                          "not supported", i);
+    return 0;
+}
+
+/* The ids the tokenizers library gives the added tokens on loading (AddedVocabulary::add_tokens,
+ * tokenizers 0.23): an earlier added token's with the same content, else the vocabulary's, else
+ * the next new id: the vocabulary's size plus the added tokens given a new id before it (a
+ * special token added outside the vocabulary: BertWordPieceTokenizer.add_special_tokens). The id
+ * the file writes is not used; a warning says when it differs. */
 static int read_added(wordpiece *w, json_t *added, const char *where)
 {
     if (!added || json_is_null(added))
@@ -234,24 +282,25 @@ static int read_added(wordpiece *w, json_t *added, const char *where)
         return bad(where, "added_tokens must be an array");
     size_t i;
     json_t *a;
+    int64_t n_new = 0;
     json_array_foreach(added, i, a)
     {
-        json_t *id = json_object_get(a, "id"), *content = json_object_get(a, "content");
-        if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-            json_integer_value(id) >= MAX_TOKEN_ID || !json_is_string(content) ||
-            !json_string_length(content))
-            return bad(where, "added_tokens[%zu] needs an id in [0, %d) and a non-empty content",
-                       i, MAX_TOKEN_ID);
-        if (!is_off(json_object_get(a, "single_word")) || !is_off(json_object_get(a, "lstrip")) ||
-            !is_off(json_object_get(a, "rstrip")) || !is_off(json_object_get(a, "normalized")))
-            return bad(where, "added_tokens[%zu]: single_word, lstrip, rstrip and normalized are "
-                              "not supported", i);
-        int32_t in_vocab = lookup(w, json_string_value(content));
-        if (in_vocab != (int32_t)json_integer_value(id))
-            return bad(where, "added_tokens[%zu] \"%.64s\": the vocabulary gives it id %d, not "
-                              "%lld", i, json_string_value(content), in_vocab,
-                       (long long)json_integer_value(id));
-        int rc = add_special(w, json_string_value(content), in_vocab, where);
+        int rc = check_added(a, i, where);
+        if (rc)
+            return rc;
+        const char *content = json_string_value(json_object_get(a, "content"));
+        json_int_t given = json_integer_value(json_object_get(a, "id"));
+        int64_t id = lookup(w, content);
+        if (id < 0 && (id = (int64_t)w->v.vocab.n + n_new++) >= MAX_TOKEN_ID)
+            return bad(where, "added_tokens[%zu]: the vocabulary and the added tokens before it "
+                              "leave it no id below %d", i, MAX_TOKEN_ID);
+        if (given != id)
+            log_warn("%s: added_tokens[%zu]: the file gives id %lld, the tokenizers library "
+                     "gives it %lld on loading (so does the harness)", where, i,
+                     (long long)given, (long long)id);
+        rc = set_text(&w->v, (int32_t)id, content, strlen(content), where);
+        if (!rc)
+            rc = add_special(w, content, (int32_t)id, where);
         if (rc)
             return rc;
     }
@@ -409,8 +458,8 @@ static int read_config(wordpiece *w, const char *vocab_path, json_t **cfg)
     snprintf(path + n, sizeof path - n, "/tokenizer_config.json");
     struct stat st;
     *cfg = NULL;
-    if (stat(path, &st) != 0)
-        return 0;
+    if (lstat(path, &st) != 0)
+        return 0; /* none (a dangling link is something: its reader refuses it) */
     int rc;
     if (!(*cfg = load_json(path, &rc)))
         return rc;

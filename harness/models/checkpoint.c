@@ -36,19 +36,43 @@ json_t *checkpoint_config_json(const model_family *f, const model_config_u *c, j
     return f->config_json(c, src_config);
 }
 
+int checkpoint_write_file(const char *path, const void *data, size_t len, const char *what)
+{
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        log_error("%.64s...: cannot write %s: the path is too long", path, what);
+        return EXIT_FAIL;
+    }
+    FILE *f = output_create_fresh(tmp); /* whatever is at tmp is removed, never written through */
+    int ok = f && fwrite(data, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (ok && rename(tmp, path) != 0) /* a link at path is replaced, its target untouched */
+        ok = 0;
+    if (!ok) {
+        log_error("%s: cannot write %s: %s", path, what, strerror(errno));
+        if (f)
+            unlink(tmp);
+    }
+    return ok ? 0 : EXIT_FAIL;
+}
+
 static int write_config(const model_family *f, const model_config_u *c, json_t *src_config,
                         const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     json_t *j = checkpoint_config_json(f, c, src_config);
-    int rc = json_dump_file(j, path, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
+    char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(15))
+                   : NULL;
     json_decref(j);
-    if (rc) {
-        log_error("%s: cannot write the config: %s", path, strerror(errno));
+    if (!text) {
+        log_error("%s: cannot write the config: out of memory", path);
         return EXIT_FAIL;
     }
-    return 0;
+    int rc = checkpoint_write_file(path, text, strlen(text), "the config");
+    free(text);
+    return rc;
 }
 
 static int write_weights(model *m, const float *host, const char *dir)
@@ -75,7 +99,8 @@ static int write_weights(model *m, const float *host, const char *dir)
     return rc;
 }
 
-/* the nearest existing ancestor of path (path itself when it exists) into out; 0, or -1 */
+/* the nearest existing ancestor of path (path itself when it exists) into out; 0, -1 (errno
+ * set), or -2 when out is a symbolic link whose target is missing (not a directory to make) */
 static int existing_ancestor(const char *path, char *out, size_t len, struct stat *st)
 {
     snprintf(out, len, "%s", path);
@@ -84,6 +109,8 @@ static int existing_ancestor(const char *path, char *out, size_t len, struct sta
             return 0;
         if (errno != ENOENT)
             return -1;
+        if (lstat(out, st) == 0)
+            return -2;
         char *slash = strrchr(out, '/');
         while (slash && slash > out && slash[1] == 0) { /* trailing slashes */
             *slash = 0;
@@ -110,7 +137,13 @@ int checkpoint_check_target(const char *dir)
         log_error("%.64s...: the checkpoint directory path is too long", dir);
         return EXIT_USAGE;
     }
-    if (existing_ancestor(dir, at, sizeof at, &st) != 0) {
+    int found = existing_ancestor(dir, at, sizeof at, &st);
+    if (found == -2) {
+        log_error("%s: cannot create the checkpoint directory: %s is a symbolic link whose "
+                  "target is missing", dir, at);
+        return EXIT_USAGE;
+    }
+    if (found != 0) {
         log_error("%s: cannot use it as the checkpoint directory: %s", dir, strerror(errno));
         return EXIT_USAGE;
     }
@@ -154,7 +187,7 @@ int checkpoint_exists(const char *dir)
     struct stat st;
     snprintf(a, sizeof a, "%s/model.safetensors", dir);
     snprintf(b, sizeof b, "%s/model.safetensors.index.json", dir);
-    return stat(a, &st) == 0 || stat(b, &st) == 0;
+    return lstat(a, &st) == 0 || lstat(b, &st) == 0; /* a dangling link: refused by its reader */
 }
 
 static void shape_str(const int64_t *shape, int ndim, char *out, size_t len)
@@ -203,13 +236,14 @@ static int find_index(const loader *L, const char *name, int *alias)
 
 /* 1 when name is a tensor of layer N >= 1 whose layer-0 twin is a parameter: a checkpoint of
  * more layers than the config keeps (seed 1's num_hidden_layers: 1 override), which transformers'
- * from_pretrained loads by skipping those tensors with a warning */
+ * from_pretrained loads by skipping those tensors with a warning. N is written as PyTorch names
+ * modules (str(int)): "00" or "01" is no layer number, so such a tensor is unexpected. */
 static int is_dropped_layer(const loader *L, const char *name)
 {
     for (const char *p = strchr(name, '.'); p; p = strchr(p + 1, '.')) {
         size_t digits = strspn(p + 1, "0123456789");
-        if (digits == 0 || p[1 + digits] != '.' || (digits == 1 && p[1] == '0'))
-            continue;
+        if (digits == 0 || p[1 + digits] != '.' || p[1] == '0')
+            continue; /* not a number, layer 0 itself, or a leading zero */
         char twin[256];
         int n = snprintf(twin, sizeof twin, "%.*s.0%s", (int)(p - name), name, p + 1 + digits);
         int alias;
@@ -251,7 +285,7 @@ static int load_one(loader *L, const st_file *f, const st_tensor *t)
     }
     L->seen[i] = alias ? 2 : 1;
     int rc = check_shape(p, t, f->path);
-    return rc ? rc : st_read_f32(f, t, L->host + p->offset);
+    return rc ? rc : st_read_f32_finite(f, t, L->host + p->offset);
 }
 
 static int check_missing(const loader *L, const char *dir)

@@ -180,7 +180,11 @@ static int set_activation(gpt2_config *c, json_t *v, const char *where)
 
 int config_set_dtype(char *out, size_t len, json_t *v, const char *where)
 {
-    const char *key = "torch_dtype";
+    return config_set_dtype_key(out, len, v, where, "torch_dtype");
+}
+
+int config_set_dtype_key(char *out, size_t len, json_t *v, const char *where, const char *key)
+{
     if (!json_is_string(v))
         return config_error(where, key, "must be a string naming a dtype, not %s",
                             json_type_name(v));
@@ -197,11 +201,18 @@ int config_set_dtype(char *out, size_t len, json_t *v, const char *where)
 int config_read_dtype(char *out, size_t len, json_t *obj, const char *where)
 {
     json_t *td = json_object_get(obj, "torch_dtype"), *dt = json_object_get(obj, "dtype");
-    if (td && !json_is_null(td))
-        return config_set_dtype(out, len, td, where);
-    if (dt && !json_is_null(dt)) /* transformers 5 writes "dtype" where 4.x wrote "torch_dtype" */
-        return config_set_dtype(out, len, dt, where);
-    return 0; /* absent or null: transformers' default, float32 */
+    int has_td = td && !json_is_null(td);
+    char unused[16];
+    /* transformers 5 writes "dtype" where 4.x wrote "torch_dtype": each one given is checked
+     * under its own name; torch_dtype wins when both are */
+    if (dt && !json_is_null(dt)) {
+        int rc = has_td ? config_set_dtype_key(unused, sizeof unused, dt, where, "dtype")
+                        : config_set_dtype_key(out, len, dt, where, "dtype");
+        if (rc)
+            return rc;
+    }
+    return has_td ? config_set_dtype(out, len, td, where)
+                  : 0; /* absent or null: transformers' default, float32 */
 }
 
 static int set_field(gpt2_config *c, const field *f, json_t *v, const char *where)
@@ -245,9 +256,25 @@ static int same_type(const json_t *cur, const json_t *v)
     return json_typeof(cur) == json_typeof(v);
 }
 
+/* an override of "dtype" (transformers 5's name for torch_dtype): checked as a dtype under its
+ * own name, then set as torch_dtype (every family models torch_dtype) */
+static int apply_dtype(void *c, config_set_fn set, json_t *config, json_t *v, const char *where)
+{
+    json_t *cur = json_object_get(config, "dtype");
+    char name[16];
+    if (cur && json_is_null(cur)) {
+        config_warn(where, "dtype", "\"dtype\" is null in the config: override skipped");
+        return 0;
+    }
+    int rc = config_set_dtype_key(name, sizeof name, v, where, "dtype");
+    return rc ? rc : set(c, "torch_dtype", v, where);
+}
+
 static int apply_one(void *c, config_set_fn set, json_t *config, const char *key, json_t *v,
                      const char *where)
 {
+    if (strcmp(key, "dtype") == 0 && set(c, "torch_dtype", NULL, where) == 0)
+        return apply_dtype(c, set, config, v, where);
     json_t *cur = json_object_get(config, key);
     int modelled = set(c, key, NULL, where) == 0;
     if (!cur && !modelled) {

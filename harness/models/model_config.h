@@ -57,7 +57,11 @@ __attribute__((format(printf, 3, 4))) void config_warn(const char *where, const 
 const char *config_dtype_name(const char *name);
 /* torch_dtype from value v into out (a dtype name, else an error naming the key): 0 or 2 */
 int config_set_dtype(char *out, size_t len, json_t *v, const char *where);
-/* torch_dtype, or transformers 5's "dtype", from obj into out when present and not null */
+/* the same, the key named in messages given (transformers 5's "dtype") */
+int config_set_dtype_key(char *out, size_t len, json_t *v, const char *where, const char *key);
+/* torch_dtype, or transformers 5's "dtype", from obj into out when present and not null; each
+ * one given must name a dtype (an error names the key the file spells), torch_dtype wins when
+ * both are */
 int config_read_dtype(char *out, size_t len, json_t *obj, const char *where);
 
 /* A family's setter for one config key: with v NULL, 0 when the family models `key` and -1 when
@@ -67,7 +71,8 @@ typedef int (*config_set_fn)(void *c, const char *key, json_t *v, const char *wh
 /* Applies override_config.json rules (the seed workflow's) to any family's config c: a key that
  * neither the raw config nor the family has is warned about and skipped; a key whose value in
  * the raw config is null is warned about and skipped; a key the family models is set through
- * `set` (torch_dtype must name a dtype); any other key must have the JSON type of the config's
+ * `set` (torch_dtype must name a dtype; so must transformers 5's "dtype", named so in messages,
+ * which then sets torch_dtype); any other key must have the JSON type of the config's
  * value (an integer key takes only an integer, a real key any number) and has no effect.
  * `config` is the raw config object. Returns 0, or 2 after a message. */
 int config_apply_overrides(void *c, config_set_fn set, json_t *config, json_t *overrides,

@@ -1,13 +1,16 @@
 /* harness/models/model_dir.c: local Hugging Face model directories: refusing config keys that change
- * the computation in ways the harness does not implement, and finding override_config.json. */
+ * the computation in ways the harness does not implement, finding override_config.json, and
+ * copying a tokenizer's files into a directory the harness writes. */
 #define _POSIX_C_SOURCE 200809L
 #include "model_dir.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checkpoint.h"
 #include "model_config.h"
 #include "util/util.h"
 
@@ -51,7 +54,9 @@ int model_dir_overrides(const char *dir, char *out, size_t len)
 {
     snprintf(out, len, "%s/%s", dir, OVERRIDE_FILE);
     struct stat st;
-    return stat(out, &st) == 0; /* not a regular file: refused by its reader, not skipped */
+    /* lstat: a symbolic link whose target is missing is something there too; whatever is not a
+     * regular file (that link, a directory, a FIFO) is refused by its reader, never skipped */
+    return lstat(out, &st) == 0;
 }
 
 json_t *model_dir_raw_config(const char *config_path)
@@ -65,4 +70,76 @@ json_t *model_dir_raw_config(const char *config_path)
     json_t *config = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, &e) : NULL;
     free(text);
     return config;
+}
+
+/* ---- the tokenizer's files beside saved weights ------------------------------------------- */
+
+static int is_directory(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* the file `from` as DIR/name, written afresh (checkpoint_write_file) */
+static int copy_file(const char *from, const char *dir, const char *name)
+{
+    char to[PATH_MAX + 64], why[INPUT_WHY_LEN];
+    if (snprintf(to, sizeof to, "%s/%s", dir, name) >= (int)sizeof to) {
+        log_error("%.64s...: the tokenizer copy's path is too long", dir);
+        return EXIT_USAGE;
+    }
+    size_t len = 0;
+    char *data = input_read(from, INPUT_TOKENIZER, &len, why, sizeof why);
+    if (!data) {
+        log_error("%s: cannot copy the tokenizer file: %s", from, why);
+        return EXIT_USAGE;
+    }
+    int rc = checkpoint_write_file(to, data, len, "the tokenizer file");
+    free(data);
+    return rc;
+}
+
+/* base/name as DIR/name when anything is there (lstat: a link whose target is missing is
+ * refused by copy_file, not skipped) */
+static int copy_if_present(const char *base, const char *name, const char *dir)
+{
+    char from[PATH_MAX + 64];
+    struct stat st;
+    if (snprintf(from, sizeof from, "%s/%s", base, name) >= (int)sizeof from) {
+        log_error("%.64s...: the tokenizer's path is too long", base);
+        return EXIT_USAGE;
+    }
+    return lstat(from, &st) == 0 ? copy_file(from, dir, name) : 0;
+}
+
+int model_dir_copy_tokenizer(const char *kind, const char *path, const char *dir)
+{
+    static const char *const bpe_files[] = {"tokenizer.json", "vocab.json", "merges.txt",
+                                            "tokenizer_config.json", NULL};
+    static const char *const wp_files[] = {"tokenizer.json", "vocab.txt", "tokenizer_config.json",
+                                           NULL};
+    int bpe = kind && strcmp(kind, "bpe") == 0;
+    if (!bpe && !(kind && strcmp(kind, "wordpiece") == 0))
+        return 0; /* the byte tokenizer has no files */
+    int rc = 0;
+    if (is_directory(path)) {
+        for (const char *const *n = bpe ? bpe_files : wp_files; *n && !rc; n++)
+            rc = copy_if_present(path, *n, dir);
+        return rc;
+    }
+    /* one file: under the name the harness reads it as, the files it reads beside it too */
+    const char *vocab = bpe ? "vocab.json" : "vocab.txt";
+    int is_vocab = ends_with(path, bpe ? "vocab.json" : ".txt");
+    char base[PATH_MAX];
+    path_dirname(path, base, sizeof base);
+    rc = copy_file(path, dir, is_vocab ? vocab : "tokenizer.json");
+    if (!rc && bpe && is_vocab)
+        rc = copy_if_present(base, "merges.txt", dir);
+    return rc ? rc : copy_if_present(base, "tokenizer_config.json", dir);
 }

@@ -15,9 +15,22 @@
  * tie_word_embeddings false. `where` names the file. Returns 0, or 2 after printing a message. */
 int model_dir_check_config(json_t *config, const gpt2_config *c, const char *where);
 
-/* 1 when something is at DIR/override_config.json (its reader refuses what is not a regular
- * file); its path into out either way */
+/* 1 when something is at DIR/override_config.json, a symbolic link whose target is missing
+ * included (its reader refuses what is not a regular file: never skipped as absent); its path
+ * into out either way */
 int model_dir_overrides(const char *dir, char *out, size_t len);
+
+/* Copies the files of a tokenizer (kind and path as the scenario's data.tokenizer and
+ * data.tokenizer_path) into DIR under the names from_pretrained looks for, as the harness reads
+ * them (formats/tokenizer.h), so that DIR trains as a model directory: a folder's tokenizer.json,
+ * vocab.json, merges.txt (bpe) or vocab.txt (wordpiece) and tokenizer_config.json, those present;
+ * a bpe file whose name ends in vocab.json as vocab.json with the merges.txt beside it, a
+ * wordpiece file whose name ends in .txt as vocab.txt, any other file as tokenizer.json; and the
+ * tokenizer_config.json beside a file. "byte" copies nothing. Each file is written with
+ * checkpoint_write_file (never through a link planted in DIR). What `harness init` and
+ * `run --save` write beside the weights. 0; 2 when a file cannot be read, 1 when one cannot be
+ * written, after a message naming it. */
+int model_dir_copy_tokenizer(const char *kind, const char *path, const char *dir);
 
 /* The raw config.json object a scenario's model came from (new reference), or NULL when the
  * config was inline (config_path empty) or cannot be read. */

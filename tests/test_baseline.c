@@ -261,8 +261,19 @@ static void test_malformed(void **state)
     expect_bad(HEAD "source: a\nsource: b\n", "bad.baseline:8: source: given twice");
     expect_bad(HEAD "status: diverged\n", "status: 'diverged': a baseline is a finished run");
     expect_bad(HEAD "label: a\\qb\n", "bad.baseline:7: label: unknown escape '\\q'");
-    expect_bad(HEAD "label: a\\x00b\n", "label: unknown escape");
-    expect_bad(HEAD "label: ab\\\n", "label: unknown escape");
+    /* \x00 is refused as a NUL, by name; a \x without two hex digits and a lone backslash
+     * say what is wrong with them */
+    expect_bad(HEAD "label: a\\x00b\n", "bad.baseline:7: label: '\\x00' is a NUL byte");
+    expect_bad(HEAD "host: \\x00\n", "bad.baseline:7: host: '\\x00' is a NUL byte");
+    expect_bad(HEAD "label: a\\xg1\n", "label: '\\x' needs two hex digits (\\xHH), got '\\xg1'");
+    expect_bad(HEAD "label: a\\x4\n", "label: '\\x' needs two hex digits");
+    expect_bad(HEAD "label: a\\x\n", "label: '\\x' needs two hex digits");
+    expect_bad(HEAD "label: ab\\\n", "bad.baseline:7: label: a lone '\\' ends the value");
+    /* the required keys hold a value, and the scenario is the one scenario_json names */
+    expect_bad("format: harness-baseline 1\nscenario: \n", "bad.baseline:2: scenario: empty");
+    expect_bad("format: harness-baseline 1\nscenario:\n", "bad.baseline:2: scenario: empty");
+    expect_bad("format: harness-baseline 1\nscenario: t\ndevice: \n", "bad.baseline:3: device: empty");
+    expect_bad("format: harness-baseline 1\nscenario: t\ndtype: \n", "bad.baseline:3: dtype: empty");
     expect_bad("format: harness-baseline 1\nscenario_hash: xyz\n", "bad.baseline:2: scenario_hash: 'xyz' is not a sha256");
     expect_bad(HEAD "scenario_json: {\"a\": \n", "bad.baseline:7: scenario_json: not JSON");
     expect_bad(HEAD "scenario_json: [1]\n", "scenario_json: JSON, but not an object");
@@ -368,6 +379,55 @@ static void test_scenario_diff(void **state)
     free(c1);
     free(c2);
     assert_null(scenario_canonical_json("{"));
+}
+
+/* a value too long for the diff is cut with a marker, never silently */
+static void test_scenario_diff_cut(void **state)
+{
+    (void)state;
+    char out[512], longer[200];
+    const char *tail = "\"z_last\": 1}}";
+    snprintf(longer, sizeof longer, "{\"name\": \"t\", \"tolerances\": {\"a_first\": 0.001, "
+             "\"b_second_tolerance\": 0.0001, \"c_third_tolerance\": 0.5, %s", tail);
+    assert_int_equal(scenario_json_diff("{\"name\": \"t\"}", longer, out, sizeof out), 1);
+    assert_non_null(strstr(out, "tolerances (absent vs {\"a_first\""));
+    assert_non_null(strstr(out, "...)")); /* cut, and saying so */
+    assert_null(strstr(out, "z_last"));
+    /* a value that fits is whole, with no marker */
+    assert_int_equal(scenario_json_diff("{\"t\": {\"a\": 1}}", "{\"t\": {\"a\": 2}}", out,
+                                        sizeof out), 1);
+    assert_string_equal(out, "t.a (1 vs 2)");
+    /* a cut never splits a UTF-8 character: each of these is 2 bytes */
+    char wide[300] = "{\"s\": \"";
+    for (int i = 0; i < 60; i++)
+        strcat(wide, "\xc3\xa9");
+    strcat(wide, "\"}");
+    assert_int_equal(scenario_json_diff("{\"s\": 1}", wide, out, sizeof out), 1);
+    char *cut = strstr(out, "...)");
+    assert_non_null(cut);
+    assert_true(((unsigned char)cut[-1] & 0xC0) != 0xC0); /* no lead byte left alone */
+    assert_true(((unsigned char)cut[-2] == 0xc3 && (unsigned char)cut[-1] == 0xa9) ||
+                (unsigned char)cut[-1] == '"');
+}
+
+/* a scenario line that is not the name in scenario_json is refused, naming its line */
+static void test_scenario_name_mismatch(void **state)
+{
+    (void)state;
+    const char *json = "{\"name\":\"t\"}";
+    char hash[65], text[1024];
+    sha256_hex(json, strlen(json), hash);
+    snprintf(text, sizeof text, "format: harness-baseline 1\nscenario: other\nscenario_hash: %s\n"
+             "device: cpu\ndtype: fp32\nworld_size: 1\nscenario_json: %s\nsteps: 1\n"
+             "step loss\n1 2.0\n", hash, json);
+    expect_bad(text, "bad.baseline:2: scenario: 'other' is not the name in scenario_json ('t')");
+    snprintf(text, sizeof text, "format: harness-baseline 1\nscenario: t\nscenario_hash: %s\n"
+             "device: cpu\ndtype: fp32\nworld_size: 1\nscenario_json: %s\nsteps: 1\n"
+             "step loss\n1 2.0\n", hash, json);
+    baseline b;
+    assert_int_equal(baseline_parse(text, strlen(text), "good.baseline", &b), 0);
+    assert_string_equal(b.scenario, "t");
+    baseline_free(&b);
 }
 
 /* ---- with the store ---- */
@@ -543,6 +603,8 @@ int main(void)
         cmocka_unit_test(test_ensemble_malformed),
         cmocka_unit_test(test_fuzz),
         cmocka_unit_test(test_scenario_diff),
+        cmocka_unit_test(test_scenario_diff_cut),
+        cmocka_unit_test(test_scenario_name_mismatch),
         cmocka_unit_test(test_store_round_trip),
         cmocka_unit_test(test_store_history),
     };

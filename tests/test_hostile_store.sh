@@ -48,8 +48,10 @@ for c in compare report; do
   expect 2 "$c --baseline unreadable file" -- "$H" $c 1 --baseline "$T/no.baseline" --db "$db" "${out[@]}"
   says "no.baseline: cannot read the baseline"; unchanged "$c --baseline missing file"
 done
-expect 0 "report: run 2 against another scenario (a row without baseline)" -- "$H" report 2 --db "$db" --out "$T/r" --no-plots --golden nosuch
+expect 0 "report: run 2 against another scenario (a row without baseline)" -- "$H" report 2 --db "$db" --out "$T/r" --no-plots
 unchanged "report with a refused baseline"
+expect 2 "report --golden of no such label (as compare)" -- "$H" report 2 --db "$db" --out "$T/r2" --no-plots --golden nosuch
+says "no golden 'nosuch'"; unchanged "report --golden nosuch"
 
 # ---- eight compares at once on a store without the label: the committed baseline is imported
 # once (each compare used to import its own copy, the label pointing at the last)

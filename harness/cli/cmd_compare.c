@@ -68,29 +68,38 @@ typedef struct {
     int history_window;         /* --window; 0: the default */
 } compare_args;
 
+/* a whole-number option in [lo, hi] into *out: 0, or 2 after a message ("2.5" is refused, not
+ * cut to 2) */
+static int whole_option(const char *opt, const char *s, double lo, double hi, int *out)
+{
+    double v;
+    if (cmd_number("compare", opt, s, lo, hi, &v))
+        return EXIT_USAGE;
+    if (v != (double)(int)v)
+        return cmd_usage_error("compare", "%s: '%s' is not a whole number", opt, s);
+    *out = (int)v;
+    return 0;
+}
+
 /* --window, --k, --min-drop and --min-runs into a (checked before the store is opened); they
  * belong to --history, and are refused without it rather than ignored */
 static int parse_history_options(compare_args *a)
 {
-    double v;
     history_defaults(&a->history_cfg);
     a->history_window = 0;
     if (!a->history && (a->window || a->k || a->min_drop || a->min_runs))
         return cmd_usage_error("compare", "--window, --k, --min-drop and --min-runs belong to "
                                           "--history (give it, or leave them out)");
-    if (a->window && cmd_number("compare", "--window", a->window, 1, 100000, &v) == 0)
-        a->history_window = (int)v;
-    else if (a->window)
+    if (a->window && whole_option("--window", a->window, 1, 100000, &a->history_window))
         return EXIT_USAGE;
     if (a->k && cmd_number("compare", "--k", a->k, 0, 1e6, &a->history_cfg.k))
         return EXIT_USAGE;
     if (a->min_drop &&
         cmd_number("compare", "--min-drop", a->min_drop, 0, 1, &a->history_cfg.min_drop))
         return EXIT_USAGE;
-    if (a->min_runs && cmd_number("compare", "--min-runs", a->min_runs, 1, 100000, &v))
+    if (a->min_runs &&
+        whole_option("--min-runs", a->min_runs, 1, 100000, &a->history_cfg.min_runs))
         return EXIT_USAGE;
-    if (a->min_runs)
-        a->history_cfg.min_runs = (int)v;
     return 0;
 }
 
@@ -122,14 +131,14 @@ static int parse_compare_args(int argc, char **argv, compare_args *a, int *warmu
     if (a->verdict && gate_parse(a->verdict, &g))
         return cmd_usage_error("compare", "--verdict: '%s' is not band, error_ratio or ensemble",
                                a->verdict);
-    if (a->golden && cmd_nonempty("compare", "--golden", a->golden))
+    if (a->golden && (cmd_nonempty("compare", "--golden", a->golden) ||
+                      golden_arg_check("compare", NULL, a->golden)))
         return EXIT_USAGE;
     if (parse_history_options(a))
         return EXIT_USAGE;
-    double w = -1;
-    if (a->warmup && cmd_number("compare", "--warmup", a->warmup, 0, 1e8, &w))
+    *warmup = -1;
+    if (a->warmup && whole_option("--warmup", a->warmup, 0, 1e8, warmup))
         return EXIT_USAGE;
-    *warmup = (int)w;
     return cmd_run_id("compare", "RUN", pos[0], &a->run_id);
 }
 

@@ -80,7 +80,8 @@ static int parse_report_args(int argc, char **argv, report_args *a)
     if (a->verdict && gate_parse(a->verdict, &g))
         return cmd_usage_error("report", "--verdict: '%s' is not band, error_ratio or ensemble",
                                a->verdict);
-    if (a->golden && cmd_nonempty("report", "--golden", a->golden))
+    if (a->golden && (cmd_nonempty("report", "--golden", a->golden) ||
+                      golden_arg_check("report", NULL, a->golden)))
         return EXIT_USAGE;
     if (a->since && a->n_pos)
         return cmd_usage_error("report", "--since reports the transitions of every scenario "
@@ -159,14 +160,14 @@ static int build_row(store *st, const report_args *a, int64_t id, report_row *ro
     judgement j;
     memset(row, 0, sizeof *row);
     int rc = judge_run(st, id, &q, &j);
-    if (rc && j.run.n_steps == 0 && !j.run.scenario[0]) {
-        judge_free(&j);
-        return EXIT_USAGE; /* the run itself could not be read */
+    if (rc && (j.failure == JUDGE_NO_RUN || judge_failure_is_input_error(j.failure))) {
+        judge_free(&j); /* the run unreadable, or a golden or verdict input asked for missing */
+        return EXIT_USAGE;
     }
     if (rc) {
         j.base_id = 0;
-        snprintf(row->note, sizeof row->note, "no usable baseline%s%.200s%s (see the messages "
-                 "of 'harness compare %lld')", a->baseline ? " '" : "",
+        snprintf(row->note, sizeof row->note, "%s%s%.200s%s (see the messages of 'harness "
+                 "compare %lld')", judge_failure_text(j.failure), a->baseline ? " '" : "",
                  a->baseline ? a->baseline : "", a->baseline ? "'" : "", (long long)id);
     }
     report_fill_row(row, &j);
@@ -280,10 +281,42 @@ static int default_out(const run_set *s, const char *created, char *out, size_t 
     return make_dir("reports");
 }
 
+/* 1 when an earlier row of s ran the scenario (name and hash) of row i */
+static int scenario_seen(const run_set *s, int i)
+{
+    for (int k = 0; k < i; k++)
+        if (strcmp(s->rows[k].scenario, s->rows[i].scenario) == 0 &&
+            strcmp(s->rows[k].scenario_hash, s->rows[i].scenario_hash) == 0)
+            return 1;
+    return 0;
+}
+
+/* What the deciding verdict of each scenario needs beyond its baseline (the golden named or
+ * needed, an ensemble baseline), checked before the report makes anything: 0, or 2 after a
+ * message. A row without a usable baseline is no error here: it gets its row. */
+static int verdict_inputs_ready(store *st, const report_args *a, const run_set *s)
+{
+    baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, NULL, a->golden,
+                        a->verdict};
+    int rc = 0;
+    for (int i = 0; i < s->n && !rc; i++) {
+        if (scenario_seen(s, i))
+            continue;
+        judge_failure why;
+        char *json = store_get_run_json(st, s->rows[i].id);
+        rc = judge_verdict_inputs_known(st, &q, s->rows[i].scenario, json,
+                                        s->rows[i].scenario_hash, s->rows[i].dtype, &why);
+        free(json);
+    }
+    return rc ? EXIT_USAGE : 0;
+}
+
 static int make_report(store *st, const report_args *a, report *r, char *out_dir, size_t len)
 {
     run_set s;
     int rc = select_runs(st, a, &s);
+    if (!rc)
+        rc = verdict_inputs_ready(st, a, &s);
     if (!rc && !a->no_plots && !report_gnuplot_found()) {
         log_error("report: gnuplot is not installed (apt-get install gnuplot-nox), or not in "
                   "PATH; --no-plots makes the report without plots");
@@ -360,6 +393,10 @@ int cmd_report(int argc, char **argv)
     }
     if ((rc = store_open(a.db, &st)) != 0)
         return rc;
+    if (golden_arg_check("report", st, a.golden)) {
+        store_close(st);
+        return EXIT_USAGE;
+    }
     if (a.since) {
         rc = report_since(st, &a);
         store_close(st);

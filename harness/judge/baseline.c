@@ -109,6 +109,7 @@ typedef struct {
     int version;        /* the format's: 1, 2 (expert counts allowed) or 3 (an ensemble) */
     routing_parser rp;  /* the expert_tokens section */
     int hash_line;      /* the line of scenario_hash, named when it does not match the JSON */
+    int scenario_line;  /* the line of scenario, named when it is not the JSON's name */
 } parser;
 
 static int perr(const parser *ps, const char *field, const char *fmt, ...)
@@ -174,10 +175,15 @@ static int unescape(parser *ps, const char *key, char *s)
             continue;
         }
         char c = *++r;
+        if (c == 0)
+            return perr(ps, key, "a lone '\\' ends the value (a backslash is written \\\\)");
         if (c == '\\' || c == 'n' || c == 'r' || c == 't') {
             *w++ = c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : '\\';
-        } else if (c == 'x' && hexval(r[1]) >= 0 && hexval(r[2]) >= 0 &&
-                   hexval(r[1]) * 16 + hexval(r[2]) != 0) {
+        } else if (c == 'x' && (hexval(r[1]) < 0 || hexval(r[2]) < 0)) {
+            return perr(ps, key, "'\\x' needs two hex digits (\\xHH), got '\\x%.2s'", r + 1);
+        } else if (c == 'x' && hexval(r[1]) * 16 + hexval(r[2]) == 0) {
+            return perr(ps, key, "'\\x%.2s' is a NUL byte, which a value may not hold", r + 1);
+        } else if (c == 'x') {
             *w++ = (char)(hexval(r[1]) * 16 + hexval(r[2]));
             r += 2;
         } else {
@@ -322,6 +328,10 @@ static int set_known(parser *ps, int fi, const char *v)
         return set_int_field(ps, fi, v);
     if (strlen(v) >= f->size)
         return perr(ps, f->key, "longer than %zu bytes", f->size - 1);
+    if (f->required && !v[0])
+        return perr(ps, f->key, "empty (a required key)");
+    if (strcmp(f->key, "scenario") == 0)
+        ps->scenario_line = ps->line;
     if (strcmp(f->key, "scenario_hash") == 0 && !is_hex64(v))
         return perr(ps, f->key, "'%.70s' is not a sha256 (64 hex digits)", v);
     if (strcmp(f->key, "scenario_hash") == 0)
@@ -582,6 +592,24 @@ static int check_hash(parser *ps)
     return 0;
 }
 
+/* the scenario_json, when given with a "name", must name the scenario the file says it is of
+ * (compare looks a label up by that name) */
+static int check_scenario_name(parser *ps)
+{
+    baseline *b = ps->b;
+    json_t *root = b->scenario_json ? json_loads(b->scenario_json, 0, NULL) : NULL;
+    json_t *name = json_object_get(root, "name");
+    int rc = 0;
+    if (json_is_string(name) && strcmp(json_string_value(name), b->scenario) != 0) {
+        parser at_name = *ps; /* the message names the scenario line, not the file's end */
+        at_name.line = ps->scenario_line;
+        rc = perr(&at_name, "scenario", "'%.80s' is not the name in scenario_json ('%.80s')",
+                  b->scenario, json_string_value(name));
+    }
+    json_decref(root);
+    return rc;
+}
+
 /* 1 when the line begins with word followed by a space or tab */
 static int starts_with_word(const char *line, const char *word)
 {
@@ -652,7 +680,7 @@ static int parse_lines(parser *ps)
     ps->line++; /* messages about what is missing point after the last line */
     if ((rc = check_complete(ps, part != IN_HEADER)) || (rc = check_routing(ps, part == IN_ROUTING)))
         return rc;
-    return check_hash(ps);
+    return check_hash(ps) ? EXIT_USAGE : check_scenario_name(ps);
 }
 
 /* A baseline is a finished run, never a diverged one, so a column that is nan at every step
@@ -1005,13 +1033,35 @@ typedef struct {
     int count;
 } diff_list;
 
+#define DIFF_VALUE_MAX 60 /* bytes of a value shown in a scenario diff */
+
+/* v (or "absent" for NULL) in at most DIFF_VALUE_MAX bytes, cut at a UTF-8 character boundary
+ * and ending in "..." when it was cut */
+static void diff_value(const char *v, char out[DIFF_VALUE_MAX + 4])
+{
+    const char *s = v ? v : "absent";
+    size_t n = strlen(s);
+    if (n <= DIFF_VALUE_MAX) {
+        memcpy(out, s, n + 1);
+        return;
+    }
+    n = DIFF_VALUE_MAX - 3;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) /* not inside a character */
+        n--;
+    memcpy(out, s, n);
+    memcpy(out + n, "...", 4);
+}
+
 static void diff_add(diff_list *d, const char *path, const json_t *a, const json_t *b)
 {
     char *va = a ? json_dumps_short(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
     char *vb = b ? json_dumps_short(b, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+    char ca[DIFF_VALUE_MAX + 4], cb[DIFF_VALUE_MAX + 4];
+    diff_value(va, ca);
+    diff_value(vb, cb);
     if (d->used < d->len) {
-        int n = snprintf(d->out + d->used, d->len - d->used, "%s%s (%.60s vs %.60s)",
-                         d->count ? ", " : "", path, va ? va : "absent", vb ? vb : "absent");
+        int n = snprintf(d->out + d->used, d->len - d->used, "%s%s (%s vs %s)",
+                         d->count ? ", " : "", path, ca, cb);
         d->used += n > 0 ? (size_t)n : 0;
     }
     d->count++;

@@ -3,6 +3,7 @@
 #include "baseline_args.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -33,4 +34,20 @@ int baseline_args_check(const char *cmd, const char *baseline, const char *basel
         return EXIT_USAGE;
     }
     return baseline_file_spec_check(baseline);
+}
+
+int golden_arg_check(const char *cmd, store *st, const char *golden)
+{
+    if (!golden || !golden[0])
+        return 0;
+    if (is_file_spec(golden) && baseline_file_spec_check(golden)) {
+        log_error("%s: --golden %s is not a usable baseline file (above)", cmd, golden);
+        return EXIT_USAGE;
+    }
+    run_row r;
+    if (st && is_run_spec(golden) && store_get_run(st, strtoll(golden, NULL, 10), &r)) {
+        log_error("%s: --golden %s: no such run in the store", cmd, golden);
+        return EXIT_USAGE;
+    }
+    return 0;
 }

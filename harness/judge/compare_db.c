@@ -176,22 +176,110 @@ static int load_base_run(store *st, judgement *j, int64_t id, const char *label,
     return 0;
 }
 
-/* a baseline file: reuse the stored import of the same content, or import it */
+/* the imported runs of file's scenario and hash: the candidates for a stored copy of it */
+typedef struct {
+    const baseline *file;
+    int64_t *ids;
+    int n, cap;
+} import_candidates;
+
+static int add_candidate(const run_row *r, void *arg)
+{
+    import_candidates *c = arg;
+    if (!r->imported || strcmp(r->scenario, c->file->scenario) != 0 ||
+        strcmp(r->scenario_hash, c->file->scenario_hash) != 0)
+        return 0;
+    if (c->n == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 8;
+        int64_t *grown = realloc(c->ids, sizeof *grown * (size_t)cap);
+        if (!grown) {
+            log_error("out of memory listing the imported baselines");
+            return EXIT_USAGE;
+        }
+        c->ids = grown;
+        c->cap = cap;
+    }
+    c->ids[c->n++] = r->id;
+    return 0;
+}
+
+/* 1 when stored run id, read under file's label, writes out as file does */
+static int holds_file(store *st, int64_t id, const baseline *file)
+{
+    baseline stored;
+    if (baseline_from_run(st, id, file->label, &stored))
+        return 0;
+    int same = baseline_same(&stored, file);
+    baseline_free(&stored);
+    return same;
+}
+
+/* An imported run whose content is file's, so that a file without a label, or one whose label
+ * names other content, is imported once, not on every compare: 0 and *id set, 1 when there is
+ * none, 2 on a store error. */
+static int find_same_import(store *st, const baseline *file, int64_t *id)
+{
+    import_candidates c = {file, NULL, 0, 0};
+    int rc = store_each_run(st, 0, add_candidate, &c) ? EXIT_USAGE : 1;
+    for (int i = 0; i < c.n && rc == 1; i++)
+        if (holds_file(st, c.ids[i], file)) {
+            *id = c.ids[i];
+            rc = 0;
+        }
+    free(c.ids);
+    return rc;
+}
+
+/* the file's scenario JSON in the canonical form the store keeps (its hash is of that form), so
+ * that the content of a file and of its stored copy compare equal: 0, or 2 out of memory */
+static int canonical_scenario(baseline *file, const char *path)
+{
+    if (!file->scenario_json)
+        return 0;
+    char *canon = scenario_canonical_json(file->scenario_json);
+    if (!canon) {
+        log_error("%s: its scenario_json could not be put in canonical form", path);
+        return EXIT_USAGE;
+    }
+    free(file->scenario_json);
+    file->scenario_json = canon;
+    return 0;
+}
+
+/* the stored copy of a file: found by its label, else by its content; 0 and *id, 1 none, 2 */
+static int find_stored_copy(store *st, const baseline *file, int64_t *id)
+{
+    int found = file->label[0] ? store_find_baseline(st, file->scenario, file->label, id) : 1;
+    if (found == 0 && holds_file(st, *id, file))
+        return 0;
+    return found == 2 ? EXIT_USAGE : find_same_import(st, file, id);
+}
+
+/* a baseline file: reuse the stored import of the same content, or import it; the file's
+ * label is set in the store when it was free (or set_label: the committed file of a label) */
 static int use_file(store *st, judgement *j, const char *path, int set_label)
 {
     baseline file;
     int rc = baseline_read(path, &file);
-    if (rc)
+    if (!rc)
+        rc = canonical_scenario(&file, path);
+    if (rc) {
+        baseline_free(&file);
         return rc;
-    int64_t id = 0;
-    int found = file.label[0] ? store_find_baseline(st, file.scenario, file.label, &id) : 1;
-    if (found == 0 && (rc = load_base_run(st, j, id, file.label, NULL)) == 0 &&
-        baseline_same(&j->base, &file)) {
+    }
+    int64_t id = 0, taken = 0;
+    int found = find_stored_copy(st, &file, &id);
+    int label_rc = file.label[0] ? store_find_baseline(st, file.scenario, file.label, &taken) : 2;
+    int free_label = label_rc == 1;
+    /* a copy found by its content takes the label as an import would */
+    if (found == 0 && (free_label || (set_label && label_rc == 0 && taken != id)))
+        rc = store_set_baseline(st, file.scenario, file.label, id);
+    if (found == 0 && !rc && (rc = load_base_run(st, j, id, file.label, NULL)) == 0) {
         snprintf(j->origin, sizeof j->origin, "%s (stored as run %lld)", path, (long long)id);
     } else if (found == 2) {
         rc = EXIT_USAGE;
-    } else if ((rc = baseline_import(st, &file, &id)) == 0) {
-        if (file.label[0] && (found == 1 || set_label))
+    } else if (found == 1 && (rc = baseline_import(st, &file, &id)) == 0) {
+        if (file.label[0] && (free_label || set_label))
             rc = store_set_baseline(st, file.scenario, file.label, id);
         snprintf(j->origin, sizeof j->origin, "%s", path); /* "imported as" once committed */
         j->imported_id = id;
@@ -423,50 +511,75 @@ int judge_throughput_gated(const judgement *j)
     return j->cfg.min_throughput_ratio >= 0;
 }
 
-/* the verdict that decides: --verdict over the scenario's; its inputs must be there */
+/* the verdict that decides: --verdict over the scenario's; the ensemble's input must be there
+ * (the golden's was checked before the baseline was looked for: golden_for_gate) */
 static int choose_gate(judgement *j, const baseline_query *q)
 {
     if (q->verdict && gate_parse(q->verdict, &j->cfg.gate)) {
         log_error("--verdict: '%s' is not band, error_ratio or ensemble", q->verdict);
         return EXIT_USAGE;
     }
-    if (j->cfg.gate == GATE_ERROR_RATIO && !j->has_golden) {
-        log_error("run %lld: the error_ratio verdict needs a golden run of scenario %s: record one "
-                  "with 'harness run SCENARIO --golden', or give --golden LABEL|RUN|FILE",
-                  (long long)j->run_id, j->run.scenario);
-        return EXIT_USAGE;
-    }
     if (j->cfg.gate == GATE_ENSEMBLE && !j->base.loss_std) {
-        log_error("run %lld: the ensemble verdict needs an ensemble baseline, and %s is a single "
-                  "run: record one with 'harness baseline record --ensemble N'",
-                  (long long)j->run_id, j->origin);
-        return EXIT_USAGE;
+        char who[64];
+        snprintf(who, sizeof who, "run %lld", (long long)j->run_id);
+        return ensemble_missing_error(who, j->origin);
     }
     return 0;
 }
 
-/* judge_run's work; what it writes (a committed baseline file imported on first use) is kept
- * only when it returns 0 */
-static int judge_run_in(store *st, int64_t run_id, const baseline_query *q, judgement *j)
+/* the golden: the one named, else the default; the error_ratio verdict needs one */
+static int golden_for_gate(store *st, judgement *j, const baseline_query *q)
 {
-    if (baseline_from_run(st, run_id, "", &j->run))
+    if (judge_find_golden(st, j, q)) {
+        j->failure = JUDGE_NO_GOLDEN;
         return EXIT_USAGE;
+    }
+    if (judge_gate_of(q, j->run.scenario_json) != GATE_ERROR_RATIO || j->has_golden)
+        return 0;
+    char who[64];
+    snprintf(who, sizeof who, "run %lld", (long long)j->run_id);
+    j->failure = JUDGE_NO_GOLDEN_FOR_VERDICT;
+    return golden_missing_error(who, j->run.scenario);
+}
+
+/* the baseline found, of the same scenario, and the configuration of the two */
+static int baseline_for_run(store *st, judgement *j, const baseline_query *q)
+{
     int rc = find_baseline(st, j, q);
     if (!rc)
         rc = check_hashes(j, q);
     if (!rc)
         rc = scenario_compare_config(j->run.scenario_json, j->run.dtype, j->base.dtype, &j->cfg,
                                      NULL, 0);
+    if (!rc && ((rc = read_host(st, j->run_id, &j->run_at)) == 0))
+        rc = read_host(st, j->base_id, &j->base_at);
     if (rc)
-        return rc;
-    if ((rc = read_host(st, j->run_id, &j->run_at)) || (rc = read_host(st, j->base_id, &j->base_at)))
+        j->failure = JUDGE_NO_BASELINE;
+    return rc;
+}
+
+/* judge_run's work; what it writes (a committed baseline file imported on first use) is kept
+ * only when it returns 0. The golden is looked for first: one named or needed that is missing
+ * is an input error whether or not the baseline can be used. */
+static int judge_run_in(store *st, int64_t run_id, const baseline_query *q, judgement *j)
+{
+    if (baseline_from_run(st, run_id, "", &j->run)) {
+        j->failure = JUDGE_NO_RUN;
+        return EXIT_USAGE;
+    }
+    int rc = golden_for_gate(st, j, q);
+    if (!rc)
+        rc = baseline_for_run(st, j, q);
+    if (rc)
         return rc;
     /* an imported run was made on another machine, whatever its host name says ("vm",
      * "localhost" are common to many machines) */
     j->same_host = j->run_at.host[0] && strcmp(j->run_at.host, j->base_at.host) == 0 &&
                    !j->run_at.imported && !j->base_at.imported;
-    if ((rc = judge_find_golden(st, j, q)) || (rc = choose_gate(j, q)))
+    if ((rc = choose_gate(j, q))) {
+        j->failure = JUDGE_NO_ENSEMBLE;
         return rc;
+    }
     j->cfg.warmup = q->warmup;
     series run = {j->run.steps, j->run.n_steps, j->run.status};
     series base = {j->base.steps, j->base.n_steps, j->base.status};
@@ -486,17 +599,42 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j)
     j->run_id = run_id;
     if (store_is_readonly(st))
         return judge_run_in(st, run_id, q, j);
-    if (store_write_begin(st, "locking the store to judge a run"))
+    if (store_write_begin(st, "locking the store to judge a run")) {
+        j->failure = JUDGE_STORE;
         return EXIT_FAIL;
+    }
     int rc = judge_run_in(st, run_id, q, j);
-    if (store_write_end(st, rc))
+    if (store_write_end(st, rc)) {
+        j->failure = rc ? j->failure : JUDGE_STORE;
         return rc ? rc : EXIT_FAIL;
+    }
     if (j->imported_id) {
         size_t used = strlen(j->origin);
         snprintf(j->origin + used, sizeof j->origin - used, " (imported as run %lld)",
                  (long long)j->imported_id);
     }
     return 0;
+}
+
+const char *judge_failure_text(judge_failure f)
+{
+    switch (f) {
+    case JUDGE_OK: return "";
+    case JUDGE_NO_RUN: return "the run could not be read";
+    case JUDGE_NO_BASELINE: return "no usable baseline";
+    case JUDGE_NO_GOLDEN: return "no usable golden run";
+    case JUDGE_NO_GOLDEN_FOR_VERDICT: return "no golden run, which the error_ratio verdict needs";
+    case JUDGE_NO_ENSEMBLE: return "a single-run baseline, and the ensemble verdict needs an "
+                                   "ensemble";
+    case JUDGE_STORE: return "the store could not be locked or written";
+    }
+    return "not judged";
+}
+
+int judge_failure_is_input_error(judge_failure f)
+{
+    return f == JUDGE_NO_GOLDEN || f == JUDGE_NO_GOLDEN_FOR_VERDICT || f == JUDGE_NO_ENSEMBLE ||
+           f == JUDGE_STORE;
 }
 
 void judge_free(judgement *j)

@@ -36,6 +36,25 @@ typedef struct {
                                   tolerances.verdict; NULL: the scenario's (default band) */
 } baseline_query;
 
+/* why judge_run failed, so that its callers can tell an unusable baseline (the report still
+ * gives the run a row) from an input asked for that is not there (an input error) */
+typedef enum {
+    JUDGE_OK,
+    JUDGE_NO_RUN,             /* the run itself could not be read */
+    JUDGE_NO_BASELINE,        /* no baseline found, unfinished, another scenario, bad tolerances */
+    JUDGE_NO_GOLDEN,          /* the golden named (--golden) is missing or unfit */
+    JUDGE_NO_GOLDEN_FOR_VERDICT, /* the error_ratio verdict decides, and there is no golden */
+    JUDGE_NO_ENSEMBLE,        /* the ensemble verdict decides, and the baseline is a single run */
+    JUDGE_STORE,              /* the store could not be locked or written */
+} judge_failure;
+
+/* the failure in a few words for a summary cell: "no usable baseline", "no golden run, which the
+ * error_ratio verdict needs", ...; "" for JUDGE_OK */
+const char *judge_failure_text(judge_failure f);
+/* 1 when f is a missing or unfit input that was asked for (a golden, the deciding verdict's
+ * input) or a store failure: never a row without a baseline, always exit 2 */
+int judge_failure_is_input_error(judge_failure f);
+
 /* where one side of a comparison ran: the store's host, threads, load and imported mark */
 typedef struct {
     char host[256];
@@ -60,13 +79,15 @@ typedef struct {
     baseline golden;
     int64_t golden_id;         /* 0: read from a file, not the store */
     char golden_origin[512];
+    judge_failure failure;     /* why judge_run returned non-zero; JUDGE_OK when it did not */
 } judgement;
 
-/* Loads run_id, finds its baseline, checks the scenario hashes and compares. Returns 0 (j->res
- * holds the verdict), or 2 after a message (no such run or baseline, malformed baseline file,
- * scenarios that differ without force), 1 when the store could not be locked or written. Runs
- * in one write transaction: a baseline file it imported is kept only when it returns 0. j must
- * be freed with judge_free either way. */
+/* Loads run_id, finds its golden (when one is named or the deciding verdict needs it) and its
+ * baseline, checks the scenario hashes and compares. Returns 0 (j->res holds the verdict), or 2
+ * after a message (no such run, baseline or golden, malformed baseline file, scenarios that
+ * differ without force, a deciding verdict without its input), 1 when the store could not be
+ * locked or written; j->failure says which. Runs in one write transaction: a baseline file it
+ * imported is kept only when it returns 0. j must be freed with judge_free either way. */
 int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
 
 /* Before a run of scenario (its name; its JSON text and hash, NULL when unknown; its dtype) is
@@ -77,6 +98,19 @@ int judge_run(store *st, int64_t run_id, const baseline_query *q, judgement *j);
  * baseline, an unfinished one, or another scenario. */
 int judge_baseline_known(store *st, const baseline_query *q, const char *scenario,
                          const char *scenario_json, const char *scenario_hash, const char *dtype);
+/* judge_baseline_known, which also checks what the deciding verdict needs (q->verdict, else the
+ * scenario's tolerances.verdict): a golden run for error_ratio (and the one q->golden names,
+ * whatever decides), an ensemble baseline for ensemble. 0, or 2 after a message with *why
+ * saying what is missing (JUDGE_NO_BASELINE, JUDGE_NO_GOLDEN, ...). */
+int judge_inputs_known(store *st, const baseline_query *q, const char *scenario,
+                       const char *scenario_json, const char *scenario_hash, const char *dtype,
+                       judge_failure *why);
+/* Only the inputs beyond the baseline, for a run whose baseline may be missing (a report row
+ * without one is no error): the golden as judge_inputs_known checks it, and the ensemble when
+ * the baseline is found and usable. 0, or 2 after a message with *why set. */
+int judge_verdict_inputs_known(store *st, const baseline_query *q, const char *scenario,
+                               const char *scenario_json, const char *scenario_hash,
+                               const char *dtype, judge_failure *why);
 /* train.steps of a scenario's JSON text; 0 when it has none (an exec without a scenario) */
 int scenario_train_steps(const char *scenario_json);
 /* The golden run of j's run (compare_golden.c): q->golden, else the label "golden" of the

@@ -21,4 +21,12 @@ int same_but_baseline(const char *a, const char *b);
 int scenarios_differ(const char *run_hash, const char *run_json, const char *base_hash,
                      const char *base_json, char *diff, size_t len);
 
+/* the verdict that decides a run of scenario_json: q->verdict, else the scenario's
+ * tolerances.verdict, else band (a malformed one is left to scenario_compare_config to name) */
+verdict_gate judge_gate_of(const baseline_query *q, const char *scenario_json);
+/* the messages of a deciding verdict without its input, who naming the run ("run 12") or the
+ * scenario; both return EXIT_USAGE */
+int golden_missing_error(const char *who, const char *scenario);
+int ensemble_missing_error(const char *who, const char *origin);
+
 #endif

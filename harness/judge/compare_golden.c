@@ -1,6 +1,7 @@
 /* harness/judge/compare_golden.c: finding the golden (fp64 cpu64) run of a compared run: a label
  * of the store ("golden" by default), a committed file, a run id or a file; its checks. */
 #define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,14 @@
 
 static int golden_from_run(store *st, judgement *j, int64_t id, const char *how)
 {
-    if (baseline_from_run(st, id, "", &j->golden))
+    if (!st) {
+        log_error("no golden run %lld: the store does not exist yet", (long long)id);
         return EXIT_USAGE;
+    }
+    if (baseline_from_run(st, id, "", &j->golden)) {
+        log_error("the golden run %lld (%s) could not be read", (long long)id, how);
+        return EXIT_USAGE;
+    }
     j->golden_id = id;
     j->has_golden = 1;
     snprintf(j->golden_origin, sizeof j->golden_origin, "%s (run %lld)", how, (long long)id);
@@ -40,7 +47,7 @@ static int golden_by_label(store *st, judgement *j, const baseline_query *q, con
                            int quiet)
 {
     int64_t id;
-    int rc = store_find_baseline(st, j->run.scenario, label, &id);
+    int rc = st ? store_find_baseline(st, j->run.scenario, label, &id) : 1; /* no store yet */
     if (rc == 2)
         return EXIT_USAGE;
     char how[300], path[PATH_MAX], tried[4 * PATH_MAX];
@@ -56,10 +63,16 @@ static int golden_by_label(store *st, judgement *j, const baseline_query *q, con
     return EXIT_USAGE;
 }
 
-/* why g cannot be the golden of j's run, into why (empty: it can) */
+/* why g cannot be the golden of j's run, into why (empty: it can); a run whose scenario is not
+ * known yet (j->run.scenario_hash empty: an exec without a scenario) is not held to one */
 static void golden_unfit(const judgement *j, char *why, size_t len)
 {
     const baseline *g = &j->golden;
+    char who[64];
+    if (j->run_id)
+        snprintf(who, sizeof who, "the run %lld", (long long)j->run_id);
+    else
+        snprintf(who, sizeof who, "the run");
     why[0] = 0;
     if (strcmp(g->status, "ok") != 0)
         snprintf(why, len, "golden %s is %s: a golden must be a finished run (status ok)",
@@ -67,12 +80,11 @@ static void golden_unfit(const judgement *j, char *why, size_t len)
     else if (strcmp(g->dtype, "fp64") != 0)
         snprintf(why, len, "golden %s ran in %s on %s: a golden is an fp64 run ('harness run "
                  "SCENARIO --golden' trains it on cpu64)", j->golden_origin, g->dtype, g->device);
-    else if (strcmp(g->scenario_hash, j->run.scenario_hash) != 0 &&
+    else if (j->run.scenario_hash[0] && strcmp(g->scenario_hash, j->run.scenario_hash) != 0 &&
              !same_but_baseline(g->scenario_json, j->run.scenario_json))
-        snprintf(why, len, "golden %s ran scenario %s (hash %.12s), the run %lld scenario %s "
-                 "(hash %.12s): a golden must be of the run's scenario", j->golden_origin,
-                 g->scenario, g->scenario_hash, (long long)j->run_id, j->run.scenario,
-                 j->run.scenario_hash);
+        snprintf(why, len, "golden %s ran scenario %s (hash %.12s), %s scenario %s (hash %.12s): "
+                 "a golden must be of the run's scenario", j->golden_origin, g->scenario,
+                 g->scenario_hash, who, j->run.scenario, j->run.scenario_hash);
 }
 
 /* A golden must be a finished fp64 run of the run's scenario. One that was asked for (--golden)
@@ -113,4 +125,33 @@ int judge_find_golden(store *st, judgement *j, const baseline_query *q)
     if (!rc && j->has_golden)
         rc = check_golden(j, spec && spec[0]);
     return rc;
+}
+
+verdict_gate judge_gate_of(const baseline_query *q, const char *scenario_json)
+{
+    verdict_gate g = GATE_BAND;
+    if (q->verdict && gate_parse(q->verdict, &g) == 0)
+        return g;
+    json_t *root = scenario_json ? json_loads(scenario_json, 0, NULL) : NULL;
+    json_t *v = json_object_get(json_object_get(root, "tolerances"), "verdict");
+    if (!json_is_string(v) || gate_parse(json_string_value(v), &g))
+        g = GATE_BAND;
+    json_decref(root);
+    return g;
+}
+
+int golden_missing_error(const char *who, const char *scenario)
+{
+    log_error("%s: the error_ratio verdict needs a golden run of scenario %s, and there is none: "
+              "record one with 'harness run SCENARIO --golden' (the label golden), commit "
+              "SCENARIO.golden.baseline, or name one with compare's --golden LABEL|RUN|FILE",
+              who, scenario);
+    return EXIT_USAGE;
+}
+
+int ensemble_missing_error(const char *who, const char *origin)
+{
+    log_error("%s: the ensemble verdict needs an ensemble baseline, and %s is a single run: "
+              "record one with 'harness baseline record --ensemble N'", who, origin);
+    return EXIT_USAGE;
 }

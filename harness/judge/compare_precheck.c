@@ -94,22 +94,181 @@ static int usable_for(const baseline *b, const char *where, const baseline_query
     return EXIT_USAGE;
 }
 
+/* A judgement of a run not recorded yet, as judge_find_golden reads one: its scenario's name,
+ * hash and JSON (hash and JSON may be NULL: not known). 0, or 2 out of memory. */
+static int unrecorded_run(judgement *j, const char *scenario, const char *scenario_json,
+                          const char *scenario_hash)
+{
+    memset(j, 0, sizeof *j);
+    snprintf(j->run.scenario, sizeof j->run.scenario, "%s", scenario ? scenario : "");
+    snprintf(j->run.scenario_hash, sizeof j->run.scenario_hash, "%s",
+             scenario_hash ? scenario_hash : "");
+    if (scenario_json && !(j->run.scenario_json = strdup(scenario_json))) {
+        log_error("out of memory checking the golden of scenario %s", scenario);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* the golden run: the one q->golden names must be there and fit, whatever decides; the
+ * error_ratio verdict needs one (the default, when none is named). 0, or 2 with *why set. */
+static int golden_known(store *st, const baseline_query *q, const char *scenario,
+                        const char *scenario_json, const char *scenario_hash, verdict_gate gate,
+                        judge_failure *why)
+{
+    int asked = q->golden && q->golden[0];
+    if (!asked && gate != GATE_ERROR_RATIO)
+        return 0;
+    judgement j;
+    int rc = unrecorded_run(&j, scenario, scenario_json, scenario_hash);
+    if (!rc && judge_find_golden(st, &j, q)) {
+        *why = JUDGE_NO_GOLDEN;
+        rc = EXIT_USAGE;
+    }
+    if (!rc && gate == GATE_ERROR_RATIO && !j.has_golden) {
+        char who[300];
+        snprintf(who, sizeof who, "scenario %.250s", scenario);
+        *why = JUDGE_NO_GOLDEN_FOR_VERDICT;
+        rc = golden_missing_error(who, scenario);
+    }
+    judge_free(&j);
+    return rc;
+}
+
+/* the ensemble verdict needs an ensemble baseline: b read from where */
+static int ensemble_known(const baseline *b, const char *where, const char *scenario,
+                          verdict_gate gate, judge_failure *why)
+{
+    if (gate != GATE_ENSEMBLE || b->loss_std)
+        return 0;
+    char who[300];
+    snprintf(who, sizeof who, "scenario %.250s", scenario);
+    *why = JUDGE_NO_ENSEMBLE;
+    return ensemble_missing_error(who, where);
+}
+
+/* the spec of the baseline: q->spec, else the scenario's default label into label[len]; NULL
+ * when the scenario names its baseline by URL (fetched when the run is judged); 2 after a
+ * message when it names none */
+static int baseline_spec(const baseline_query *q, const char *scenario, const char *scenario_json,
+                         const char *dtype, char *label, size_t len, const char **spec)
+{
+    *spec = q->spec;
+    if (*spec && (*spec)[0])
+        return 0;
+    *spec = NULL;
+    if (names_baseline_url(scenario_json))
+        return 0;
+    if (default_label(scenario, scenario_json, dtype, label, len))
+        return EXIT_USAGE;
+    *spec = label;
+    return 0;
+}
+
+static int has_id(const run_row *r, void *arg)
+{
+    return r->id == *(const int64_t *)arg ? 1 : 0;
+}
+
+/* 1 when run id is in the store (asked without a message) */
+static int run_exists(store *st, int64_t id)
+{
+    return st && store_each_run(st, 0, has_id, &id) == 1;
+}
+
+/* the baseline spec names, read as read_named reads it but with no message where it is not
+ * there: 1 and *b read, else 0 (a file spec was checked before: baseline_args_check) */
+static int read_quietly(store *st, const baseline_query *q, const char *scenario,
+                        const char *spec, baseline *b)
+{
+    char path[PATH_MAX], tried[4 * PATH_MAX];
+    int64_t id = 0;
+    memset(b, 0, sizeof *b);
+    if (is_file_spec(spec))
+        return baseline_read(spec, b) == 0;
+    if (is_run_spec(spec)) {
+        id = strtoll(spec, NULL, 10);
+        return run_exists(st, id) && baseline_from_run(st, id, "", b) == 0;
+    }
+    if (st && store_find_baseline(st, scenario, spec, &id) == 0)
+        return baseline_from_run(st, id, spec, b) == 0;
+    return find_file(q, scenario, spec, path, sizeof path, tried, sizeof tried) &&
+           baseline_read(path, b) == 0;
+}
+
+/* The baseline spec names into *b when it is there, finished and of the same scenario: 0;
+ * else 1 (b empty), with no message of its own (the run's judgement says why) */
+static int read_usable_quietly(store *st, const baseline_query *q, const char *scenario,
+                               const char *spec, const char *hash, const char *json,
+                               baseline *b)
+{
+    char diff[1024];
+    int usable = read_quietly(st, q, scenario, spec, b) && strcmp(b->status, "ok") == 0 &&
+                 (!hash || q->force ||
+                  !scenarios_differ(hash, json, b->scenario_hash, b->scenario_json, diff,
+                                    sizeof diff));
+    if (!usable)
+        baseline_free(b);
+    return usable ? 0 : 1;
+}
+
+int judge_inputs_known(store *st, const baseline_query *q, const char *scenario,
+                       const char *scenario_json, const char *scenario_hash, const char *dtype,
+                       judge_failure *why)
+{
+    char label[256], where[PATH_MAX + 64];
+    const char *spec;
+    verdict_gate gate = judge_gate_of(q, scenario_json);
+    *why = JUDGE_NO_BASELINE;
+    if (baseline_spec(q, scenario, scenario_json, dtype, label, sizeof label, &spec))
+        return EXIT_USAGE;
+    baseline b;
+    memset(&b, 0, sizeof b);
+    int rc = spec ? read_named(st, q, scenario, spec, &b, where, sizeof where) : 0;
+    if (!rc && spec)
+        rc = usable_for(&b, where, q, scenario, scenario_hash, scenario_json);
+    if (!rc)
+        rc = golden_known(st, q, scenario, scenario_json, scenario_hash, gate, why);
+    if (!rc && spec)
+        rc = ensemble_known(&b, where, scenario, gate, why);
+    baseline_free(&b);
+    if (!rc)
+        *why = JUDGE_OK;
+    return rc;
+}
+
 int judge_baseline_known(store *st, const baseline_query *q, const char *scenario,
                          const char *scenario_json, const char *scenario_hash, const char *dtype)
 {
-    char label[256], where[PATH_MAX + 64];
-    const char *spec = q->spec;
-    if (!spec || !spec[0]) {
-        if (names_baseline_url(scenario_json))
-            return 0; /* fetched (and its digest checked) when the run is judged */
-        if (default_label(scenario, scenario_json, dtype, label, sizeof label))
-            return EXIT_USAGE;
+    judge_failure why;
+    return judge_inputs_known(st, q, scenario, scenario_json, scenario_hash, dtype, &why);
+}
+
+int judge_verdict_inputs_known(store *st, const baseline_query *q, const char *scenario,
+                               const char *scenario_json, const char *scenario_hash,
+                               const char *dtype, judge_failure *why)
+{
+    char label[256];
+    const char *spec;
+    verdict_gate gate = judge_gate_of(q, scenario_json);
+    *why = JUDGE_OK;
+    int rc = golden_known(st, q, scenario, scenario_json, scenario_hash, gate, why);
+    if (rc || gate != GATE_ENSEMBLE)
+        return rc;
+    /* the ensemble only where the baseline is there and usable: a row without one is no error,
+     * and says why when it is judged */
+    compare_config cfg;
+    spec = q->spec;
+    if ((!spec || !spec[0]) && !names_baseline_url(scenario_json) &&
+        scenario_compare_config(scenario_json, dtype, dtype, &cfg, label, sizeof label) == 0)
         spec = label;
-    }
+    if (!spec || !spec[0])
+        return 0;
     baseline b;
-    int rc = read_named(st, q, scenario, spec, &b, where, sizeof where);
-    if (!rc)
-        rc = usable_for(&b, where, q, scenario, scenario_hash, scenario_json);
+    char where[300];
+    snprintf(where, sizeof where, "baseline '%.250s'", spec);
+    if (read_usable_quietly(st, q, scenario, spec, scenario_hash, scenario_json, &b) == 0)
+        rc = ensemble_known(&b, where, scenario, gate, why);
     baseline_free(&b);
     return rc;
 }

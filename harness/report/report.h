@@ -91,9 +91,10 @@ int report_html(const report *r, const char *path);     /* harness/report/report
 typedef struct {
     char scenario[256], device[64];
     int64_t prev_id, new_id;              /* the newest run before / since; 0 none */
-    char prev_verdict[16], new_verdict[16]; /* "pass", "fail", ...; "none": no baseline */
+    char prev_verdict[16], new_verdict[16]; /* "pass", "fail", ...; "none": no baseline (a
+                                               run not ok without one: diverged, incomplete) */
     const char *change;  /* new failure, fixed, still failing, still passing, new, gone,
-                            not judged */
+                            not judged, passing / failing, not judged before */
 } transition_row;
 typedef struct {
     transition_row *rows;
@@ -105,11 +106,12 @@ typedef struct {
 /* Per scenario and device (imported runs left out): the newest run since `since` (a run id:
  * runs after it; a UTC date: runs started at or after it) and the newest before, each with its
  * newest stored verdict against a baseline, else judged now with q (not stored). 0, or 2 after
- * a message (a malformed --since, no such run, a store error). */
+ * a message (a malformed --since, no such run, a store error, a golden or verdict input that q
+ * asks for and is not there). */
 int transitions_build(store *st, const char *since, const baseline_query *q, transitions *t);
 void transitions_free(transitions *t);
 /* 1 when the newest run of some row does not pass (new failure, still failing, new and not
- * passing) */
+ * passing, failing and not judged before); a newest run not judged (no baseline) does not */
 int transitions_failing(const transitions *t);
 /* the table as Markdown to f */
 void transitions_markdown(FILE *f, const transitions *t);

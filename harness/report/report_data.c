@@ -16,24 +16,72 @@ static long long json_int_at(json_t *o, const char *key, long long dflt)
     return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
+/* the names the families give a config's sizes: GPT-2's, then Hugging Face's usual ones (BERT,
+ * Llama, Qwen2, Mistral, Mixtral) */
+static const char *const LAYER_KEYS[] = {"n_layer", "num_hidden_layers", "num_layers", NULL};
+static const char *const WIDTH_KEYS[] = {"n_embd", "hidden_size", "d_model", NULL};
+static const char *const HEAD_KEYS[] = {"n_head", "num_attention_heads", NULL};
+
+/* the first of keys that o gives as a whole number > 0; 0 when none */
+static long long first_int(json_t *o, const char *const *keys)
+{
+    for (; *keys; keys++) {
+        long long v = json_int_at(o, *keys, 0);
+        if (v > 0)
+            return v;
+    }
+    return 0;
+}
+
+/* a size of the model: model.overrides' value over model.config's; 0 when the scenario does
+ * not say (the config is in a file or directory) */
+static long long model_size(json_t *model, const char *const *keys)
+{
+    long long v = first_int(json_object_get(model, "overrides"), keys);
+    return v ? v : first_int(json_object_get(model, "config"), keys);
+}
+
+/* appends ", N what" to out when n is known */
+static void add_size(char *out, size_t len, long long n, const char *what)
+{
+    size_t used = strlen(out);
+    if (n > 0 && used < len)
+        snprintf(out + used, len - used, ", %lld %s", n, what);
+}
+
+/* "gpt2, 2 layers, 64 wide, 4 heads"; a config kept outside the scenario (model.path, repo or
+ * config_path) is named, and only the sizes the scenario itself gives are shown, never 0 */
 static void model_summary(json_t *model, report_row *row)
 {
-    json_t *family = json_object_get(model, "family"), *cfg = json_object_get(model, "config");
+    json_t *family = json_object_get(model, "family");
     const char *fam = json_is_string(family) ? json_string_value(family) : "?";
-    if (json_is_object(cfg))
-        snprintf(row->model, sizeof row->model, "%.60s, %lld layers, %lld wide, %lld heads", fam,
-                 json_int_at(cfg, "n_layer", 0), json_int_at(cfg, "n_embd", 0),
-                 json_int_at(cfg, "n_head", 0));
-    else
-        snprintf(row->model, sizeof row->model, "%.60s", fam);
+    const char *source = NULL;
+    static const char *const SOURCES[] = {"path", "repo", "config_path"};
+    for (int i = 0; i < 3 && !source && !json_is_object(json_object_get(model, "config")); i++)
+        if (json_is_string(json_object_get(model, SOURCES[i])))
+            source = json_string_value(json_object_get(model, SOURCES[i]));
+    snprintf(row->model, sizeof row->model, "%.60s", fam);
+    if (source)
+        snprintf(row->model + strlen(row->model), sizeof row->model - strlen(row->model),
+                 " (config in %.60s)", source);
+    add_size(row->model, sizeof row->model, model_size(model, LAYER_KEYS), "layers");
+    add_size(row->model, sizeof row->model, model_size(model, WIDTH_KEYS), "wide");
+    add_size(row->model, sizeof row->model, model_size(model, HEAD_KEYS), "heads");
+    size_t used = strlen(row->model); /* an overrides file the scenario does not hold */
+    if (json_is_string(json_object_get(model, "overrides_path")) && used < sizeof row->model)
+        snprintf(row->model + used, sizeof row->model - used, " (before overrides_path)");
 }
 
 static void overrides_summary(json_t *model, report_row *row)
 {
     json_t *ov = json_object_get(model, "overrides"), *v;
+    json_t *ov_path = json_object_get(model, "overrides_path");
     const char *key;
     size_t used = 0;
     row->overrides[0] = 0;
+    if (json_is_string(ov_path))
+        snprintf(row->overrides, sizeof row->overrides, "in %.400s", json_string_value(ov_path));
+    used = strlen(row->overrides);
     json_object_foreach(ov, key, v) {
         char *val = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         int n = snprintf(row->overrides + used, sizeof row->overrides - used, "%s%s=%s",

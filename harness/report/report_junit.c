@@ -69,11 +69,15 @@ static void junit_case(FILE *f, const report_row *w)
         fprintf(f, "      <failure type=\"%s\" message=\"", verdict_name(w->res.v));
         if (w->res.first_fail_step)
             fprintf(f, "first failing step %d (%s): ", w->res.first_fail_step,
-                    w->res.first_fail_metric);
+                    w->res.first_fail_metric ? w->res.first_fail_metric : "?");
         esc_html(f, w->res.reason);
-        fprintf(f, "\">verdict %s; first failing step %d; steps compared %d; max abs dloss %.6g; "
-                   "baseline '", verdict_name(w->res.v), w->res.first_fail_step,
-                w->res.loss.compared, w->res.loss.max_abs);
+        fprintf(f, "\">verdict %s; ", verdict_name(w->res.v));
+        if (w->res.first_fail_step) /* an incomplete run may have no failing step */
+            fprintf(f, "first failing step %d; ", w->res.first_fail_step);
+        else
+            fputs("no failing step; ", f);
+        fprintf(f, "steps compared %d; max abs dloss %.6g; baseline '", w->res.loss.compared,
+                w->res.loss.max_abs);
         esc_html(f, w->label);
         fprintf(f, "' (run %lld)</failure>\n", (long long)w->base_id);
     }

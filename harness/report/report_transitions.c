@@ -118,31 +118,50 @@ static int by_key(const void *a, const void *b)
 
 /* ---- verdicts ----------------------------------------------------------------------------- */
 
-/* the stored verdict of a comparison with a baseline, else one judged now (not stored); "none"
- * when the run cannot be judged (no baseline) */
+/* the verdict of a run without a usable baseline: a run that did not finish ok fails by
+ * itself as in the report (diverged; failed, stopped or running: incomplete), one that did is
+ * "none" (not judged) */
+static const char *unjudged_verdict(const char *status)
+{
+    if (strcmp(status, "ok") == 0)
+        return "none";
+    return strcmp(status, "diverged") == 0 ? "diverged" : "incomplete";
+}
+
+/* the stored verdict of a comparison with a baseline, else one judged now (not stored); without
+ * a usable baseline, unjudged_verdict. 0, or 2 after a message: a golden or a verdict input
+ * that was asked for is not there (as compare says it) */
 static int run_verdict(store *st, int64_t id, const baseline_query *q, char out[16])
 {
     int rc = store_last_baseline_verdict(st, id, out);
     if (rc != 1)
         return rc;
     judgement j;
-    if (judge_run(st, id, q, &j) == 0)
+    int failed = judge_run(st, id, q, &j) != 0;
+    int input_error = failed && (j.failure == JUDGE_NO_RUN ||
+                                 judge_failure_is_input_error(j.failure));
+    if (!failed)
         snprintf(out, 16, "%s", verdict_name(j.res.v));
-    else
-        snprintf(out, 16, "none");
+    else if (!input_error)
+        snprintf(out, 16, "%s", unjudged_verdict(j.run.status));
     judge_free(&j);
-    return 0;
+    return input_error ? EXIT_USAGE : 0;
 }
 
+/* the change of a row, from the newest run's verdict first: a newest run that does not pass
+ * is failing whether or not the run before it could be judged */
 static const char *change_of(const transition_row *w)
 {
     if (!w->new_id)
         return "gone";
     if (!w->prev_id)
         return "new";
-    if (strcmp(w->new_verdict, "none") == 0 || strcmp(w->prev_verdict, "none") == 0)
+    int is = strcmp(w->new_verdict, "pass") == 0;
+    if (strcmp(w->new_verdict, "none") == 0)
         return "not judged";
-    int was = strcmp(w->prev_verdict, "pass") == 0, is = strcmp(w->new_verdict, "pass") == 0;
+    if (strcmp(w->prev_verdict, "none") == 0)
+        return is ? "passing, not judged before" : "failing, not judged before";
+    int was = strcmp(w->prev_verdict, "pass") == 0;
     return was ? (is ? "still passing" : "new failure") : (is ? "fixed" : "still failing");
 }
 
@@ -269,12 +288,12 @@ static int write_html(const transitions *t, const char *path)
     return report_close(f, path);
 }
 
-/* 1 when the row's newest run does not pass (as transitions_failing counts) */
+/* 1 when the row's newest run does not pass (as transitions_failing counts): whatever the run
+ * before it was, and unless it could not be judged at all */
 static int row_failing(const transition_row *w)
 {
-    return strcmp(w->change, "new failure") == 0 || strcmp(w->change, "still failing") == 0 ||
-           (strcmp(w->change, "new") == 0 && strcmp(w->new_verdict, "pass") != 0 &&
-            strcmp(w->new_verdict, "none") != 0);
+    return w->new_id && strcmp(w->new_verdict, "pass") != 0 &&
+           strcmp(w->new_verdict, "none") != 0;
 }
 
 /* one testcase per scenario and device: a failure when its newest run does not pass, skipped

@@ -126,7 +126,7 @@ static void judge_cell(store *st, const run_args *a, const scenario *s, cell *c)
     judgement j;
     if (judge_run(st, c->run_id, &q, &j)) {
         c->error = 1;
-        snprintf(c->note, sizeof c->note, "no usable baseline");
+        snprintf(c->note, sizeof c->note, "%s", judge_failure_text(j.failure));
     } else {
         if (judge_store(st, &j))
             c->error = 1;
@@ -153,18 +153,37 @@ typedef struct {
 } recorder;
 
 /* Whether the scenario's baseline (a label, a run id, the scenario's default) can be found,
- * finished and of the same scenario, before anything is trained: 0, 2 after a message, or
- * store_open's code (the matrix stops). A store that does not exist yet is not created here. */
-static int baseline_ready(recorder *r, const scenario *s, int *unusable)
+ * finished and of the same scenario, and what its deciding verdict needs besides (a golden run
+ * for error_ratio, an ensemble baseline for ensemble), before anything is trained: 0 (*why
+ * JUDGE_OK when all is there), or store_open's code (the matrix stops). A store that does not
+ * exist yet is not created here. */
+static int baseline_ready(recorder *r, const scenario *s, judge_failure *why)
 {
     const run_args *a = r->a;
     baseline_query q = cell_query(a, s);
     struct stat sb;
     int rc = !r->st && stat(a->db, &sb) == 0 ? store_open(a->db, &r->st) : 0;
+    *why = JUDGE_OK;
     if (rc)
         return rc;
-    *unusable = judge_baseline_known(r->st, &q, s->name, s->json, s->hash, s->dtype) != 0;
+    judge_inputs_known(r->st, &q, s->name, s->json, s->hash, s->dtype, why);
     return 0;
+}
+
+/* the reason an entry's cells do not train, for the summary: the cause named */
+static const char *unusable_why(judge_failure why)
+{
+    switch (why) {
+    case JUDGE_NO_GOLDEN_FOR_VERDICT:
+        return "no golden run, which the error_ratio verdict needs (see above); not trained";
+    case JUDGE_NO_ENSEMBLE:
+        return "the baseline is a single run, and the ensemble verdict needs an ensemble (see "
+               "above); not trained";
+    case JUDGE_NO_GOLDEN:
+        return "no usable golden run (see above); not trained";
+    default:
+        return "no usable baseline (see above); not trained";
+    }
 }
 
 /* prepares, records and judges one cell (its inputs checked before: check_matrix); 0, or
@@ -255,7 +274,8 @@ static int trial_prepare(const run_args *a, const scenario *s, const char *spec)
  * and (trial on spec, NULL for none) its data and model. 0, or store_open's code. */
 static int check_scenario(recorder *r, const char *path, const char *trial, entry *e)
 {
-    int unusable = 0, rc = 0;
+    judge_failure why = JUDGE_OK;
+    int rc = 0;
     if (runner_load_scenario(r->a, path, &e->s)) {
         e->why = "the scenario file is not valid (see above)";
         return 0;
@@ -264,8 +284,8 @@ static int check_scenario(recorder *r, const char *path, const char *trial, entr
         e->why = "the run could not start (see above); not recorded";
     if (!r->a->baseline && baseline_file_spec_check(e->s.baseline)) { /* its default */
         e->why = e->why ? e->why : "the scenario's baseline file is not valid (see above)";
-    } else if ((rc = baseline_ready(r, &e->s, &unusable)) != 0 || unusable) {
-        e->why = e->why ? e->why : "no usable baseline (see above); not trained";
+    } else if ((rc = baseline_ready(r, &e->s, &why)) != 0 || why != JUDGE_OK) {
+        e->why = e->why ? e->why : unusable_why(why);
     }
     return rc;
 }

@@ -252,4 +252,18 @@ expect 1 "run --compare against a moved baseline" -- "$H" run "$tiny" --compare 
 prints "worst verdict: fail"
 expect 2 "run two scenarios without --compare" -- "$H" run "$tiny" "$tiny" --db "$T/m.db"
 
+# ---- the spelling of a number: "clip": 1 and "clip": 1.0 are one scenario to compare
+python3 - "$tiny" "$T/one.json" "$T/onef.json" <<'EOF2'
+import json, os, sys
+d = json.load(open(sys.argv[1])); d["train"]["steps"] = 3
+d["data"]["path"] = os.path.join(os.path.dirname(sys.argv[1]), d["data"]["path"])
+d["train"]["clip"] = 1; json.dump(d, open(sys.argv[2], "w"))
+d["train"]["clip"] = 1.0; json.dump(d, open(sys.argv[3], "w"))
+EOF2
+grep -q '"clip": 1.0' "$T/onef.json" && pass || fail "the fixture lost 1.0"
+expect 0 "run clip 1" -- "$H" run "$T/one.json" --db "$T/num.db" --quiet
+expect 0 "run clip 1.0" -- "$H" run "$T/onef.json" --db "$T/num.db" --quiet
+expect 0 "compare clip 1.0 against clip 1" -- "$H" compare 2 --baseline 1 --db "$T/num.db"
+prints "verdict: pass"
+
 finish

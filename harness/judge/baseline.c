@@ -1092,7 +1092,7 @@ static void diff_values(diff_list *d, const char *path, json_t *a, json_t *b)
 {
     if (json_is_object(a) && json_is_object(b))
         diff_objects(d, path, a, b);
-    else if (!a || !b || !json_equal(a, b))
+    else if (!a || !b || !json_same_value(a, b))
         diff_add(d, path[0] ? path : "(the whole scenario)", a, b);
 }
 

@@ -87,3 +87,37 @@ char *json_dumps_short(const json_t *root, size_t flags)
     free(raw);
     return out;
 }
+
+static int same_members(const json_t *a, const json_t *b)
+{
+    const char *key;
+    const json_t *v;
+    if (json_object_size(a) != json_object_size(b))
+        return 0;
+    json_object_foreach((json_t *)a, key, v) {
+        const json_t *w = json_object_get(b, key);
+        if (!w || !json_same_value(v, w))
+            return 0;
+    }
+    return 1;
+}
+
+int json_same_value(const json_t *a, const json_t *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (json_is_number(a) && json_is_number(b))
+        return json_number_value(a) == json_number_value(b) &&
+               (json_is_real(a) || json_is_real(b) || json_integer_value(a) == json_integer_value(b));
+    if (json_is_object(a) && json_is_object(b))
+        return same_members(a, b);
+    if (json_is_array(a) && json_is_array(b)) {
+        if (json_array_size(a) != json_array_size(b))
+            return 0;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!json_same_value(json_array_get(a, i), json_array_get(b, i)))
+                return 0;
+        return 1;
+    }
+    return json_equal(a, b);
+}

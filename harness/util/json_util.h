@@ -12,4 +12,8 @@ const char *json_type_name(const json_t *v);
  * back to the same double: 0.003, not jansson's 0.0030000000000000001. malloc'd; NULL on error. */
 char *json_dumps_short(const json_t *root, size_t flags);
 
+/* json_equal, but numbers compare by value: 1 and 1.0 are the same number (the spelling of a
+ * number never makes two scenarios differ) */
+int json_same_value(const json_t *a, const json_t *b);
+
 #endif

@@ -219,8 +219,9 @@ typedef struct {
     const model_family *f;
     float *host;
     char *seen;         /* per parameter: 0, 1 by its name, 2 by an alias spelling */
-    const st_tensor *lm_head;
+    const st_tensor *lm_head; /* a tied head saved anyway, checked against the parameter it is */
     const st_file *lm_head_file;
+    int lm_head_of;
     int64_t dropped;    /* tensors of layers past the config's count (num_hidden_layers: 1) */
     char first_dropped[128];
 } loader;
@@ -276,6 +277,12 @@ static int load_one(loader *L, const st_file *f, const st_tensor *t)
         return EXIT_USAGE;
     }
     const param_info *p = model_param(L->m, i);
+    if (alias && strcmp(name, "lm_head.weight") == 0) { /* llama's tied head: checked at the end */
+        L->lm_head = t;
+        L->lm_head_file = f;
+        L->lm_head_of = i;
+        return check_shape(p, t, f->path);
+    }
     if (alias && L->seen[i]) /* the same tensor under its own name too: that one counts */
         return check_shape(p, t, f->path);
     if (L->seen[i] == 1 && !alias) {
@@ -335,23 +342,33 @@ static int init_missing_head(loader *L, const char *dir, uint64_t seed)
     return 0;
 }
 
-/* the tied head (GPT-2 lm_head.weight) is tied to parameter 0 (wte): transformers keeps wte's
- * values; say so when they differ */
+/* A tied head saved anyway (GPT-2's lm_head.weight, BERT's decoder weight: parameter 0; llama's
+ * lm_head.weight with tie_word_embeddings) must hold the embedding's values: transformers 4 tied
+ * a differing one to the embedding, transformers 5 keeps it untied, so such a checkpoint trains
+ * differently by version and is refused rather than read one way silently */
 static int check_lm_head(const loader *L)
 {
     if (!L->lm_head)
         return 0;
-    const param_info *wte = model_param(L->m, 0);
+    const param_info *wte = model_param(L->m, L->lm_head_of);
     float *head = malloc(wte->n * sizeof *head);
     if (!head || st_read_f32(L->lm_head_file, L->lm_head, head)) {
+        if (!head)
+            log_error("%s: out of host memory for %s", L->lm_head_file->path, L->lm_head->name);
         free(head);
         return EXIT_USAGE;
     }
-    if (memcmp(head, L->host + wte->offset, wte->n * sizeof *head) != 0)
-        log_warn("%s: %s differs from %s; %s ties them, so it is ignored (as from_pretrained "
-                 "ignores it)", L->lm_head_file->path, L->f->tied_head, wte->name, L->f->name);
+    int same = memcmp(head, L->host + wte->offset, wte->n * sizeof *head) == 0;
     free(head);
-    return 0;
+    if (same)
+        return 0;
+    log_error("%s: %s differs from %s, but the config ties them (tie_word_embeddings): "
+              "transformers 5 keeps such a head untied, transformers 4 tied it to the embedding; "
+              "%s", L->lm_head_file->path, L->lm_head->name, wte->name,
+              strcmp(L->f->name, "llama") == 0
+                  ? "set \"tie_word_embeddings\": false to train it untied"
+                  : "the harness's model ties them: save the model tied (or drop the tensor)");
+    return EXIT_USAGE;
 }
 
 static int load(model *m, const char *dir, int head_may_miss, uint64_t seed)
@@ -366,7 +383,7 @@ static int load(model *m, const char *dir, int head_may_miss, uint64_t seed)
     if (rc)
         return rc;
     loader L = {m, model_family_of(m), malloc(model_param_count(m) * sizeof(float)),
-                calloc((size_t)model_n_params(m), 1), NULL, NULL, 0, ""};
+                calloc((size_t)model_n_params(m), 1), NULL, NULL, 0, 0, ""};
     if (!L.host || !L.seen) {
         log_error("%s: out of host memory for %zu weights", dir, model_param_count(m));
         rc = EXIT_FAIL;

@@ -17,7 +17,7 @@ COMMON=(harness/util/util.c harness/util/escape.c harness/util/input_file.c)
   -o build-fuzz/fuzz_tokenizer
 # the routing check of HARNESS_STEP's expert_tokens shares the store's shape limits
 "$CC" "${FLAGS[@]}" fuzz/fuzz_logparse.c harness/ingest/logparse*.c harness/store/store_routing.c \
-  harness/store/store.c "${COMMON[@]}" $LIBS $(pkg-config --libs sqlite3) -lm -o build-fuzz/fuzz_logparse
+  harness/store/store.c harness/store/store_values.c "${COMMON[@]}" $LIBS $(pkg-config --libs sqlite3) -lm -o build-fuzz/fuzz_logparse
 "$CC" "${FLAGS[@]}" fuzz/fuzz_mmidx.c harness/formats/data_mmidx.c "${COMMON[@]}" $LIBS \
   -o build-fuzz/fuzz_mmidx
 echo "fuzz: built build-fuzz/fuzz_safetensors, build-fuzz/fuzz_tokenizer, build-fuzz/fuzz_logparse and build-fuzz/fuzz_mmidx"

@@ -480,6 +480,187 @@ static void test_lossless_format_superseded(void **state)
     assert_string_equal(m.locked->name, "deepspeed");
 }
 
+/* transformers with include_num_input_tokens_seen adds train_runtime and train_tokens_per_second
+ * to every step's dict (real transformers 5.23 lines, logging_steps=2): a dict with a loss is a
+ * step; the summary is the one without, and only its numbers are the run's metadata */
+static void test_trainer_tokens_seen(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{'loss': '3.889', 'grad_norm': '0.8189', 'learning_rate': '0.0008333', 'epoch': '0.125', 'num_input_tokens_seen': 128, 'train_runtime': '0.0161', 'train_tokens_per_second': '7974'}", &ev));
+    assert_true(ev.has_step);
+    assert_int_equal(ev.step.step, 1);
+    assert_true(ev.step.loss == 3.889 && ev.step.grad_norm == 0.8189 && ev.step.lr == 0.0008333);
+    assert_int_equal(ev.n_meta, 0); /* a step's train_runtime is no summary */
+    assert_true(read1(&r, "{'loss': '3.902', 'grad_norm': '0.8149', 'learning_rate': '0.0005', 'epoch': '0.25', 'num_input_tokens_seen': 256, 'train_runtime': '0.0235', 'train_tokens_per_second': '1.09e+04'}", &ev));
+    assert_int_equal(ev.step.step, 2);
+    assert_int_equal(ev.n_meta, 0);
+    assert_true(read1(&r, "{'train_runtime': '0.0308', 'train_samples_per_second': '778.7', 'train_steps_per_second': '194.7', 'train_loss': '3.898', 'epoch': '0.375', 'num_input_tokens_seen': 384}", &ev));
+    assert_false(ev.has_step);
+    assert_string_equal(ev.meta[0].key, "trainer_train_runtime");
+    assert_true(atof(ev.meta[0].value) == 0.0308);
+    assert_int_equal(r.steps, 2);
+    /* the summary in another key order is still the summary */
+    assert_true(read1(&r, "{'train_loss': 3.0, 'epoch': 1.0, 'train_runtime': 2.5}", &ev));
+    assert_false(ev.has_step);
+    assert_int_equal(ev.n_meta, 3);
+}
+
+/* a Python dict with a 'step' of its own keeps it, in either key order; one that is no whole
+ * number skips the line */
+static void test_trainer_own_step(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{'loss': 2.5, 'step': 10}", &ev));
+    assert_int_equal(ev.step.step, 10);
+    assert_true(read1(&r, "{'loss': 2.4, 'step': 20}", &ev));
+    assert_int_equal(ev.step.step, 20);
+    assert_true(read1(&r, "{'step': 30, 'loss': 2.3}", &ev));
+    assert_int_equal(ev.step.step, 30);
+    assert_true(ev.step.loss == 2.3);
+    assert_string_equal(r.locked->name, "trainer");
+    memset(&ev, 0, sizeof ev);
+    assert_false(read1(&r, "{'step': 40.5, 'loss': 2.2}", &ev) && ev.has_step);
+    lp_reader t = fresh(NULL, NULL);
+    assert_true(read1(&t, "{'step': 10, 'loss': 2.5, 'grad_norm': 1.0}", &ev));
+    assert_int_equal(ev.step.step, 10);
+    assert_true(ev.step.grad_norm == 1.0);
+}
+
+/* colour codes around a rank tag or a JSON line are taken out before anything else */
+static void test_ansi_colours(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "\033[32m[rank0]:\033[0m HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.0}", &ev));
+    assert_int_equal(ev.step.rank, 0);
+    assert_true(read1(&r, "\033[32m[rank1]:\033[0m HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":9.0}", &ev));
+    assert_int_equal(ev.step.rank, 1);
+    assert_true(read1(&r, "\033[1;31m3:\033[0m HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":9.0}", &ev));
+    assert_int_equal(ev.step.rank, 3);
+    lp_reader j = fresh(NULL, NULL);
+    assert_true(read1(&j, "\033[32m{\"step\":1,\"loss\":2.0}\033[0m", &ev));
+    assert_true(ev.has_step && ev.step.loss == 2.0);
+    assert_string_equal(j.locked->name, "jsonl");
+    /* OSC (a terminal title, a hyperlink) to BEL or ST, and a charset switch */
+    assert_true(read1(&j, "\033]0;title\a\033]8;;http://x\033\\{\"step\":2,\"loss\":1.5}\033(B", &ev));
+    assert_int_equal(ev.step.step, 2);
+    char buf[64];
+    const char *in = "a\033[0;1;32mb\033]2;t\033\\c\033(Bd\033";
+    size_t n = lp_strip_ansi(in, strlen(in), buf, sizeof buf);
+    assert_int_equal(n, 4);
+    assert_memory_equal(buf, "abcd", 4);
+}
+
+/* each step field's range: a value outside is left out (noted in rejected), the rest kept */
+static void test_field_ranges(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":2.0,\"grad_norm\":-1,\"lr\":Infinity,"
+                          "\"step_ms\":-5,\"tokens_per_s\":1e308,\"tokens\":64,\"mem_peak_bytes\":-3,"
+                          "\"mem_total_bytes\":1e300}", &ev));
+    assert_true(ev.has_step);
+    assert_int_equal(ev.step.has, LP_LOSS | LP_TOKENS);
+    assert_int_equal(ev.step.rejected, LP_GRAD_NORM | LP_LR | LP_STEP_MS | LP_TOKENS_PER_S |
+                                       LP_MEM_PEAK | LP_MEM_TOTAL);
+    assert_true(ev.step.rejected_value[1] == -1 && ev.step.rejected_value[4] == -5);
+    assert_string_equal(lp_field_name(LP_GRAD_NORM), "grad_norm");
+    /* in range: a NaN or infinite loss or grad norm (divergence), zeros */
+    assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":2,\"loss\":-Infinity,\"grad_norm\":NaN,"
+                          "\"lr\":0,\"step_ms\":0,\"tokens_per_s\":0,\"mem_used_bytes\":0}", &ev));
+    assert_int_equal(ev.step.rejected, 0);
+    assert_int_equal(ev.step.has, LP_LOSS | LP_GRAD_NORM | LP_LR | LP_STEP_MS | LP_TOKENS_PER_S |
+                                  LP_MEM_USED);
+    assert_true(read1(&r, "HARNESS_STEP {\"v\":1,\"step\":3,\"loss\":1,\"grad_norm\":Infinity,\"lr\":NaN}", &ev));
+    assert_int_equal(ev.step.has, LP_LOSS | LP_GRAD_NORM);
+    assert_int_equal(ev.step.rejected, LP_LR);
+    /* the caps: 1e9 ms, 1e13 tokens and tokens/s, 2^60 bytes */
+    lp_step s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(lp_step_set(&s, "step_ms", LP_CAP_STEP_MS), -1);
+    assert_int_equal(lp_step_set(&s, "step_ms", LP_CAP_STEP_MS / 2), 1);
+    assert_int_equal(lp_step_set(&s, "tokens", LP_CAP_TOKENS), -1);
+    assert_int_equal(lp_step_set(&s, "mem_peak_bytes", LP_CAP_MEM), -1);
+    assert_int_equal(lp_step_set(&s, "mem_peak_bytes", LP_CAP_MEM / 2), 1);
+    assert_int_equal(lp_step_set(&s, "no_such_field", 1), 0);
+}
+
+/* the default jsonl keys are all of the protocol's names, mem_used_bytes too; --keys takes
+ * every field */
+static void test_jsonl_every_field(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{\"step\":1,\"loss\":2,\"mem_used_bytes\":1000}", &ev));
+    assert_true(ev.step.has & LP_MEM_USED);
+    assert_int_equal(ev.step.mem_used_bytes, 1000);
+    lp_reader k = fresh("jsonl", "step=a,loss=b,grad_norm=c,lr=d,tokens=e,step_ms=f,tokens_per_s=g,"
+                                 "mem_peak_bytes=h,mem_used_bytes=i,mem_total_bytes=j,rank=k");
+    assert_int_equal(k.st.n_keys, 11);
+    assert_true(read1(&k, "{\"a\":1,\"b\":2,\"i\":5,\"j\":6,\"k\":0}", &ev));
+    assert_int_equal(ev.step.mem_used_bytes, 5);
+    assert_int_equal(ev.step.mem_total_bytes, 6);
+}
+
+/* a stated step that is no whole number skips its line in every format, never truncated */
+static void test_fractional_steps_skipped(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        " iteration      1.5/ 100 | lm loss: 2.5 |",
+        "iteration      2.5/ 100 | lm loss: 2.5 |",
+        ":::MLLOG {\"key\":\"train_loss\",\"value\":2.5,\"metadata\":{\"step\":2.5}}",
+        "[Rank 0] step=1.5, skipped=0, lr=[0.001], mom=[(0.9, 0.999)]",
+        "epoch=0/micro_step=3/global_step=2.5, RunningAvgSamplesPerSec=1, MaxMemAllocated=1GB",
+        "{'loss': 2.5, 'step': 3.5}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        lp_reader r = fresh(NULL, NULL);
+        lp_event ev;
+        memset(&ev, 0, sizeof ev);
+        if (read1(&r, bad[i], &ev) && ev.has_step)
+            fail_msg("took step %d from: %s", ev.step.step, bad[i]);
+    }
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, ":::MLLOG {\"key\":\"train_loss\",\"value\":2.5,\"metadata\":{\"step\":3.0}}", &ev));
+    assert_int_equal(ev.step.step, 3);
+}
+
+/* Megatron's iteration line at the start of a line, after a time stamp or an srun label, in
+ * Megatron-LM's full shape; "per iteration (ms)" and "skipped iterations" are no iteration */
+static void test_megatron_lines(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "iteration        1/     100 | consumed samples:            8 | elapsed time per iteration (ms): 1234.5 | learning rate: 1.000000E-04 | lm loss: 1.08E+01 |",
+        " [2024-05-01 10:00:00] iteration        1/     100 | consumed samples:            8 | elapsed time per iteration (ms): 1234.5 | throughput per GPU (TFLOP/s/GPU): 12.3 | learning rate: 1.000000E-04 | global batch size:     8 | lm loss: 1.080000E+01 | loss scale: 1.0 | grad norm: 2.345 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+        "3:  [2024-05-01 10:00:00] iteration        1/     100 | elapsed time per iteration (ms): 1234.5 | lm loss: 1.08E+01 |",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        lp_reader r = fresh(NULL, NULL);
+        lp_event ev;
+        memset(&ev, 0, sizeof ev);
+        if (!read1(&r, lines[i], &ev) || !ev.has_step)
+            fail_msg("no step from: %s", lines[i]);
+        assert_int_equal(ev.step.step, 1);
+        assert_true(ev.step.loss == 10.8 && ev.step.step_ms == 1234.5);
+        assert_string_equal(r.locked->name, "deepspeed");
+        assert_int_equal(ev.step.rank, i == 2 ? 3 : -1);
+    }
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    memset(&ev, 0, sizeof ev);
+    assert_false(read1(&r, "elapsed time per iteration (ms): 1234.5 | lm loss: 1.08E+01 |", &ev) && ev.has_step);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +675,10 @@ int main(void)
         cmocka_unit_test(test_high_ranks_apart), cmocka_unit_test(test_json_loss_first_keeps_step),
         cmocka_unit_test(test_file_ranks_apart), cmocka_unit_test(test_keys_step_loss_first),
         cmocka_unit_test(test_lossless_format_superseded),
+        cmocka_unit_test(test_trainer_tokens_seen), cmocka_unit_test(test_trainer_own_step),
+        cmocka_unit_test(test_ansi_colours), cmocka_unit_test(test_field_ranges),
+        cmocka_unit_test(test_jsonl_every_field), cmocka_unit_test(test_fractional_steps_skipped),
+        cmocka_unit_test(test_megatron_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

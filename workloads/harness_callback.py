@@ -10,7 +10,9 @@ interval, so only then is each HARNESS_STEP line the loss of that one step. The 
 one HARNESS_META line when training begins (device, versions) and one HARNESS_STEP line per
 Trainer log that has a loss: step, loss, grad_norm, lr, tokens (the interval's, when Trainer
 counts input tokens, else per_device_batch x seq_len x world size if given), step_ms (the
-interval's wall time / steps), tokens/s, and the device's peak and total memory.
+interval's wall time / steps), tokens/s, and the device's peak and total memory. The device is
+the one the model's parameters are on when training begins (HarnessCallback(device=...) names
+it instead): a model trained on the CPU of a GPU host reports the CPU, never the GPU.
 
 A sparse mixture-of-experts model (Mixtral and its kin) trained with output_router_logits=True
 also gets "expert_tokens" in each HARNESS_STEP: for every MoE layer the tokens the router sent to
@@ -27,9 +29,16 @@ import time
 from transformers import TrainerCallback
 
 
-def device_module(torch):
-    """(module, index) of the accelerator torch runs on: torch.cuda, torch.musa, torch.npu,
-    torch.xpu; (None, None) on the CPU."""
+def device_module(torch, device=None):
+    """(module, index) of the accelerator the training runs on: torch.cuda, torch.musa,
+    torch.npu, torch.xpu; (None, None) on the CPU. device (a torch.device or its name, "cpu",
+    "cuda:1") is that device; None: the first accelerator torch has (the current one of it)."""
+    if device is not None:
+        dev = torch.device(device)
+        mod = getattr(torch, dev.type, None) if dev.type != "cpu" else None
+        if mod is None or not hasattr(mod, "max_memory_allocated"):
+            return None, None  # the CPU (or a device torch keeps no memory figures for)
+        return mod, dev.index if dev.index is not None else mod.current_device()
     for name in ("cuda", "musa", "npu", "xpu"):
         mod = getattr(torch, name, None)
         try:
@@ -51,10 +60,11 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
-def memory(torch):
+def memory(torch, device=None):
     """(peak bytes, total bytes): the accelerator's max_memory_allocated and total memory, or on
-    the CPU the process's peak resident size and the machine's physical memory."""
-    mod, idx = device_module(torch)
+    the CPU the process's peak resident size and the machine's physical memory. device: as
+    device_module's."""
+    mod, idx = device_module(torch, device)
     if mod is not None:
         return int(mod.max_memory_allocated(idx)), int(mod.get_device_properties(idx).total_memory)
     import resource
@@ -63,10 +73,10 @@ def memory(torch):
     return int(peak), int(total)
 
 
-def describe_device(torch):
-    """the HARNESS_META fields that say what ran where"""
+def describe_device(torch, device=None):
+    """the HARNESS_META fields that say what ran where; device: as device_module's"""
     import transformers
-    mod, idx = device_module(torch)
+    mod, idx = device_module(torch, device)
     meta = {"v": 1, "torch": torch.__version__, "transformers": transformers.__version__,
             "python": platform.python_version(), "host": platform.node()}
     if mod is not None:
@@ -78,7 +88,7 @@ def describe_device(torch):
         meta["device_name"] = cpu_name()
         meta["device_type"] = "cpu"
         meta["torch_threads"] = torch.get_num_threads()
-    meta["mem_total_bytes"] = memory(torch)[1]
+    meta["mem_total_bytes"] = memory(torch, device)[1]
     return meta
 
 
@@ -105,9 +115,11 @@ def emit(tag, fields):
 class HarnessCallback(TrainerCallback):
     """Prints HARNESS_META at train begin and HARNESS_STEP at each Trainer log with a loss."""
 
-    def __init__(self, tokens_per_step=None, rank=None):
+    def __init__(self, tokens_per_step=None, rank=None, device=None):
         import torch
         self.torch = torch
+        self.given_device = device  # None: the model's, when training begins
+        self.device = device
         self.tokens_per_step = tokens_per_step
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.last_time = None
@@ -136,11 +148,22 @@ class HarnessCallback(TrainerCallback):
             self.expert_tokens = [[a + b for a, b in zip(x, y)]
                                   for x, y in zip(self.expert_tokens, counts)]
 
+    def training_device(self, args, model):
+        """the device the training runs on: the one given, else the model's parameters', else
+        the Trainer's (args.device)"""
+        if self.given_device is not None:
+            return self.given_device
+        try:
+            return next(model.parameters()).device
+        except (AttributeError, StopIteration, TypeError):
+            return getattr(args, "device", None)
+
     def on_train_begin(self, args, state, control, **kwargs):
-        meta = describe_device(self.torch)
+        self.device = self.training_device(args, kwargs.get("model"))
+        meta = describe_device(self.torch, self.device)
         meta["world_size"] = args.world_size
         meta["rank"] = self.rank
-        meta["recorded_by"] = "workloads/harness_callback.py"
+        meta["workload"] = "workloads/harness_callback.py"  # recorded_by is the recorder's
         emit("HARNESS_META", meta)
         if kwargs.get("model") is not None:
             self.watch_routing(kwargs["model"])
@@ -159,7 +182,7 @@ class HarnessCallback(TrainerCallback):
             tokens = (seen - self.last_tokens) // steps
         else:
             tokens = self.tokens_per_step
-        peak, total = memory(self.torch)
+        peak, total = memory(self.torch, self.device)
         line = {"v": 1, "step": state.global_step, "loss": float(logs["loss"]), "step_ms": step_ms,
                 "mem_peak_bytes": peak, "mem_total_bytes": total, "rank": self.rank}
         if logs.get("learning_rate") is not None:  # absent: not recorded (not a NaN)

@@ -220,9 +220,9 @@ def main():
     steps = args.steps or sc["steps"]
     world, rank, device, dev_type = setup(args, torch)
     torch.manual_seed(sc["seed"])
-    meta = hc.describe_device(torch)
+    meta = hc.describe_device(torch, device)  # the device chosen, not the first accelerator
     meta.update({"world_size": world, "rank": rank, "scenario": sc["name"],
-                 "recorded_by": "workloads/hf_causal_lm.py", "deterministic": True,
+                 "workload": "workloads/hf_causal_lm.py", "deterministic": True,
                  "torch_threads": torch.get_num_threads()})
     if world > 1:
         meta["process_group"] = PG_BACKENDS[dev_type]
@@ -281,7 +281,7 @@ def main():
         if dev_mod:
             dev_mod.synchronize()
         ms = (time.perf_counter() - t0) * 1000.0
-        peak, total = hc.memory(torch)
+        peak, total = hc.memory(torch, device)
         tokens = B * T * world
         record = {"v": 1, "step": step, "loss": loss_v, "grad_norm": norm_v,
                   "lr": lr, "tokens": tokens, "step_ms": ms,

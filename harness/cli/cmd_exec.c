@@ -38,11 +38,13 @@ static void exec_usage(FILE *f)
         "                   mllog, deepspeed, jsonl\n"
         "  --keys K         jsonl: FIELD=KEY,... (e.g. step=iter,loss=lm_loss)\n"
         "  --compare        judge the run against its baseline as 'harness run --compare'\n"
+        "                   (every recorded run, whatever its status)\n"
         "  --baseline B     with --compare: LABEL, RUN id or FILE instead of the scenario's\n"
         "  --baselines D    with --compare: look for committed baseline files in D first\n\n"
         "Exit codes: 0 the run ended ok (and with --compare passed), 1 it failed, diverged or\n"
         "did not pass, 2 usage or input error (nothing is run or recorded then; a --compare\n"
-        "baseline label, run id or file that is not there is found before CMD runs).\n",
+        "baseline label, run id or file that is not there is found before CMD runs, and so is a\n"
+        "store that cannot take the run: locked past its busy timeout, read-only).\n",
         DEFAULT_DB);
 }
 
@@ -136,14 +138,42 @@ static void keep_invocation(recorder *r, char **cmd)
     exec_keep_env(r);
 }
 
-/* the child is running: record it to its end (as the run name when there is no scenario) */
-static int record_child(store *st, const scenario *s, const char *name, const exec_args *a,
-                        child_proc *c, int64_t *run_id)
+/* The run begun and CMD started in one write transaction (as the run name when there is no
+ * scenario): a store that cannot take the run (locked past its busy timeout, read-only) is
+ * exit 2 before CMD runs, and a CMD that cannot be started leaves the store as it was
+ * (*not_started). 0 with CMD running and the run committed, or 2 after a message. */
+static int begin_and_start(store *st, const scenario *s, const char *name, const exec_args *a,
+                           child_proc *c, int64_t *run_id, int *not_started)
+{
+    char err[512];
+    if (store_write_begin(st, "beginning the run") ||
+        exec_begin_run(st, s, name, a->device, 0, run_id)) {
+        store_write_end(st, 1);
+        log_error("exec: the store cannot take the run; CMD was not run");
+        return EXIT_USAGE;
+    }
+    if (child_start(a->cmd, c, err, sizeof err)) {
+        store_write_end(st, 1);
+        log_error("exec: %s", err);
+        *not_started = 1;
+        return EXIT_USAGE;
+    }
+    if (store_write_end(st, 0)) { /* CMD runs already: it is not stopped for the store */
+        log_error("exec: the run could not be recorded; the command runs on unrecorded");
+        child_pump(c, NULL, NULL);
+        *run_id = 0;
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* the child is running and its run begun: record it to its end */
+static int record_child(store *st, const scenario *s, const exec_args *a, child_proc *c,
+                        int64_t run_id)
 {
     char how[300];
     recorder r;
-    if (exec_begin_run(st, s, name, a->device, 0, run_id) ||
-        rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s)) ||
+    if (rec_init(&r, st, run_id, a->format, a->keys, exec_tokens_per_step(s)) ||
         rec_source_add(&r, "stdout", -1) < 0 || rec_source_add(&r, "stderr", -1) < 0) {
         log_error("exec: the run could not be recorded; the command runs on unrecorded");
         child_pump(c, NULL, NULL);
@@ -208,15 +238,12 @@ int cmd_exec(int argc, char **argv)
     if ((rc = store_open(a.db, &st)) == 0) {
         child_proc c;
         int64_t run_id = 0;
-        if (child_start(a.cmd, &c, err, sizeof err)) {
-            log_error("exec: %s", err);
-            rc = EXIT_USAGE;
-            not_started = 1;
-        } else {
-            rc = record_child(st, a.scenario ? &s : NULL, name, &a, &c, &run_id);
-            if (a.compare && rc == 0)
-                rc = exec_compare(st, run_id, a.scenario, a.baseline, a.baselines);
-        }
+        const scenario *sp = a.scenario ? &s : NULL;
+        if ((rc = begin_and_start(st, sp, name, &a, &c, &run_id, &not_started)) == 0)
+            rc = record_child(st, sp, &a, &c, run_id);
+        if (a.compare && run_id) /* every recorded run is judged, as `harness run` does */
+            rc = exec_judged_exit(rc, exec_compare(st, run_id, a.scenario, a.baseline,
+                                                   a.baselines));
         store_close(st);
         if (not_started && !db_existed)
             remove_new_store(a.db);

@@ -32,11 +32,12 @@ static void ingest_usage(FILE *f)
         "Records one run from finished training logs with the parsers of 'harness exec'\n"
         "(docs/workloads.md). Several logs are the ranks of one run: a line's rank tag\n"
         "([rank1]:, [default1]:, [Rank 1], srun --label's 1:, \"rank\" in HARNESS_STEP) says\n"
-        "whose it is, else log k (from 0, in the order given) is rank k. Rank 0's steps\n"
-        "are the run's steps; every rank's steps and memory are kept too. Each file is\n"
-        "stored as the raw log (the first 256 MiB of the run's logs). Every file is opened\n"
-        "before anything is recorded, then read a piece at a time: a log of any size takes\n"
-        "little memory.\n"
+        "whose it is, else log k (from 0, in the order given; logs named alike but for\n"
+        "their numbers, rank0.log ... rank15.log, in the order of the numbers) is rank k.\n"
+        "Rank 0's steps are the run's steps; every rank's steps and memory are kept too.\n"
+        "Each file is stored as the raw log (the first 256 MiB of the run's logs). Every\n"
+        "file is opened before anything is recorded, then read a piece at a time: a log of\n"
+        "any size takes little memory.\n"
         "Then 'harness baseline record' can make the run a baseline.\n\n"
         "  --device LABEL   the device label of the run (required), e.g. a100\n"
         "  --scenario FILE  the scenario the logs trained (name, hash, tolerances)\n"
@@ -45,8 +46,9 @@ static void ingest_usage(FILE *f)
         "  --keys K         jsonl: FIELD=KEY,... (e.g. step=iter,loss=lm_loss)\n"
         "  --compare, --baseline B, --baselines D   as in 'harness exec'\n\n"
         "Exit codes: 0 the run was recorded ok (with --compare: it passed), 1 it has no step,\n"
-        "diverged or did not pass, 2 usage or input error (a log that is missing or no regular\n"
-        "file: nothing is recorded; one that fails while it is read ends the run failed).\n",
+        "diverged or did not pass, 2 usage or input error (a log that is missing, no regular\n"
+        "file or compressed, or a store that cannot take the run: nothing is recorded; a log\n"
+        "that fails while it is read ends the run failed).\n",
         DEFAULT_DB);
 }
 
@@ -77,7 +79,25 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
     return 0;
 }
 
-/* every log opened (a regular file, readable) before anything is recorded; 0 or 2 */
+/* the compressed format whose magic bytes start the file at fd, or NULL (a text log) */
+static const char *compressed_format(int fd)
+{
+    static const struct { const char *name; const char *magic; size_t len; } kinds[] = {
+        {"gzip", "\x1f\x8b", 2}, {"zstd", "\x28\xb5\x2f\xfd", 4},
+        {"xz", "\xfd\x37\x7a\x58\x5a\x00", 6}, {"bzip2", "BZh", 3},
+        {"zip", "PK\x03\x04", 4}};
+    unsigned char head[8];
+    ssize_t got;
+    while ((got = pread(fd, head, sizeof head, 0)) < 0 && errno == EINTR)
+        ;
+    for (size_t i = 0; got > 0 && i < sizeof kinds / sizeof kinds[0]; i++)
+        if ((size_t)got >= kinds[i].len && memcmp(head, kinds[i].magic, kinds[i].len) == 0)
+            return kinds[i].name;
+    return NULL;
+}
+
+/* every log opened (a regular file, readable, not a compressed file) before anything is
+ * recorded; 0 or 2 */
 static int open_logs(const ingest_args *a, int *fds)
 {
     for (int i = 0; i < a->n_logs; i++) {
@@ -87,8 +107,81 @@ static int open_logs(const ingest_args *a, int *fds)
             log_error("ingest: %s: %s", a->logs[i], why);
             return EXIT_USAGE;
         }
+        const char *packed = compressed_format(fds[i]);
+        if (packed) {
+            log_error("ingest: %s: binary file (%s?): not a text log; decompress it first",
+                      a->logs[i], packed);
+            return EXIT_USAGE;
+        }
     }
     return 0;
+}
+
+/* ---- a numbered family of logs (rank0.log ... rank15.log) in the order of its numbers ----- */
+
+/* the name with each run of digits as one '#': "rank#.log" */
+static void name_family(const char *name, char *out, size_t n)
+{
+    size_t o = 0;
+    for (const char *p = name; *p && o + 1 < n; p++)
+        if (*p < '0' || *p > '9')
+            out[o++] = *p;
+        else if (p == name || p[-1] < '0' || p[-1] > '9')
+            out[o++] = '#';
+    out[o] = 0;
+}
+
+/* <0, 0, >0 as a's digit runs (by value) and other bytes order a before b: rank2 < rank10 */
+static int natural_cmp(const char *a, const char *b)
+{
+    while (*a && *b) {
+        int da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (!da || !db) {
+            if (*a != *b)
+                return (unsigned char)*a - (unsigned char)*b;
+            a++, b++;
+            continue;
+        }
+        while (*a == '0' && a[1] >= '0' && a[1] <= '9')
+            a++;
+        while (*b == '0' && b[1] >= '0' && b[1] <= '9')
+            b++;
+        size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
+        if (la != lb)
+            return la < lb ? -1 : 1;
+        int c = memcmp(a, b, la);
+        if (c)
+            return c;
+        a += la, b += lb;
+    }
+    return (unsigned char)*a - (unsigned char)*b;
+}
+
+/* Logs whose paths differ only in their numbers (a shell's rank*.log gives rank10.log before
+ * rank2.log) are taken in the order of those numbers: file k is then rank k as the names say.
+ * Other lists keep the order given. */
+static void order_numbered_family(ingest_args *a)
+{
+    char first[4096], other[4096];
+    name_family(a->logs[0], first, sizeof first);
+    if (a->n_logs < 2 || !strchr(first, '#'))
+        return;
+    for (int i = 1; i < a->n_logs; i++) {
+        name_family(a->logs[i], other, sizeof other);
+        if (strcmp(first, other) != 0)
+            return;
+    }
+    int moved = 0;
+    for (int i = 1; i < a->n_logs; i++) /* insertion sort: stable, and a list is short */
+        for (int j = i; j > 0 && natural_cmp(a->logs[j - 1], a->logs[j]) > 0; j--) {
+            const char *t = a->logs[j];
+            a->logs[j] = a->logs[j - 1];
+            a->logs[j - 1] = t;
+            moved = 1;
+        }
+    if (moved)
+        log_info("ingest: the logs taken in the order of the numbers in their names (%s first): "
+                 "file k is rank k", a->logs[0]);
 }
 
 /* one log through the recorder a piece at a time (a log of any size takes READ_CHUNK of
@@ -149,8 +242,12 @@ static int record_logs(store *st, const scenario *s, const ingest_args *a, const
     recorder r;
     char name[300];
     log_run_name(a, name, sizeof name);
-    if (exec_begin_run(st, s, name, a->device, 1, run_id) ||
-        rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s))) {
+    if (exec_begin_run(st, s, name, a->device, 1, run_id)) { /* locked, read-only: no run */
+        free(buf);
+        *run_id = 0;
+        return EXIT_USAGE;
+    }
+    if (rec_init(&r, st, *run_id, a->format, a->keys, exec_tokens_per_step(s))) {
         free(buf);
         return EXIT_FAIL;
     }
@@ -179,6 +276,7 @@ int cmd_ingest(int argc, char **argv)
     int rc = parse_ingest_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
+    order_numbered_family(&a);
     lp_reader probe;
     char err[512];
     if (lp_reader_init(&probe, a.format, a.keys, err, sizeof err))
@@ -196,8 +294,9 @@ int cmd_ingest(int argc, char **argv)
         if ((rc = store_open(a.db, &st)) == 0) {
             int64_t run_id = 0;
             rc = record_logs(st, a.scenario ? &s : NULL, &a, fds, &run_id);
-            if (a.compare && rc == 0)
-                rc = exec_compare(st, run_id, a.scenario, a.baseline, a.baselines);
+            if (a.compare && run_id) /* every recorded run is judged, as `harness run` does */
+                rc = exec_judged_exit(rc, exec_compare(st, run_id, a.scenario, a.baseline,
+                                                       a.baselines));
             store_close(st);
         }
     }

@@ -39,6 +39,7 @@ int rec_source_add(recorder *r, const char *name, int rank)
     memset(s, 0, sizeof *s);
     s->rank = rank;
     s->first_line = 1;
+    s->line_no = 1;
     if (!(s->name = strdup(name)) || !(s->line = malloc(REC_LINE_MAX))) {
         log_error("out of memory for a line buffer of %s", name);
         free(s->name);
@@ -94,25 +95,47 @@ void rec_extra(recorder *r, const char *key, const char *value)
         r->failed = 1;
 }
 
+/* 1 when key is one of the recorder's own run_extra keys (or in one of its namespaces: log.N,
+ * env.NAME, the parsers' trainer_* and mllog_*), which the workload's metadata may not take */
+static int recorder_key(const char *key)
+{
+    static const char *const own[] = {"exit_code", "signal", "log_truncated", "log_format",
+                                      "loss_kind", "command", "cwd", "recorded_by",
+                                      "series_rank", "fields_out_of_range"};
+    static const char *const prefixes[] = {"log.", "env.", "trainer_", "mllog_"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strcmp(key, own[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
 /* a run_extra key for a key the workload chose: the characters a baseline file's keys may have
  * ([A-Za-z0-9_.-], others become '_'), and "workload." before the names that baseline files and
  * the runs table already use (host, device_name, world_size, ...), so `baseline record` of the
- * run writes no key twice */
-static void extra_key(const char *key, char *out, size_t n)
+ * run writes no key twice, and before the recorder's own keys (own: the key is not the
+ * workload's but a parser's, as the seed parser's loss_kind). Returns 1 when it took a
+ * recorder's key's name. */
+static int extra_key(const char *key, int own, char *out, size_t n)
 {
     static const char *const taken[] = {
         "format", "label", "scenario", "scenario_hash", "device", "device_name", "vendor",
         "driver_version", "runtime_version", "dtype", "world_size", "mem_total_bytes", "host",
         "date", "finished_at", "harness_version", "git_commit", "status", "scenario_json",
         "steps"};
-    int clash = !key[0];
+    char clean[LP_KEY]; /* the name as stored: "exit code" is exit_code too */
+    size_t o = 0;
+    for (const char *p = key; *p && o + 1 < sizeof clean; p++)
+        clean[o++] = (strchr("_.-", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+                      (*p >= 'A' && *p <= 'Z')) ? *p : '_';
+    clean[o] = 0;
+    int reserved = !own && recorder_key(clean), clash = !clean[0] || reserved;
     for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
-        clash |= strcmp(key, taken[i]) == 0;
-    size_t o = (size_t)snprintf(out, n, "%s", clash ? "workload." : "");
-    for (const char *p = key; *p && o + 1 < n; p++)
-        out[o++] = (strchr("_.-", *p) || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-                    (*p >= 'A' && *p <= 'Z')) ? *p : '_';
-    out[o] = 0;
+        clash |= strcmp(clean, taken[i]) == 0;
+    snprintf(out, n, "%s%s", clash ? "workload." : "", clean);
+    return reserved;
 }
 
 /* the workload's self-report: the runs columns it names, and every key in run_extra */
@@ -121,12 +144,15 @@ static void take_meta(recorder *r, const lp_event *ev)
     for (int i = 0; i < ev->n_meta; i++) {
         const lp_kv *kv = &ev->meta[i];
         char key[LP_KEY + 16];
-        extra_key(kv->key, key, sizeof key);
+        int reserved = extra_key(kv->key, !ev->meta_from_workload, key, sizeof key);
         int known = 0;
         for (int k = 0; k < r->n_keys; k++)
             known |= strcmp(r->keys[k], key) == 0;
         if (known)
             continue;
+        if (reserved) /* the name as stored, after "workload." */
+            log_warn("HARNESS_META key '%s' is the recorder's own; the workload's value is "
+                     "stored as '%s'", key + strlen("workload."), key);
         if (r->n_meta_keys == REC_MAX_META_KEYS) { /* a key per step would grow run_extra */
             if (!r->warned_meta)
                 log_warn("the workload named more than %d metadata keys; '%s' and later new "
@@ -258,6 +284,11 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
         return;
     }
     step_record *m = merge(r, rank, s);
+    if ((s->has & LP_LOSS) && !r->lossy[rank]) {
+        r->lossy[rank] = 1;
+        r->n_lossy++;
+        r->lossy_rank = rank;
+    }
     if (rank == 0 && s->expert_tokens)
         take_routing(r, s, m);
     if (rank + 1 > r->ranks_seen)
@@ -278,6 +309,41 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
         count_step(r, m);
 }
 
+/* the length of the valid UTF-8 sequence at p[0..n) (a byte >= 0x80), 0 when it is none */
+static size_t utf8_sequence(const unsigned char *p, size_t n)
+{
+    size_t want = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3
+                : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
+    if (!want || want > n)
+        return 0;
+    for (size_t k = 1; k < want; k++)
+        if ((p[k] & 0xC0) != 0x80)
+            return 0;
+    return want;
+}
+
+/* line[0..len) as text for the run's error into out[n]: control bytes as spaces, bytes that are
+ * no UTF-8 (a compressed or binary file) as '?', a character never cut in two */
+static void printable_text(const char *line, size_t len, char *out, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)line;
+    size_t o = 0;
+    for (size_t k = 0; k < len && o + 1 < n;) {
+        size_t seq = u[k] >= 0x80 ? utf8_sequence(u + k, len - k) : 1;
+        if (seq > 1 && o + seq < n) {
+            memcpy(out + o, line + k, seq);
+            o += seq;
+            k += seq;
+            continue;
+        }
+        if (seq > 1) /* a whole character does not fit: the text ends before it */
+            break;
+        out[o++] = u[k] >= 0x80 ? '?' : u[k] < 0x20 || u[k] == 0x7F ? ' ' : line[k];
+        k++;
+    }
+    out[o] = 0;
+}
+
 static void remember_tail(recorder *r, const char *line, size_t len)
 {
     size_t i = 0;
@@ -289,11 +355,25 @@ static void remember_tail(recorder *r, const char *line, size_t len)
         memmove(r->tail[0], r->tail[1], sizeof r->tail[0] * (REC_TAIL - 1));
         r->n_tail--;
     }
-    char *t = r->tail[r->n_tail++];
-    size_t n = len - i < sizeof r->tail[0] - 1 ? len - i : sizeof r->tail[0] - 1;
-    for (size_t k = 0; k < n; k++) /* no control bytes in the error text */
-        t[k] = (unsigned char)line[i + k] < 0x20 ? ' ' : line[i + k];
-    t[n] = 0;
+    printable_text(line + i, len - i, r->tail[r->n_tail++], sizeof r->tail[0]);
+}
+
+/* the fields of a step line that were out of range and left out: a warning naming the file,
+ * line and field for each of the first REC_MAX_FIELD_WARNINGS, then one saying so */
+static void warn_rejected(recorder *r, const rec_source *s, const lp_step *step)
+{
+    for (int i = 0; i < LP_N_FIELDS; i++) {
+        unsigned bit = 1u << i;
+        if (!(step->rejected & bit))
+            continue;
+        if (++r->bad_fields <= REC_MAX_FIELD_WARNINGS)
+            log_warn("%s:%ld: %s %g is out of range (%s): left out, the line's other fields "
+                     "kept", s->name, s->line_no, lp_field_name(bit), step->rejected_value[i],
+                     lp_field_range(bit));
+        else if (r->bad_fields == REC_MAX_FIELD_WARNINGS + 1)
+            log_warn("more fields out of range: left out without a warning each (their count "
+                     "is fields_out_of_range in run_extra)");
+    }
 }
 
 static void parse_line(recorder *r, const rec_source *s, const char *line, size_t len)
@@ -302,6 +382,8 @@ static void parse_line(recorder *r, const rec_source *s, const char *line, size_
     r->reader.source_rank = s->rank; /* an untagged line uses its file's parser memory */
     if (lp_read_line(&r->reader, line, len, &ev)) {
         take_meta(r, &ev);
+        if (ev.has_step && ev.step.rejected)
+            warn_rejected(r, s, &ev.step);
         if (ev.has_step)
             take_step(r, &ev.step, s->rank);
     }
@@ -330,6 +412,8 @@ static size_t second_tag(const char *line, size_t len)
  * pipe interleave as "HARNESS_STEP {rank 0}HARNESS_STEP {rank 1}\n". Each part is parsed. */
 static void take_line(recorder *r, rec_source *s)
 {
+    /* colours out (of the parsers' view and of the error's last lines; the raw log keeps them) */
+    s->len = lp_strip_ansi(s->line, s->len, s->line, s->len);
     const char *line = s->line;
     size_t len = s->len;
     if (s->first_line && len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0) {
@@ -350,6 +434,7 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
     if (src < 0 || src >= r->n_src)
         return;
     keep_log(r, src, data, len);
+    r->saw_nul |= memchr(data, 0, len) != NULL;
     rec_source *s = &r->src[src];
     for (size_t i = 0; i < len; i++) {
         char c = data[i];
@@ -359,6 +444,7 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
             s->len = 0;
             s->overflow = 0;
             s->first_line = 0;
+            s->line_no += c == '\n';
         } else if (s->len < REC_LINE_MAX) {
             s->line[s->len++] = c;
         } else if (!s->overflow) { /* a line this long is parsed as far as it went */
@@ -376,12 +462,90 @@ void rec_flush(recorder *r)
     store_log(r);
 }
 
-/* "failed: WHY; last output: ...", cut to fit */
+typedef struct {
+    int rank;
+    step_record *rows;
+    size_t n, cap;
+    int failed;
+} rank_rows;
+
+static int keep_rank_row(int rank, const step_record *row, void *arg)
+{
+    rank_rows *k = arg;
+    if (rank != k->rank)
+        return 0;
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 256;
+        step_record *grown = realloc(k->rows, cap * sizeof *grown);
+        if (!grown) {
+            k->failed = 1;
+            return 1;
+        }
+        k->rows = grown;
+        k->cap = cap;
+    }
+    step_record *m = &k->rows[k->n++];
+    *m = *row;
+    if (m->tokens > 0 && m->step_ms > 0) /* rank_steps keeps no tokens/s: computed again */
+        m->tokens_per_s = (double)m->tokens / (m->step_ms / 1000.0);
+    else {
+        m->tokens_per_s = NAN;
+        m->unrecorded |= STEP_NO_TOKENS_PER_S;
+    }
+    return 0;
+}
+
+/* No step of rank 0 had a loss and exactly one other rank's did (Megatron prints the loss on
+ * the last rank, print_rank_last): that rank's steps, kept in rank_steps, are the run's. Not
+ * for the harness's own protocol, whose steps are rank 0's by definition. */
+static void adopt_only_lossy_rank(recorder *r)
+{
+    if (r->steps_stored || r->n_lossy != 1 || r->lossy[0] || r->failed ||
+        !r->reader.locked || strcmp(r->reader.locked->name, "harness") == 0)
+        return;
+    rank_rows k = {r->lossy_rank, NULL, 0, 0, 0};
+    if (store_each_rank_step(r->st, r->run_id, keep_rank_row, &k) || k.failed) {
+        log_error("reading rank %d's steps to make them the run's%s", k.rank,
+                  k.failed ? ": out of memory" : "");
+        r->failed = 1;
+    }
+    for (size_t i = 0; i < k.n && !r->failed; i++) {
+        if (store_put_step(r->st, r->run_id, &k.rows[i]))
+            r->failed = 1;
+        else if (!(k.rows[i].unrecorded & STEP_NO_LOSS))
+            count_step(r, &k.rows[i]);
+    }
+    free(k.rows);
+    if (r->failed)
+        return;
+    char text[160];
+    snprintf(text, sizeof text, "%d (no step of rank 0 had a loss; rank %d's did: Megatron "
+             "prints the loss on the last rank)", k.rank, k.rank);
+    rec_extra(r, "series_rank", text);
+    log_warn("no step of rank 0 had a loss: the run's steps are rank %d's, the only rank whose "
+             "lines carry one", k.rank);
+}
+
+/* s without a UTF-8 character that a cut left incomplete at its end */
+static void drop_cut_character(char *s)
+{
+    size_t len = strlen(s), lead = len;
+    while (lead > 0 && len - lead < 4 && ((unsigned char)s[lead - 1] & 0xC0) == 0x80)
+        lead--;
+    if (lead == 0 || (unsigned char)s[lead - 1] < 0xC0)
+        return; /* ends in ASCII or a lone continuation byte: nothing cut */
+    lead--;
+    if (utf8_sequence((const unsigned char *)s + lead, len - lead) != len - lead)
+        s[lead] = 0;
+}
+
+/* "failed: WHY; last output: ...", cut to fit (never inside a character) */
 static void failure_text(const recorder *r, const char *why, char *out, size_t n)
 {
     size_t o = (size_t)snprintf(out, n, "%s", why);
     for (int i = 0; i < r->n_tail && o < n; i++)
         o += (size_t)snprintf(out + o, n - o, "%s%s", i ? " | " : "; last output: ", r->tail[i]);
+    drop_cut_character(out);
 }
 
 int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
@@ -391,6 +555,12 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
     const char *status = "ok";
     if (r->reader.locked)
         rec_extra(r, "log_format", r->reader.locked->name);
+    if (r->bad_fields) {
+        char count[32];
+        snprintf(count, sizeof count, "%ld", r->bad_fields);
+        rec_extra(r, "fields_out_of_range", count);
+    }
+    adopt_only_lossy_rank(r);
     if (r->ranks_seen > 1 && !r->failed &&
         store_set_run_identity(r->st, r->run_id, NULL, NULL, NULL, r->ranks_seen, 0))
         r->failed = 1;
@@ -407,8 +577,9 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
                      ended_ok ? "" : why, ended_ok ? "" : "; ", r->reader.lines,
                      r->reader.steps, r->reader.locked ? r->reader.locked->name : "");
         else
-            snprintf(what, sizeof what, "%s%sno training step recognised in %ld lines of output "
+            snprintf(what, sizeof what, "%s%s%sno training step recognised in %ld lines of output "
                      "(formats tried: %s)", ended_ok ? "" : why, ended_ok ? "" : "; ",
+                     r->saw_nul ? "binary data (NUL bytes): not a text log? " : "",
                      r->reader.lines, r->reader.forced ? r->reader.forced->name : formats);
         failure_text(r, what, error, sizeof error);
     } else if (!ended_ok) {

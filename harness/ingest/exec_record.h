@@ -11,11 +11,12 @@
 #include "store/store.h"
 
 #define REC_MAX_SOURCES 64
-#define REC_LINE_MAX 65536
+#define REC_LINE_MAX LP_LINE_MAX
 #define REC_TAIL 6
 #define REC_MAX_KEYS 256
 #define REC_MAX_META_KEYS 128 /* keys a workload may add (HARNESS_META, trainer_*, mllog_*) */
 #define REC_LOG_LIMIT ((size_t)256 << 20) /* raw log bytes kept per run */
+#define REC_MAX_FIELD_WARNINGS 20 /* out-of-range fields warned about; later ones counted */
 
 typedef struct {
     char *name;         /* "stdout", "stderr", a file path (whole: run_logs names it so) */
@@ -24,6 +25,7 @@ typedef struct {
     int overflow;       /* the current line passed REC_LINE_MAX: rest skipped */
     int rank;           /* rank of untagged lines (ingest: file k of several is rank k), or -1 */
     int first_line;     /* the line being gathered is the source's first (a UTF-8 BOM is dropped) */
+    long line_no;       /* the line being gathered: 1 + the newlines before it (for messages) */
 } rec_source;
 
 /* the distinct steps of rank 0 stored so far (open addressing; 0 marks a free slot) */
@@ -48,6 +50,10 @@ typedef struct {
     int final_step;          /* the highest of them; final_loss is its (latest) loss */
     double final_loss;
     int warned_rank;         /* a rank past LP_MAX_RANKS was reported */
+    long bad_fields;         /* fields left out as out of range (the first few warned about) */
+    unsigned char lossy[LP_MAX_RANKS]; /* the rank gave a step with a loss */
+    int n_lossy, lossy_rank; /* how many ranks did; the highest of them */
+    int series_rank;         /* the rank whose steps are the run's: 0, or the only lossy one */
     int n_meta_keys, warned_meta; /* keys the workload added; the cap was reported */
     char tail[REC_TAIL][160];
     int n_tail;
@@ -58,6 +64,7 @@ typedef struct {
     size_t log_len, log_cap, log_total;
     int log_src;
     int failed;              /* the store refused a write (message printed) */
+    int saw_nul;             /* a NUL byte came: binary data, not a text log */
     int64_t *routing;        /* rank 0's expert counts of the newest step (HARNESS_STEP) */
     size_t routing_cap;
 } recorder;
@@ -73,7 +80,10 @@ void rec_feed(recorder *r, int src, const char *data, size_t len);
 void rec_flush(recorder *r);
 /* a run_extra key unless it is already there */
 void rec_extra(recorder *r, const char *key, const char *value);
-/* Ends the run: ok when ended_ok and a step was stored, diverged on a NaN/Inf loss, else
+/* Ends the run. When no step of rank 0 had a loss and exactly one other rank's did (Megatron
+ * prints the loss on the last rank), that rank's steps (from rank_steps) become the run's,
+ * noted as series_rank in run_extra (not in the harness format: its steps are rank 0's). Then: ok when ended_ok and a step was stored, diverged on
+ * a NaN/Inf loss, else
  * failed with why (e.g. "exit code 3") plus the last lines of output. Prints the final line
  * on out. Returns 0 ok, 1 otherwise. */
 int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out);

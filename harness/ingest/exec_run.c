@@ -94,3 +94,10 @@ int exec_compare(store *st, int64_t run_id, const char *scenario_path, const cha
     judge_free(&j);
     return rc;
 }
+
+int exec_judged_exit(int recorded, int judged)
+{
+    if (recorded == EXIT_USAGE || judged == EXIT_USAGE)
+        return EXIT_USAGE;
+    return recorded ? recorded : judged;
+}

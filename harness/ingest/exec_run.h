@@ -23,6 +23,10 @@ void exec_keep_env(recorder *r);
  * when there is no usable baseline. */
 int exec_compare(store *st, int64_t run_id, const char *scenario_path, const char *baseline,
                  const char *baselines);
+/* The exit code of a run judged with --compare: 2 when either step says so (an input error, no
+ * usable baseline), else the recording's own when it is not 0 (a failed, diverged or
+ * interrupted run never exits 0, whatever its verdict), else the verdict's (0 pass, 1 not). */
+int exec_judged_exit(int recorded, int judged);
 /* Before anything runs or is recorded: whether exec_compare will find the baseline of a run of
  * s (NULL: none; the run is then called name) in the store at db (not created when missing).
  * 0, or 2 after a message: no such label or run, no default baseline. */

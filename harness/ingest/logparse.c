@@ -34,8 +34,8 @@ void lp_format_names(char *out, size_t n)
 }
 
 static const char *const default_keys[] = {"step", "loss", "grad_norm", "lr", "tokens", "step_ms",
-                                           "tokens_per_s", "mem_peak_bytes", "mem_total_bytes",
-                                           "rank"};
+                                           "tokens_per_s", "mem_peak_bytes", "mem_used_bytes",
+                                           "mem_total_bytes", "rank"};
 
 static int add_key(lp_state *st, const char *field, size_t flen, const char *json, size_t jlen,
                    char *err, size_t n)
@@ -184,6 +184,10 @@ static int take_step(lp_reader *r, const log_parser *p, lp_event *ev)
 
 int lp_read_line(lp_reader *r, const char *line, size_t len, lp_event *ev)
 {
+    if (memchr(line, '\033', len)) { /* colours ("\033[32m[rank1]:\033[0m"): taken out */
+        len = lp_strip_ansi(line, len, r->clean, sizeof r->clean);
+        line = r->clean;
+    }
     int rank = -1;
     size_t skip = rank_tag(line, len, &rank);
     line += skip;

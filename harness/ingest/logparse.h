@@ -13,6 +13,15 @@ enum {
     LP_MEM_TOTAL = 1u << 7, LP_MEM_USED = 1u << 8
 };
 
+#define LP_N_FIELDS 9 /* the fields above, bits 0..8 */
+/* what a field may hold (lp_step_set): loss any real (NaN, Inf: divergence); grad_norm >= 0,
+ * NaN or +Inf; lr finite >= 0; step_ms, tokens_per_s, tokens and the memory figures finite,
+ * >= 0 and below these caps. A value outside is left out of the step (lp_step.rejected). */
+#define LP_CAP_STEP_MS 1e9       /* ms: 11.6 days for one step */
+#define LP_CAP_TOKENS 1e13       /* tokens in one step, and tokens per second */
+#define LP_CAP_MEM 1152921504606846976.0 /* bytes: 2^60, 1 EiB */
+#define LP_LINE_MAX 65536 /* the longest line parsed (exec/ingest cut longer ones there) */
+
 #define LP_MAX_STEP 2000000000 /* the highest step number a parser gives (an int, with room) */
 #define LP_RANK_BAD (-2) /* a "rank" that is no rank (1.5, -1, 1e9): the parsers skip the line */
 typedef struct {
@@ -22,9 +31,14 @@ typedef struct {
     double loss, grad_norm, lr, step_ms, tokens_per_s;
     int64_t tokens, mem_peak_bytes, mem_used_bytes, mem_total_bytes;
     /* a HARNESS_STEP's "expert_tokens" (sparse-MoE routing): the raw text of its array inside
-     * the line, valid while the line is (lp_expert_tokens reads it); NULL when absent */
+     * the line (or inside the reader's clean copy of a line that had ANSI escape sequences),
+     * valid until the next line is read (lp_expert_tokens reads it); NULL when absent */
     const char *expert_tokens;
     size_t expert_tokens_len;
+    /* the fields the line gave out of range (LP_* bits; never in has), each one's value at
+     * rejected_value[bit index]: the recorder warns about them, the line's other fields kept */
+    unsigned rejected;
+    double rejected_value[LP_N_FIELDS];
 } lp_step;
 
 #define LP_MAX_META 16
@@ -40,6 +54,7 @@ typedef struct {
     lp_step step;
     int n_meta;
     lp_kv meta[LP_MAX_META];
+    int meta_from_workload; /* the metadata is the workload's own (HARNESS_META), not a parser's */
 } lp_event;
 
 #define LP_MAX_RANKS 1024 /* ranks 0..1023 are kept; a line of a higher rank is skipped */
@@ -47,7 +62,7 @@ typedef struct {
     int seen, epoch, n;
     double mean;
 } lp_seed_mem;
-#define LP_MAX_KEYS 10
+#define LP_MAX_KEYS 16 /* --keys pairs: every field once, some twice */
 /* the parsers' memory between lines, and the options that shape them */
 typedef struct {
     /* jsonl: field name ("step", "loss", ...) -> the JSON key holding it */
@@ -92,13 +107,15 @@ typedef struct {
                                * k), set before each line; 0 (or -1): rank 0 */
     lp_state st;
     long lines, steps;
+    char clean[LP_LINE_MAX]; /* a line with its ANSI escape sequences taken out */
 } lp_reader;
 
 /* format NULL: detect; keys "field=json_key,..." for jsonl (NULL: the protocol's names).
  * Returns 0, or 2 with a message in err (unknown format, bad --keys). */
 int lp_reader_init(lp_reader *r, const char *format, const char *keys, char *err, size_t n);
-/* One line without its newline. A leading torchrun/DeepSpeed rank tag ("[rank1]:",
- * "[default1]:", "[Rank 1]") sets the rank; an untagged line uses the parser memory (Trainer's
+/* One line without its newline. ANSI escape sequences (colours: CSI ... final byte; OSC ...
+ * BEL or ST; other ESC sequences) are taken out first (of its first LP_LINE_MAX bytes). A
+ * leading torchrun/DeepSpeed rank tag ("[rank1]:", "[default1]:", "[Rank 1]") sets the rank; an untagged line uses the parser memory (Trainer's
  * dict count, seed's running mean, mllog's count) of r->source_rank. Returns 1 when ev holds
  * something. */
 int lp_read_line(lp_reader *r, const char *line, size_t len, lp_event *ev);
@@ -131,7 +148,15 @@ void lp_meta_add(lp_event *ev, const char *key, const char *value);
  * with the reason in why[n] (logparse_routing.c). */
 int lp_expert_tokens(const char *text, size_t len, int64_t **counts, size_t *cap, int *layers,
                      int *experts, char *why, size_t n);
-/* stores a number into the step field named name ("loss", "grad_norm", ...); 1 if known */
+/* Stores a number into the step field named name ("loss", "grad_norm", ...). 1 stored, -1 a
+ * known field whose value is out of its range (above: left out, noted in s->rejected; a step
+ * or rank that is not one leaves s->step as it was / sets LP_RANK_BAD), 0 an unknown name. */
 int lp_step_set(lp_step *s, const char *name, double v);
+/* the name of the field of bit (LP_LOSS ...) and what it may hold, for messages */
+const char *lp_field_name(unsigned bit);
+const char *lp_field_range(unsigned bit);
+/* Copies in[0..len) to out without ANSI escape sequences, at most cap bytes (in == out is
+ * fine: it only shrinks). Returns the length written. */
+size_t lp_strip_ansi(const char *in, size_t len, char *out, size_t cap);
 
 #endif

@@ -1,16 +1,44 @@
 /* harness/ingest/logparse_deepspeed.c: DeepSpeed's step lines: the engine's `step=10, skipped=0,
  * lr=[0.0001], mom=[...]`, its throughput timer's `epoch=0/micro_step=10/global_step=10, ...
- * MaxMemAllocated=1.2GB`, and Megatron-DeepSpeed's ` iteration 10/ 100 | ... | lm loss: ... |`. */
+ * MaxMemAllocated=1.2GB`, and Megatron(-DeepSpeed)'s ` iteration 10/ 100 | ... | lm loss: ... |`
+ * (at the line's start or after a prefix; "elapsed time per iteration (ms)" is no iteration). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "logparse.h"
 
+/* Megatron's "iteration N/ M": the word at the line's start or after a space, ']' or ':',
+ * then spaces, a number, spaces and '/'. Sets *it; 1 when found. */
+static int megatron_iteration(const char *line, size_t len, double *it)
+{
+    static const char word[] = "iteration";
+    const char *end = line + len;
+    for (const char *p = line; (p = lp_find_text(p, (size_t)(end - p), word)) != NULL; p++) {
+        const char *q = p + sizeof word - 1;
+        if (p > line && p[-1] != ' ' && p[-1] != ']' && p[-1] != ':')
+            continue;
+        if (q >= end || *q != ' ')
+            continue;
+        while (q < end && *q == ' ')
+            q++;
+        size_t n = lp_number(q, (size_t)(end - q), it);
+        if (!n)
+            continue;
+        for (q += n; q < end && *q == ' '; q++)
+            ;
+        if (q < end && *q == '/')
+            return 1;
+    }
+    return 0;
+}
+
 static int detect(const char *line, size_t len)
 {
+    double it;
     return (lp_find_text(line, len, "step=") && lp_find_text(line, len, ", skipped=")) ||
            lp_find_text(line, len, "/global_step=") ||
-           (lp_find_text(line, len, " iteration ") && lp_find_text(line, len, "lm loss:"));
+           (lp_find_text(line, len, "lm loss:") && megatron_iteration(line, len, &it));
 }
 
 /* the number after the first `label` in line; 1 when found */
@@ -25,9 +53,10 @@ static int number_after(const char *line, size_t len, const char *label, double 
     return lp_number(p, (size_t)(line + len - p), out) > 0;
 }
 
+/* a step is a whole number (1.5 is no step: the line is skipped, never truncated) */
 static int set_step(lp_event *ev, double step)
 {
-    if (!(step >= 1 && step < 2e9))
+    if (!(step >= 1 && step < 2e9) || step != floor(step))
         return 0;
     ev->step.step = (int)step;
     ev->has_step = 1;
@@ -38,7 +67,7 @@ static int set_step(lp_event *ev, double step)
 static int parse_megatron(const char *line, size_t len, lp_event *ev)
 {
     double it, v;
-    if (!number_after(line, len, " iteration ", &it) || !number_after(line, len, "lm loss:", &v))
+    if (!megatron_iteration(line, len, &it) || !number_after(line, len, "lm loss:", &v))
         return 0;
     lp_step_set(&ev->step, "loss", v);
     if (number_after(line, len, "learning rate:", &v))

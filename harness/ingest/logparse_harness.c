@@ -78,8 +78,10 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
         memset(ev, 0, sizeof *ev); /* truncated, malformed or another version: skipped */
         return 0;
     }
-    if (!is_step)
+    if (!is_step) {
+        ev->meta_from_workload = 1; /* its keys may not take the recorder's own (exec_record.c) */
         return ev->n_meta > 0;
+    }
     if (ev->step.step < 0 || !(ev->step.has & LP_LOSS) || ev->step.rank == LP_RANK_BAD) {
         memset(ev, 0, sizeof *ev);
         return 0;

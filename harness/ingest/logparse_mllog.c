@@ -1,6 +1,7 @@
 /* harness/ingest/logparse_mllog.c: MLPerf logging lines, `:::MLLOG {"key": "train_loss", "value": 2.3,
  * "metadata": {"step": 10, "samples_count": 640, ...}, ...}` (mlperf-logging's mllog). Loss keys:
  * train_loss, loss; tracked_stats carries throughput; submission/system keys become metadata. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +74,8 @@ static int step_of(const mllog_line *l, lp_state *st)
     int *count = st->mem_rank < LP_MAX_RANKS ? &st->mllog_losses[st->mem_rank] : NULL;
     if (count && *count < LP_MAX_STEP) /* counted no further: never an overflow */
         ++*count;
+    if (m.has_step && m.step >= 0 && m.step < 2e9 && m.step != floor(m.step))
+        return -1; /* 2.5 is no step: the line is skipped, never truncated */
     if (m.has_step && m.step >= 0 && m.step < 2e9)
         return (int)m.step; /* 0-based series are shifted by the reader */
     if (m.has_samples && st->mllog_batch > 0 && m.samples >= 0 &&

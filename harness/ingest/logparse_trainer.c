@@ -1,6 +1,9 @@
 /* harness/ingest/logparse_trainer.c: Hugging Face transformers Trainer's log dicts, printed as Python
  * reprs: {'loss': 2.31, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.01} per logging
- * step, and the closing {'train_runtime': ..., 'train_loss': ...} summary (kept as metadata). */
+ * step, and the closing {'train_runtime': ..., 'train_loss': ...} summary (kept as metadata).
+ * A dict with a 'loss' is a step, whatever else it holds (with include_num_input_tokens_seen
+ * Trainer adds 'train_runtime' and 'train_tokens_per_second' to every step's dict); the summary
+ * is the dict without one that has train_loss, train_runtime or train_*_per_second. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,12 +15,24 @@ static const char *dict_start(const char *line, size_t len)
     return p ? p : lp_find_text(line, len, "{\"");
 }
 
+/* the keys that make a dict Trainer's, anywhere in a Python repr */
+static int has_trainer_key(const char *p, size_t rest)
+{
+    static const char *const keys[] = {"'loss':", "'train_runtime':", "'train_loss':"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (lp_find_text(p, rest, keys[i]))
+            return 1;
+    return 0;
+}
+
 static int detect(const char *line, size_t len)
 {
     const char *p = dict_start(line, len);
     if (!p)
         return 0;
     size_t rest = len - (size_t)(p - line);
+    if (p[1] == '\'') /* a Python repr: its keys in any order ({'step': 10, 'loss': 2.5}) */
+        return has_trainer_key(p, rest);
     return (rest > 7 && (!memcmp(p + 2, "loss", 4))) ||
            (rest > 15 && !memcmp(p + 2, "train_runtime", 13));
 }
@@ -36,6 +51,7 @@ typedef struct {
     lp_event *ev;
     const lp_state *st;
     int has_loss, summary, eval, own_step;
+    double step; /* the dict's own step, when own_step */
 } walk;
 
 /* "step", or the key --keys names for jsonl's step (step=iter: "iter") */
@@ -49,22 +65,32 @@ static int names_step(const lp_state *st, const char *key, size_t klen)
     return 0;
 }
 
+/* the closing summary's keys (train_loss there is the mean of the run) */
+static int summary_key(const char *key, size_t klen)
+{
+    return lp_key_is(key, klen, "train_runtime") || lp_key_is(key, klen, "train_loss") ||
+           lp_key_is(key, klen, "train_samples_per_second") ||
+           lp_key_is(key, klen, "train_steps_per_second");
+}
+
 static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
 {
     walk *w = arg;
-    if (lp_key_is(key, klen, "train_runtime"))
+    if (summary_key(key, klen))
         w->summary = 1;
     if (klen > 5 && !memcmp(key, "eval_", 5))
         w->eval = 1;
     double x;
     if (!number_of(v, &x))
         return 0;
-    if (names_step(w->st, key, klen)) /* Trainer prints no step: a line that names its own */
+    if (names_step(w->st, key, klen)) { /* Trainer prints no step: a line that names its own */
         w->own_step = 1;
-
+        w->step = x;
+        return 0;
+    }
     lp_step *s = &w->ev->step;
     if (lp_key_is(key, klen, "loss"))
-        w->has_loss = lp_step_set(s, "loss", x);
+        w->has_loss = lp_step_set(s, "loss", x) > 0;
     else if (lp_key_is(key, klen, "grad_norm"))
         lp_step_set(s, "grad_norm", x);
     else if (lp_key_is(key, klen, "learning_rate"))
@@ -78,13 +104,28 @@ static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
     return 0;
 }
 
+/* the step of a dict with a loss: its own (a whole number, else the line is skipped: -1), or
+ * the count of the rank's dicts (-1 past LP_MAX_STEP) */
+static int step_number(const walk *w, lp_state *st)
+{
+    if (w->own_step) {
+        lp_step probe;
+        memset(&probe, 0, sizeof probe);
+        return lp_step_set(&probe, "step", w->step) > 0 ? probe.step : -1;
+    }
+    int *count = &st->trainer_logs[st->mem_rank]; /* the line's rank's, or its file's */
+    if (*count >= LP_MAX_STEP) /* a log of 2e9 dicts: no step number left, never an overflow */
+        return -1;
+    return ++*count;
+}
+
 static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
 {
     const char *p = dict_start(line, len);
     if (!p)
         return 0;
     memset(ev, 0, sizeof *ev);
-    walk w = {ev, st, 0, 0, 0, 0};
+    walk w = {ev, st, 0, 0, 0, 0, 0};
     if (st->mem_rank >= LP_MAX_RANKS) /* no counter of its own: never another rank's */
         return 0;
     /* a JSON object with a "step" of its own (or the key --keys names for the step) is a JSON
@@ -94,23 +135,22 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
         memset(ev, 0, sizeof *ev);
         return 0;
     }
-    if (w.summary) { /* the final summary: metadata only (its train_loss is the mean) */
+    if (!w.has_loss) { /* the final summary: metadata only (its train_loss is the mean) */
+        if (!w.summary)
+            memset(ev, 0, sizeof *ev);
         ev->step.has = 0;
+        ev->step.rejected = 0;
         return ev->n_meta > 0;
     }
-    if (!w.has_loss) {
+    ev->n_meta = 0; /* epoch, train_runtime so far and the like are per line, not the run's */
+    int step = step_number(&w, st);
+    if (step < 0) {
         memset(ev, 0, sizeof *ev);
         return 0;
     }
-    ev->n_meta = 0; /* epoch and the like are per line, not the run's */
     ev->has_step = 1;
     ev->step.rank = -1;
-    int *count = &st->trainer_logs[st->mem_rank]; /* the line's rank's, or its file's */
-    if (*count >= LP_MAX_STEP) { /* a log of 2e9 dicts: no step number left, never an overflow */
-        memset(ev, 0, sizeof *ev);
-        return 0;
-    }
-    ev->step.step = ++*count;
+    ev->step.step = step;
     return 1;
 }
 

@@ -129,6 +129,29 @@ static void test_batch_is_the_collators_shifted(void **state)
     json_decref(x);
 }
 
+/* the rows of 4 steps of batch 1 on each of 2 ranks over 5 records are
+ * torch.utils.data.DistributedSampler(range(5), num_replicas=2, shuffle=False)'s: the indices
+ * padded to 6 by repeating from the start (0 1 2 3 4 0), rank r taking every second from r, one
+ * epoch after another (it took record 1 where the sampler repeats record 0) */
+static void test_batches_follow_distributed_sampler(void **state)
+{
+    (void)state;
+    enum { N = 5, T = 2 };
+    int32_t ids[N * T], labels[N * T], att[N * T];
+    for (int i = 0; i < N * T; i++)
+        ids[i] = i / T, labels[i] = -100, att[i] = 1;
+    alpaca_dataset ds = {ids, labels, att, N, T, 8};
+    static const int sampler[2][4] = {{0, 2, 4, 0}, {1, 3, 0, 1}};
+    for (int rank = 0; rank < 2; rank++)
+        for (int step = 0; step < 4; step++) {
+            int32_t in[T], am[T], tg[T];
+            alpaca_batch(&ds, step, 1, rank, 2, in, am, tg);
+            if (in[0] != sampler[rank][step])
+                fail_msg("rank %d step %d: record %d, DistributedSampler gives %d", rank, step,
+                         in[0], sampler[rank][step]);
+        }
+}
+
 static const char *write_temp(const char *text, const char *suffix)
 {
     const char *path = tu_temp_path(suffix);
@@ -215,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_json_array_matches_transformers),
         cmocka_unit_test(test_json_lines_match_transformers),
         cmocka_unit_test(test_batch_is_the_collators_shifted),
+        cmocka_unit_test(test_batches_follow_distributed_sampler),
         cmocka_unit_test(test_bad_records_are_refused),
         cmocka_unit_test(test_prompt_template),
         cmocka_unit_test(test_special_ids),

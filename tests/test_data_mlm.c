@@ -151,7 +151,7 @@ static batch_bufs run_batch(const mlm_dataset *ds, uint64_t seed, int step, int 
     size_t n = (size_t)batch * (size_t)ds->seq_len;
     batch_bufs b = {malloc(n * 4), malloc(n * 4), malloc(n * 4), malloc(n * 4)};
     assert_true(b.ids && b.types && b.att && b.labels);
-    mlm_batch(ds, seed, step, batch, 0, 1, b.ids, b.types, b.att, b.labels);
+    mlm_batch(ds, seed, step, batch, (mlm_place){0, 1, 1}, b.ids, b.types, b.att, b.labels);
     return b;
 }
 
@@ -232,10 +232,57 @@ static void test_same_seed_step_same_masks(void **state)
     assert_memory_not_equal(a.labels, d.labels, 8 * 64 * 4); /* another seed */
     /* rank 1 of 2 draws row j = 1 + 2i: the same masks as global row j of one rank */
     int32_t ids[64], types[2 * 64], att[2 * 64], labels[64], ids1[2 * 64], labels1[2 * 64];
-    mlm_batch(&ds, 5, 10, 1, 1, 2, ids, types, att, labels);
-    mlm_batch(&ds, 5, 10, 2, 0, 1, ids1, types, att, labels1);
+    mlm_batch(&ds, 5, 10, 1, (mlm_place){1, 2, 1}, ids, types, att, labels);
+    mlm_batch(&ds, 5, 10, 2, (mlm_place){0, 1, 1}, ids1, types, att, labels1);
     assert_memory_equal(labels, labels1 + 64, sizeof labels);
     free_bufs(&a), free_bufs(&b), free_bufs(&c), free_bufs(&d);
+    mlm_dataset_free(&ds);
+}
+
+/* The samples and masks of optimizer step `opt` (from 0) of a run with global batch 4 made as
+ * world x accumulation x batch, in global-sample order into ids[4*T], labels[4*T]: rank r's
+ * row i of micro-batch a is global sample r + (a*batch + i)*world of the step */
+static void global_step(const mlm_dataset *ds, int opt, int world, int accum, int32_t *ids,
+                        int32_t *labels)
+{
+    int batch = 4 / (world * accum), T = ds->seq_len;
+    int32_t b_ids[4 * 16], types[4 * 16], att[4 * 16], b_lab[4 * 16];
+    assert_true(T <= 16);
+    for (int r = 0; r < world; r++)
+        for (int a = 0; a < accum; a++) {
+            mlm_batch(ds, 77, opt * accum + a, batch, (mlm_place){r, world, accum}, b_ids, types,
+                      att, b_lab);
+            for (int i = 0; i < batch; i++) {
+                int g = r + (a * batch + i) * world;
+                memcpy(ids + g * T, b_ids + i * T, (size_t)T * sizeof *ids);
+                memcpy(labels + g * T, b_lab + i * T, (size_t)T * sizeof *labels);
+            }
+        }
+}
+
+/* a sample's mask depends on its place in the global sample stream only: one rank with batch
+ * 4, accumulation 2 x 2, 2 ranks x 2, 2 ranks with accumulation 2 x 1 and 4 ranks x 1 mask
+ * every sample of every step alike (with accumulation the micro-batch was ignored: rows 2 and
+ * 3 of the global batch drew rows 0 and 1's masks at another step) */
+static void test_masks_same_at_every_world_and_accumulation(void **state)
+{
+    (void)state;
+    enum { T = 16, ROWS = 12 };
+    mlm_dataset ds = plain(T, ROWS, NULL, 0.5);
+    for (size_t r = 0; r < ROWS; r++) /* rows told apart by their ids */
+        for (size_t t = 0; t < T; t++)
+            ds.ids[r * T + t] = (int32_t)(10 + r);
+    static const int shapes[][2] = {{1, 2}, {2, 1}, {2, 2}, {4, 1}, {1, 4}};
+    for (int opt = 0; opt < 3; opt++) {
+        int32_t ids1[4 * T], lab1[4 * T], ids[4 * T], lab[4 * T];
+        global_step(&ds, opt, 1, 1, ids1, lab1);
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            global_step(&ds, opt, shapes[k][0], shapes[k][1], ids, lab);
+            if (memcmp(ids, ids1, sizeof ids) || memcmp(lab, lab1, sizeof lab))
+                fail_msg("step %d: world %d x accumulation %d masks other samples or masks than "
+                         "one rank with batch 4", opt, shapes[k][0], shapes[k][1]);
+        }
+    }
     mlm_dataset_free(&ds);
 }
 
@@ -280,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_proportions),
         cmocka_unit_test(test_special_and_padding_never_chosen),
         cmocka_unit_test(test_same_seed_step_same_masks),
+        cmocka_unit_test(test_masks_same_at_every_world_and_accumulation),
         cmocka_unit_test(test_hand_case),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

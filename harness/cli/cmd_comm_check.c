@@ -34,7 +34,8 @@ static void usage(FILE *f)
             "and prints the slowest rank's mean time, the algorithm bandwidth (size / time)\n"
             "and the bus bandwidth (algbw x 2(n-1)/n for allreduce, (n-1)/n for allgather and\n"
             "reducescatter, 1 for broadcast). Rank 0 stores every row in the comm_checks table\n"
-            "with the device and launcher.\n\n"
+            "with the device and launcher. Every rank must be given the same options: they\n"
+            "are compared before the first collective (exit 2 naming the rank and option).\n\n"
             "  --sizes MIN:MAX  bytes, with B, K, M, G suffixes (powers of 1024; default 8B:64M)\n"
             "  --op OP          allreduce, allgather, reducescatter, broadcast or all (default)\n"
             "  --iters N        timed iterations per size (default 5), --warmup N untimed (1)\n"
@@ -207,31 +208,169 @@ static int store_rows(const cc_args *a, comm *c, store *st, device *d, const cc_
     return rc ? EXIT_FAIL : 0;
 }
 
-/* the host communicator of the launcher's environment, then for nccl the rank's device and the
- * nccl communicator over it (*d: that device). 0, or 1/2 after a message */
+/* what every rank must be given alike, gathered before the first collective: the options that
+ * decide which collectives run, on what and how often (a rank with other sizes or iterations
+ * waited for a collective the others never ran, or compared other values) */
+typedef struct {
+    int32_t stopped; /* 1: this rank stopped before the check (its message says why) */
+    int32_t comm;    /* what --comm resolved to */
+    int32_t n_ops, ops[CC_N_OPS];
+    int32_t iters, warmup, float_values, fault_rank;
+    int32_t reserved; /* 0: no padding bytes go over the wire */
+    uint64_t min_bytes, max_bytes;
+} cc_agreed;
+
+enum { AGREE_SIZES, AGREE_OP, AGREE_ITERS, AGREE_WARMUP, AGREE_VALUES, AGREE_COMM, AGREE_FAULT,
+       AGREE_FIELDS };
+
+/* field f of x as the option that sets it ("--iters 3") into out */
+static void agreed_text(const cc_agreed *x, int f, char *out, size_t len)
+{
+    size_t at = 0;
+    switch (f) {
+    case AGREE_SIZES:
+        snprintf(out, len, "--sizes %lluB:%lluB", (unsigned long long)x->min_bytes,
+                 (unsigned long long)x->max_bytes);
+        break;
+    case AGREE_OP:
+        at = (size_t)snprintf(out, len, "--op ");
+        for (int i = 0; i < x->n_ops && i < CC_N_OPS && at < len; i++)
+            at += (size_t)snprintf(out + at, len - at, "%s%s", i ? "," : "",
+                                   cc_op_name((cc_op)x->ops[i]));
+        break;
+    case AGREE_ITERS:
+        snprintf(out, len, "--iters %d", (int)x->iters);
+        break;
+    case AGREE_WARMUP:
+        snprintf(out, len, "--warmup %d", (int)x->warmup);
+        break;
+    case AGREE_VALUES:
+        snprintf(out, len, "--values %s", x->float_values ? "float" : "int");
+        break;
+    case AGREE_COMM:
+        snprintf(out, len, "--comm %s", comm_kind_name((comm_kind)x->comm));
+        break;
+    default:
+        if (x->fault_rank < 0)
+            snprintf(out, len, "no HARNESS_COMM_FAULT");
+        else
+            snprintf(out, len, "HARNESS_COMM_FAULT=%d", (int)x->fault_rank);
+    }
+}
+
+/* rank k's options against rank 0's: 0, or 2 after rank 0 names the first that differs */
+static int options_differ(const comm *c, int k, const cc_agreed *all)
+{
+    char mine[256], theirs[256];
+    for (int f = 0; f < AGREE_FIELDS; f++) {
+        agreed_text(&all[0], f, mine, sizeof mine);
+        agreed_text(&all[k], f, theirs, sizeof theirs);
+        if (strcmp(mine, theirs) == 0)
+            continue;
+        if (c->rank == 0)
+            log_error("comm-check: rank %d was given %s, rank 0 %s: every rank must be given the "
+                      "same options", k, theirs, mine);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* A collective over the host communicator: every rank's options (a NULL: this rank stopped
+ * before the check) against rank 0's. 0 on every rank, 2 on every rank (rank 0 names the rank
+ * and the option), 1 when the communicator failed */
+static int same_options(comm *c, const cc_args *a, int kind)
+{
+    if (c->size == 1)
+        return a ? 0 : EXIT_USAGE;
+    cc_agreed mine, *all = calloc((size_t)c->size, sizeof *all);
+    memset(&mine, 0, sizeof mine);
+    mine.stopped = a == NULL;
+    if (a) {
+        mine = (cc_agreed){0, kind, a->n_ops, {0}, a->o.iters, a->o.warmup, a->o.float_values,
+                           a->o.fault_rank, 0, a->o.min_bytes, a->o.max_bytes};
+        for (int i = 0; i < a->n_ops && i < CC_N_OPS; i++)
+            mine.ops[i] = a->ops[i];
+    }
+    if (!all || c->ops->allgather(c, &mine, all, sizeof mine)) {
+        log_error("comm-check: comparing the ranks' options: %s", all ? c->error : "out of host "
+                  "memory");
+        free(all);
+        return EXIT_FAIL;
+    }
+    int rc = 0;
+    for (int k = 0; k < c->size; k++)
+        if (all[k].stopped) {
+            if (c->rank == 0 && k != 0 && !all[0].stopped)
+                log_error("comm-check: rank %d stopped before the check (its message says why): "
+                          "every rank stops", k);
+            rc = EXIT_USAGE;
+        }
+    for (int k = 1; !rc && k < c->size; k++)
+        rc = options_differ(c, k, all);
+    free(all);
+    return rc;
+}
+
+/* this rank stops before the check (rc, said; 0 after --help): under a launcher with several
+ * ranks it still joins the job and says so, so that the others stop with exit 2 instead of
+ * waiting for it in MPI_Init for ever. Returns rc */
+static int leave_early(const cc_args *a, int rc)
+{
+    comm_env env;
+    comm *c;
+    double timeout = a->timeout > 0 && a->timeout <= 86400 ? a->timeout : COMM_DEFAULT_TIMEOUT_S;
+    if (comm_env_read(&env) || env.world <= 1 || !comm_have_mpi() ||
+        comm_open(&env, timeout, NULL, &c))
+        return rc;
+    same_options(c, NULL, COMM_MPI);
+    comm_close(c);
+    return rc;
+}
+
+/* what this rank decides alone before MPI starts: *kind, what --comm resolves to; 0, or 2
+ * after a message (any rank's, "rank N: ..." for others than 0: it may be the only one) */
+static int decide_alone(const cc_args *a, const comm_env *env, int *kind)
+{
+    char why[512];
+    /* a fault rank outside the world spoils nothing: a check that cannot fail */
+    if (a->o.fault_rank >= env->world) {
+        comm_env_error(env, "comm-check: HARNESS_COMM_FAULT=%d names no rank of this world of %d "
+                       "(ranks 0 to %d)", a->o.fault_rank, env->world, env->world - 1);
+        return EXIT_USAGE;
+    }
+    *kind = comm_choose(a->comm, a->device, env->world, comm_have_nccl(), why, sizeof why);
+    if (*kind < 0) {
+        comm_env_error(env, "comm-check: %s", why);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* the host communicator of the launcher's environment, the ranks' options compared over it,
+ * then for nccl the rank's device and the nccl communicator over it (*d: that device). 0, or
+ * 1/2 after a message */
 static int open_comm(const cc_args *a, comm **c, device **d)
 {
     comm_env env;
     char why[512];
+    int kind = COMM_MPI;
     *c = NULL;
     *d = NULL;
     int rc = comm_env_read(&env);
     if (rc)
         return rc;
-    if (a->o.fault_rank >= env.world) { /* no rank would spoil anything: a check that cannot fail */
-        if (env.rank == 0)
-            log_error("comm-check: HARNESS_COMM_FAULT=%d names no rank of this world of %d "
-                      "(ranks 0 to %d)", a->o.fault_rank, env.world, env.world - 1);
-        return EXIT_USAGE;
-    }
-    int kind = comm_choose(a->comm, a->device, env.world, comm_have_nccl(), why, sizeof why);
-    if (kind < 0) {
-        if (env.rank == 0)
-            log_error("comm-check: %s", why);
-        return EXIT_USAGE;
-    }
-    if ((rc = comm_open(&env, a->timeout, NULL, c)) || kind != COMM_NCCL)
+    int alone = decide_alone(a, &env, &kind);
+    if (alone)
+        return leave_early(a, alone);
+    if ((rc = comm_open(&env, a->timeout, NULL, c)))
         return rc;
+    if ((rc = same_options(*c, a, kind))) {
+        comm_close(*c);
+        *c = NULL;
+        return rc;
+    }
+    if (kind != COMM_NCCL)
+        return 0;
     *d = comm_rank_device(*c, a->device, 1, why, sizeof why);
     if (!*d)
         log_error("comm-check: rank %d: --device %s: %s", (*c)->rank, a->device, why);
@@ -281,7 +420,7 @@ int cmd_comm_check(int argc, char **argv)
     cc_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)
-        return rc < 0 ? EXIT_PASS : rc;
+        return leave_early(&a, rc < 0 ? EXIT_PASS : rc);
     comm *c = NULL;
     device *d = NULL;
     if ((rc = open_comm(&a, &c, &d)))

@@ -95,7 +95,8 @@ static int check_golden_args(run_args *a)
 static int saved_name(const char *name)
 {
     static const char *const saved[] = {"config.json", "model.safetensors", "tokenizer.json",
-                                        "vocab.json", "merges.txt", "tokenizer_config.json"};
+                                        "vocab.json", "merges.txt", "vocab.txt",
+                                        "tokenizer_config.json"};
     size_t n = strlen(name);
     if (n > 4 && strcmp(name + n - 4, ".tmp") == 0)
         return 1;
@@ -265,7 +266,7 @@ int cmd_run(int argc, char **argv)
     run_args a;
     int rc = parse_run_args(argc, argv, &a);
     if (rc)
-        return rc < 0 ? EXIT_PASS : rc;
+        return runner_leave_early(rc < 0 ? EXIT_PASS : rc);
     if (a.compare)
         return run_matrix(&a);
     return runner_run_one(&a);

@@ -25,6 +25,10 @@ typedef struct {
 /* Reads the environment. 0, or 2 after a message naming the variable (not a number, a rank
  * outside the world, a torchrun RANK/WORLD_SIZE that disagrees with the MPI launcher's). */
 int comm_env_read(comm_env *e);
+/* A message of a decision this rank took alone, before MPI starts (a usage error, a --comm
+ * refused): rank 0 prints it as it is, any other rank as "rank N: ...", so that a rank whose
+ * options differ from rank 0's is never silent */
+void comm_env_error(const comm_env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- the communicator ---- */
 

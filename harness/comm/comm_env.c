@@ -1,5 +1,6 @@
 /* harness/comm/comm_env.c: the rank, world size and local rank a launcher gave this process:
  * Open MPI's mpirun, Slurm's srun, or torchrun's variables; none of them is one rank. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,4 +103,17 @@ int comm_env_read(comm_env *e)
     e->world = 1;
     snprintf(e->launcher, sizeof e->launcher, "none");
     return 0;
+}
+
+void comm_env_error(const comm_env *e, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (e->rank == 0)
+        log_error("%s", msg);
+    else
+        log_error("rank %d: %s", e->rank, msg);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data.h"
 #include "tokenizer.h"
 #include "util/util.h"
 
@@ -189,7 +190,7 @@ void alpaca_batch(const alpaca_dataset *ds, int step, int batch, int rank, int w
     size_t T = (size_t)ds->seq_len;
     for (int i = 0; i < batch; i++) {
         size_t k = (size_t)step * batch + i;
-        size_t row = (rank + k * world) % ds->n_rows;
+        size_t row = sampler_index(k, rank, world, ds->n_rows);
         const int32_t *lab = ds->labels + row * T;
         memcpy(input_ids + i * T, ds->ids + row * T, T * sizeof *input_ids);
         memcpy(attention_mask + i * T, ds->attention + row * T, T * sizeof *attention_mask);

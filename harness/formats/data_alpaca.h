@@ -56,8 +56,9 @@ int alpaca_dataset_load(const char *path, struct tokenizer *t, const alpaca_opti
                         alpaca_dataset *ds);
 void alpaca_dataset_free(alpaca_dataset *ds);
 
-/* The batch of optimizer step `step` (from 0) for rank `rank` of `world`: row i is dataset row
- * (rank + (step*batch + i)*world) mod n_rows (the order of dataset_batch). input_ids and
+/* The batch of loader step `step` (from 0) for rank `rank` of `world`: row i is dataset row
+ * sampler_index(step*batch + i, rank, world, n_rows) (data.h: DistributedSampler's order and
+ * padding without shuffling, as dataset_batch and mlm_batch take them). input_ids and
  * attention_mask as the row; targets[t] = labels[t + 1] (the shift Hugging Face's causal-LM loss
  * does inside the model), -100 at the last position. */
 void alpaca_batch(const alpaca_dataset *ds, int step, int batch, int rank, int world,

@@ -215,21 +215,23 @@ void mlm_mask_row(const mlm_dataset *ds, uint64_t seed, int step, uint32_t j, in
     }
 }
 
-void mlm_batch(const mlm_dataset *ds, uint64_t seed, int step, int batch, int rank, int world,
+void mlm_batch(const mlm_dataset *ds, uint64_t seed, int step, int batch, mlm_place p,
                int32_t *input_ids, int32_t *token_type_ids, int32_t *attention_mask,
                int32_t *labels)
 {
     size_t T = (size_t)ds->seq_len;
+    uint64_t global_batch = (uint64_t)batch * (uint64_t)p.world * (uint64_t)p.accum;
     for (int i = 0; i < batch; i++) {
         size_t k = (size_t)step * (size_t)batch + (size_t)i;
-        size_t row = sampler_index(k, rank, world, ds->n_rows);
+        size_t row = sampler_index(k, p.rank, p.world, ds->n_rows);
+        uint64_t g = (uint64_t)p.rank + (uint64_t)k * (uint64_t)p.world; /* the global sample */
         int32_t *ids = input_ids + (size_t)i * T;
         memcpy(ids, ds->ids + row * T, T * sizeof *ids);
         for (size_t t = 0; t < T; t++) {
             token_type_ids[(size_t)i * T + t] = 0;
             attention_mask[(size_t)i * T + t] = ds->attention[row * T + t];
         }
-        mlm_mask_row(ds, seed, step, (uint32_t)(rank + i * world), ids, ds->special + row * T,
-                     labels + (size_t)i * T);
+        mlm_mask_row(ds, seed, (int)(g / global_batch), (uint32_t)(g % global_batch), ids,
+                     ds->special + row * T, labels + (size_t)i * T);
     }
 }

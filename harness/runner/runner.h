@@ -46,6 +46,11 @@ int run_stop_requested(void);
 /* one run of a->scenario on a->device recorded into a->db (`harness run SCENARIO`): the store
  * is opened only after everything was read and checked. 0, 1 failed, 2 input error. */
 int runner_run_one(const run_args *a);
+/* `harness run` stopped before its run (rc: a usage error after its message, or 0 after --help):
+ * under a launcher with several ranks this rank still joins the job and tells the others, which
+ * then stop with exit 2 instead of waiting for it in MPI_Init for ever (runner_ranks.c).
+ * Returns rc */
+int runner_leave_early(int rc);
 /* The runs of an ensemble baseline (ensemble.c): a->scenario trained `members` times
  * (ENSEMBLE_MIN_RUNS..ENSEMBLE_MAX_RUNS) on a->device, a cpu backend, member p with
  * device.perturb = p, each recorded into a->db; ids[p] the run of member p. The first member is

@@ -11,7 +11,11 @@
 volatile sig_atomic_t *runner_stop_flag(void);
 /* a->comm: the host communicator of the launcher's environment (a single one without a
  * launcher); its size must be s->world_size. a->comm_kind: what --comm resolves to on a->device
- * (COMM_MPI or COMM_NCCL). 0, or 1/2 after a message, before anything is opened or recorded */
+ * (COMM_MPI or COMM_NCCL). Every rank's scenario hash, --comm and a digest of each input file
+ * (scenario_inputs) are compared with rank 0's. 0, or 1/2 after a message (2 on every rank when
+ * a rank differs or stopped), before anything is opened or recorded. A rank that stops here for
+ * a reason of its own (a world_size that is not the launcher's, a --comm refused) still joins
+ * the job and tells the others */
 int ranks_open(run_args *a, const scenario *s);
 /* this rank's scenario did not load (rc, said): under a launcher with several ranks it still
  * joins the job and says so in ranks_open's scenario check, so that the other ranks stop with

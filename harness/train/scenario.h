@@ -27,6 +27,8 @@ typedef struct {
     const model_family *fam;    /* model_family_find(family) */
     model_config_u model;       /* the family's config: model.gpt2 for "gpt2" */
     char config_path[PATH_MAX]; /* resolved, "" when inline */
+    char overrides_path[PATH_MAX]; /* the overrides file read, or looked for in the model
+                                      directory (override_config.json); "" when inline */
     /* "model": {"family": "gpt2", "path": "DIR", "weights": "seeded" | "pretrained"}: a local
      * Hugging Face model directory (config.json, override_config.json, safetensors) */
     char model_dir[PATH_MAX];   /* resolved, "" when none */
@@ -98,5 +100,27 @@ int scenario_load(const char *path, scenario *s);
 void scenario_free(scenario *s);
 /* Sets train.steps (a run's --steps): updates steps, the stored JSON and the hash. 0 or 2. */
 int scenario_override_steps(scenario *s, int steps);
+
+/* ---- the files a scenario reads besides itself (scenario_inputs.c) ---- */
+
+/* at most this many: megatron's 16 datasets x (.bin, .idx), configs and tokenizer files */
+#define SCN_MAX_INPUTS 48
+typedef struct {
+    char what[40];       /* the scenario field that leads to it: "data.path", ... */
+    char path[PATH_MAX]; /* resolved; a file that may be absent (optional ones are looked for) */
+} scenario_input;
+/* Every file s reads or looks for, in an order that depends only on the scenario's JSON (so
+ * ranks with the same scenario list the same fields): the data (megatron: each PREFIX.bin and
+ * PREFIX.idx), the model's config and overrides files, and the tokenizer's files (a folder: its
+ * tokenizer.json, vocab.json, merges.txt, vocab.txt, tokenizer_config.json; a file: it and the
+ * files read beside it). Pretrained weights are not listed: the ranks compare the weights
+ * themselves once loaded. Returns how many of out[max] it filled. */
+int scenario_inputs(const scenario *s, scenario_input *out, int max);
+/* A digest of path's contents: the sha256 of its size (8 bytes, little-endian) and its bytes
+ * when it is at most 2 MiB, else of its size, its first MiB and its last MiB (so a data file of
+ * many GiB costs 2 MiB of reading). hex: 64 hex digits; "-" when there is no such file; "" when
+ * it cannot be read (its reader says why later). */
+#define SCN_DIGEST_ABSENT "-"
+void scenario_input_digest(const char *path, char hex[65]);
 
 #endif

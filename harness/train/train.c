@@ -58,6 +58,8 @@ struct trainer {
     int64_t *expert_tokens;      /* [moe_layers * moe_experts]: the step's counts, summed over
                                     its micro-batches */
     int64_t *expert_scratch;     /* the same shape: one forward's counts */
+    int64_t *expert_ranks;       /* several ranks: [world * the same shape], every rank's
+                                    counts gathered to sum them */
     train_lowp lowp;             /* bf16/fp16: the device's mode, fp16 loss scaling */
     int applied;                 /* optimizer steps applied so far: AdamW's t and the LR
                                     scheduler's count (an fp16 step skipped moves neither) */
@@ -80,9 +82,12 @@ static int routing_setup(struct trainer *tr)
         return EXIT_USAGE;
     }
     size_t cells = (size_t)tr->moe_layers * (size_t)tr->moe_experts; /* <= STORE_MOE_MAX_CELLS */
+    size_t world = tr->c ? (size_t)tr->c->size : 1;
     if (!(tr->expert_tokens = calloc(cells, sizeof *tr->expert_tokens)) ||
-        !(tr->expert_scratch = calloc(cells, sizeof *tr->expert_scratch))) {
-        log_error("out of host memory for %zu expert counts", cells);
+        !(tr->expert_scratch = calloc(cells, sizeof *tr->expert_scratch)) ||
+        (world > 1 && !(tr->expert_ranks = calloc(world * cells, sizeof *tr->expert_ranks)))) {
+        log_error("out of host memory for %zu expert counts (%zu rank%s)", cells, world,
+                  world == 1 ? "" : "s");
         return EXIT_FAIL;
     }
     return 0;
@@ -102,7 +107,17 @@ static int routing_add(struct trainer *tr, int micro)
     return 0;
 }
 
-/* the step's routing into r (this rank's micro-batches) */
+/* several ranks: the step's counts summed over the ranks, as its tokens are (a collective of
+ * every rank's trainer). 0, or 1 after a communicator error (err) */
+static int routing_reduce(struct trainer *tr, char *err, size_t len)
+{
+    if (!tr->expert_tokens)
+        return 0;
+    size_t cells = (size_t)tr->moe_layers * (size_t)tr->moe_experts;
+    return dist_sum_counts(&tr->dist, tr->expert_tokens, cells, tr->expert_ranks, err, len);
+}
+
+/* the step's routing into r (every rank's micro-batches) */
 static void routing_record(struct trainer *tr, step_record *r)
 {
     if (!tr->expert_tokens)
@@ -132,8 +147,8 @@ static model_batch next_batch(struct trainer *tr, int load, int step, int64_t *t
     if (tr->from == FROM_ALPACA)
         alpaca_batch(&tr->sft, load, B, tr->rank, W, tr->inputs, tr->mask, tr->targets);
     else
-        mlm_batch(&tr->mlm_data, s->seed, load, B, tr->rank, W, tr->inputs, tr->types, tr->mask,
-                  tr->targets);
+        mlm_batch(&tr->mlm_data, s->seed, load, B, (mlm_place){tr->rank, W, s->grad_accum},
+                  tr->inputs, tr->types, tr->mask, tr->targets);
     *tokens = 0;
     for (size_t i = 0; i < (size_t)B * (size_t)T; i++)
         *tokens += tr->mask[i] != 0;
@@ -189,7 +204,7 @@ static int train_step(struct trainer *tr, int step, step_record *r, char *err, s
     int64_t tokens;
     double loss = 0;
     train_lowp_begin_step(&tr->lowp);
-    if (micro_batches(tr, step, &loss, &tokens, err, len) ||
+    if (micro_batches(tr, step, &loss, &tokens, err, len) || routing_reduce(tr, err, len) ||
         train_lowp_inject(&tr->lowp, tr->model, step))
         return 1;
     int skipped; /* fp16: Inf/NaN gradients, no update (GradScaler.step) */
@@ -435,6 +450,7 @@ void train_free(trainer *tr)
     free(tr->mask);
     free(tr->expert_tokens);
     free(tr->expert_scratch);
+    free(tr->expert_ranks);
     if (tr->dump)
         fclose(tr->dump);
     free(tr);
@@ -478,7 +494,7 @@ int train_save(model *m, const scenario *s, const char *dir)
     json_t *src = model_dir_raw_config(s->config_path);
     int rc = checkpoint_save(m, &s->model, src, dir);
     json_decref(src);
-    return rc;
+    return rc ? rc : model_dir_copy_tokenizer(s->tokenizer, s->tokenizer_path, dir);
 }
 
 /* one [n] array of ints, or null */
@@ -522,9 +538,9 @@ static int gather_ranks(struct trainer *tr, const train_options *o, step_record 
 {
     if (!tr->c || tr->c->size == 1)
         return 0;
-    dist_rank_step mine = {r->loss, r->step_ms, r->tokens, r->mem_peak_bytes,
-                           r->mem_used_bytes, r->mem_total_bytes, r->threads,
-                           o && o->stop && *o->stop};
+    dist_rank_step mine = {r->loss,           r->step_ms,          r->tokens,
+                           r->mem_peak_bytes, r->mem_used_bytes,   r->mem_total_bytes,
+                           r->threads,        o && o->stop && *o->stop, tr->unlabelled, 0};
     if (dist_gather_step(&tr->dist, &mine, r, stop, err, len))
         return 1;
     for (int k = 0; o && o->on_rank_step && k < tr->c->size; k++) {
@@ -546,18 +562,36 @@ static int gather_ranks(struct trainer *tr, const train_options *o, step_record 
     return 0;
 }
 
-/* why step r diverged; an unlabelled micro-batch named (docs/scenario.md, "A batch without
- * labels") */
+/* the lowest rank whose step had a micro-batch without labels (every rank's, gathered with the
+ * step's figures), *micro that micro-batch (from 1); -1 when none had */
+static int unlabelled_rank(const struct trainer *tr, int *micro)
+{
+    *micro = 0;
+    if (!tr->c || tr->c->size == 1) {
+        *micro = tr->unlabelled;
+        return tr->unlabelled ? tr->rank : -1;
+    }
+    for (int k = 0; k < tr->c->size; k++)
+        if (tr->dist.ranks[k].unlabelled) {
+            *micro = tr->dist.ranks[k].unlabelled;
+            return k;
+        }
+    return -1;
+}
+
+/* why step r diverged; an unlabelled micro-batch of any rank named (docs/scenario.md, "A batch
+ * without labels") */
 static void diverged_error(const struct trainer *tr, int step, const step_record *r, char *out,
                            size_t n)
 {
     int len = snprintf(out, n, "loss %g, grad norm %g at step %d", printable_real(r->loss),
                        printable_real(r->grad_norm), step);
-    if (tr->unlabelled && len >= 0 && (size_t)len < n)
+    int micro, rank = unlabelled_rank(tr, &micro);
+    if (rank >= 0 && len >= 0 && (size_t)len < n)
         snprintf(out + len, n - (size_t)len,
                  ": micro-batch %d of rank %d has every label -100 (ignore_index), and the "
                  "mean cross-entropy over no label is 0/0, NaN in PyTorch too",
-                 tr->unlabelled, tr->rank);
+                 micro, rank);
 }
 
 /* one rank stops only with all: with several, a signal on any rank counts at the next gather */

@@ -99,7 +99,9 @@ int train_initial_weights(model *m, const scenario *s);
  * (each field [B*T] row-major; token_type_ids and attention_mask null when the batch has none)
  * to f. 0, or 1 after a message (a write failed). */
 int train_dump_batch(FILE *f, int step, const model_batch *b);
-/* m's weights and the scenario's config as a Hugging Face model directory. 0 or 1. */
+/* m's weights and the scenario's config as a Hugging Face model directory, its tokenizer's
+ * files beside them (model_dir_copy_tokenizer). 0, 1 (a write failed) or 2 (a tokenizer file
+ * cannot be read). */
 int train_save(model *m, const scenario *s, const char *dir);
 /* Before anything is written into dir (what: "--save", "init: OUT_DIR"): it must be a directory
  * or not exist, and its config.json and model.safetensors no file this process has read (the

@@ -268,6 +268,25 @@ int dist_gather_step(dist_state *ds, const dist_rank_step *mine, step_record *r,
     return 0;
 }
 
+int dist_sum_counts(dist_state *ds, int64_t *counts, size_t n, int64_t *all, char *err,
+                    size_t len)
+{
+    if (!ds->c || ds->c->size == 1)
+        return 0;
+    comm *host = comm_host(ds->c);
+    if (host->ops->allgather(host, counts, all, n * sizeof *counts)) {
+        snprintf(err, len, "%s", host->error);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t total = 0;
+        for (int k = 0; k < host->size; k++)
+            total += all[(size_t)k * n + i];
+        counts[i] = total;
+    }
+    return 0;
+}
+
 /* sha256 of the weights' bytes on this rank */
 static int weights_digest(model *m, char hex[65])
 {

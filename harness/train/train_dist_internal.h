@@ -13,6 +13,8 @@ typedef struct {
     double loss, step_ms;
     int64_t tokens, mem_peak, mem_used, mem_total;
     int32_t threads, stop;
+    int32_t unlabelled; /* the step's first micro-batch (from 1) whose labels are all -100, or 0 */
+    int32_t reserved;   /* 0: the record has no padding bytes */
 } dist_rank_step;
 
 typedef struct {
@@ -46,6 +48,10 @@ int dist_reduce(dist_state *ds, model *m, char *err, size_t len);
  * rank was asked to stop. 0, or 1 with *err set */
 int dist_gather_step(dist_state *ds, const dist_rank_step *mine, step_record *r, int *stop,
                      char *err, size_t len);
+/* counts[n] summed over the ranks in int64 (exact), the sum on every rank; all: [size * n]
+ * scratch. Nothing for one rank. 0, or 1 with *err set */
+int dist_sum_counts(dist_state *ds, int64_t *counts, size_t n, int64_t *all, char *err,
+                    size_t len);
 /* the initial weights are the same bits on every rank (sha256 of the host copy, gathered).
  * 0, 1 with a message naming the ranks that differ from rank 0, or after a comm failure */
 int dist_check_replicas(comm *c, model *m);

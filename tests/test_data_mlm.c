@@ -47,7 +47,9 @@ static void test_line_by_line_rows(void **state)
 {
     (void)state;
     tokenizer *t = open_wp();
-    const char *path = write_temp("the loss\n  \n\nthe loss the loss the loss\r\nloss\n");
+    /* blank as Python's str.isspace() (run_mlm.py's filter): ASCII, U+3000, U+00A0, U+2028 */
+    const char *path = write_temp("the loss\n  \n\n\xe3\x80\x80\n\xc2\xa0 \t\n\xe2\x80\xa8\n"
+                                  "the loss the loss the loss\r\nloss\n");
     mlm_options o = {.seq_len = 6, .line_by_line = 1, .mlm_probability = 0.15};
     mlm_dataset ds;
     assert_int_equal(mlm_dataset_load(path, t, &o, &ds), 0);

@@ -31,4 +31,20 @@ for s in gpt2-tiny bert-tiny; do
   expect 1 "$s dropout changes the losses" -- "$H" compare "$plain" --baseline "$cpu" --force --db "$T/d.db"
   grep -q '^verdict: fail' "$T/out" && pass || fail "$s: dropout 0.1 left the losses as without"
 done
+# ---- each micro-batch of a step draws its own masks: on one 16-byte block, accumulation 2
+# differs from accumulation 1 (the same row twice with the same masks gave the same step), and
+# opencl draws as cpu does
+printf 'abcdefghijklmnop' >"$T/one.txt"
+for A in 1 2; do
+  cat >"$T/acc$A.json" <<EOF
+{"name": "acc$A", "model": {"family": "gpt2", "config": {"vocab_size": 256, "n_positions": 32,
+   "n_embd": 32, "n_layer": 2, "n_head": 2, "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1}},
+ "data": {"path": "$T/one.txt", "tokenizer": "byte", "seq_len": 16},
+ "train": {"steps": 2, "batch_size": 1, "lr": 1e-3, "seed": 1, "gradient_accumulation_steps": $A}}
+EOF
+  expect 0 "accumulation $A" -- "$H" run "$T/acc$A.json" --db "$T/acc.db"
+  grep '^step ' "$T/out" | awk '{print $4, $6}' >"$T/acc$A.loss"
+done
+cmp -s "$T/acc1.loss" "$T/acc2.loss" && fail "accumulation 2 drew the same masks for both micro-batches" || pass
+expect 0 "accumulation 2 on opencl" -- "$H" run "$T/acc2.json" --device opencl --compare --baseline 2 --db "$T/acc.db" --quiet
 finish

@@ -96,7 +96,7 @@ hostile "sequences outside the .bin" "lie outside the 100-byte .bin" -- run "$T/
 mm nobin; rm "$T/mm/nobin.bin"
 hostile "no .bin" "nobin.bin" -- run "$T/nobin.json"
 scenario mvocab "$(cfg)" "\"format\": \"megatron\", \"path\": \"$mdata\", \"seq_len\": 16"
-hostile "token ids beyond vocab_size" "megatron data hold token id 509, outside the model's vocab_size 256" -- run "$T/mvocab.json"
+hostile "token ids beyond vocab_size" "$(basename "$mdata").bin holds token id 509, outside the model's vocab_size 256" -- run "$T/mvocab.json"
 cp "$mdata.idx" "$T/mm/short.idx"; head -c 64 "$mdata.bin" >"$T/mm/short.bin"
 scenario mshort "$(cfg vocab_size=512)" "\"format\": \"megatron\", \"path\": \"$T/mm/short\", \"seq_len\": 16"
 hostile "a .bin shorter than its index" "short.idx: pointers[" -- run "$T/mshort.json"

@@ -34,11 +34,35 @@ static int reserve_rows(mlm_dataset *ds, size_t rows, size_t *cap)
     return 0;
 }
 
+/* 1 when code point c is whitespace to Python's str.isspace(), which run_mlm.py's line filter
+ * uses: ASCII's, the separators U+001C..U+001F, and Unicode's spaces and line breaks */
+static int python_space(uint32_t c)
+{
+    return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/* 1 when the line is empty or whitespace only (UTF-8; a byte that is not valid UTF-8 is text) */
 static int blank(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!strchr(" \t\r\n\v\f", s[i]))
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        uint32_t c = p[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 0;
+        if (!len || i + len > n)
             return 0;
+        if (len > 1)
+            c &= len == 2 ? 0x1f : 0x0f;
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+            c = (c << 6) | (p[i + k] & 0x3f);
+        }
+        if (!python_space(c))
+            return 0;
+        i += len;
+    }
     return 1;
 }
 

@@ -44,8 +44,10 @@ typedef struct {
     const int32_t *token_type_ids;  /* NULL: all 0 (the family's needs say if it reads them) */
     const int32_t *attention_mask;  /* 1 attend, 0 padding; NULL: all 1 */
     const int32_t *labels;          /* the target at each position, MODEL_IGNORE_INDEX = none */
-    /* dropout counters (docs/ops.md, Philox layout): the scenario's train.seed and the optimizer
-     * step (from 1); the model keeps them for its backward. Unused when every dropout is 0 */
+    /* dropout counters (docs/ops.md, Philox layout): the scenario's train.seed and the
+     * micro-batch's place in the run, (step - 1) x accumulation + micro-batch + 1 (the optimizer
+     * step when there is no accumulation); the model keeps them for its backward. Unused when
+     * every dropout is 0 */
     uint64_t seed;
     uint32_t step;
 } model_batch;

@@ -128,7 +128,9 @@ static void routing_record(struct trainer *tr, step_record *r)
 }
 
 /* this rank's batch of loader step `load` (from 0; (step - 1) * accumulation + micro-batch),
- * with train.seed and the optimizer step `step` (1-based) as its dropout counters; *tokens: the
+ * with train.seed and load + 1 as its dropout counters: the optimizer step without accumulation,
+ * and every micro-batch of a step its own masks with it (as PyTorch's generator moves on between
+ * forwards; the ranks draw alike, as ranks seeded alike do); *tokens: the
  * tokens it counts (causal: every position, B*T; mlm and alpaca: the positions that are not
  * padding) */
 static model_batch next_batch(struct trainer *tr, int load, int step, int64_t *tokens)
@@ -142,7 +144,7 @@ static model_batch next_batch(struct trainer *tr, int load, int step, int64_t *t
             gpt_data_batch(&tr->gpt, load, B, tr->rank, W, tr->inputs, tr->targets, tr->sample);
         *tokens = (int64_t)B * T;
         return (model_batch){B, T, tr->inputs, NULL, NULL, tr->targets, s->seed,
-                             (uint32_t)step};
+                             (uint32_t)(load + 1)};
     }
     if (tr->from == FROM_ALPACA)
         alpaca_batch(&tr->sft, load, B, tr->rank, W, tr->inputs, tr->mask, tr->targets);
@@ -153,7 +155,7 @@ static model_batch next_batch(struct trainer *tr, int load, int step, int64_t *t
     for (size_t i = 0; i < (size_t)B * (size_t)T; i++)
         *tokens += tr->mask[i] != 0;
     return (model_batch){B, T, tr->inputs, tr->mlm ? tr->types : NULL, tr->mask, tr->targets,
-                         s->seed, (uint32_t)step};
+                         s->seed, (uint32_t)(load + 1)};
 }
 
 /* 1 when some label of b is not -100 */
@@ -328,9 +330,12 @@ static int load_data(struct trainer *tr, const scenario *s)
         return rc;
     int vocab = s->fam->config_sizes(&s->model).vocab_size;
     if (ids > vocab && tr->from == FROM_MEGATRON) {
-        log_error("%s:%d: data.path: the megatron data hold token id %d, outside the model's "
-                  "vocab_size %d", s->path, json_locate_line(s->json, "data.path"), ids - 1,
-                  vocab);
+        int d = 0; /* the first dataset holding such an id: its file is named */
+        while (d + 1 < tr->gpt.n && tr->gpt.sets[d].max_id < vocab)
+            d++;
+        log_error("%s:%d: data.path: %s.bin holds token id %d, outside the model's vocab_size %d",
+                  s->path, json_locate_line(s->json, "data.path"), s->blend_path[d],
+                  tr->gpt.sets[d].max_id, vocab);
         return EXIT_USAGE;
     }
     if (ids > vocab) {

@@ -177,6 +177,7 @@ static void test_bad_records_are_refused(void **state)
         "[]",
         "\n  \n",
         "[{\"instruction\": \"a\\u0000b\", \"output\": \"b\"}]",    /* NUL */
+        "\xef\xbb\xbf[{\"instruction\": \"a\", \"output\": \"b\"}]",   /* a BOM */
     };
     tokenizer *t = open_bpe();
     alpaca_options o = {64, 64, 0, 0};

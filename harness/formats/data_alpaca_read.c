@@ -123,6 +123,12 @@ int alpaca_read(const char *path, alpaca_records *rs)
         log_error("%s: cannot read the data file: %s", path, why);
         return EXIT_USAGE;
     }
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* as Python's json refuses it */
+        log_error("%s:1:1: invalid JSON: the file starts with a UTF-8 byte-order mark (BOM); save "
+                  "it as UTF-8 without one", path);
+        free(text);
+        return EXIT_USAGE;
+    }
     size_t k = 0;
     while (k < len && strchr(" \t\r\n", text[k]) && text[k])
         k++;

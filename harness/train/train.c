@@ -1,5 +1,6 @@
 /* harness/train/train.c: the training loop: batches in fixed order, forward, loss, backward, global
  * gradient-norm clipping, transformers' LR schedules, AdamW, one step_record per step. */
+#define _POSIX_C_SOURCE 200809L /* lstat */
 #include "train.h"
 
 #include <errno.h>
@@ -361,7 +362,9 @@ static int check_objective(struct trainer *tr, const scenario *s)
 
 int train_check_save_dir(const char *what, const char *dir)
 {
-    static const char *const names[] = {"config.json", "model.safetensors"};
+    static const char *const names[] = {"config.json", "model.safetensors", "tokenizer.json",
+                                        "vocab.json", "merges.txt", "vocab.txt",
+                                        "tokenizer_config.json"};
     char path[4200];
     struct stat st;
     if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
@@ -376,7 +379,7 @@ int train_check_save_dir(const char *what, const char *dir)
                       what, dir, path);
             return EXIT_USAGE;
         }
-        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
             log_error("%s %s: %s is a directory, where the checkpoint writes a file", what, dir,
                       path);
             return EXIT_USAGE;

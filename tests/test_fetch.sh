@@ -82,10 +82,13 @@ expect 0 "fetch into \$HF_HOME/hub" -- "$H" fetch org/tiny --quiet
 [ -L "$T/hfhome/hub/models--org--tiny/snapshots/$commit/config.json" ] && pass || fail "\$HF_HOME/hub is the cache without HF_HUB_CACHE"
 expect 0 "--include *.json" -- "$H" fetch org/tiny --cache "$T/c-inc" --include '*.json'
 [ -L "$T/c-inc/models--org--tiny/snapshots/$commit/config.json" ] && [ ! -e "$T/c-inc/models--org--tiny/snapshots/$commit/model.safetensors" ] && pass || fail "--include fetched only the json files"
+expect 0 "--include twice: the globs add up" -- "$H" fetch org/tiny --cache "$T/c-inc2" --include config.json --include 'model.safe*'
+[ -L "$T/c-inc2/models--org--tiny/snapshots/$commit/config.json" ] && [ -L "$T/c-inc2/models--org--tiny/snapshots/$commit/model.safetensors" ] && pass || fail "a second --include replaced the first"
 
 # ---- offline: HF_HUB_OFFLINE and a scenario's model.repo ----------------------------------------
 expect 0 "HF_HUB_OFFLINE fetch from the cache" -- env HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:9 "$H" fetch org/tiny --cache "$C"
 [ "$(cat "$T/out")" = "$snap" ] && pass || fail "offline fetch prints the snapshot"
+expect 0 "HF_HUB_OFFLINE=tRue, as huggingface_hub reads it" -- env HF_HUB_OFFLINE=tRue HF_ENDPOINT=http://127.0.0.1:9 "$H" fetch org/tiny --cache "$C"
 expect 2 "HF_HUB_OFFLINE fetch of a repo not cached" -- env HF_HUB_OFFLINE=1 "$H" fetch org/absent --cache "$C"
 says "org/absent@main is not in the cache $C"
 scenario() { # NAME MODEL_KEYS

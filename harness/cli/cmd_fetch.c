@@ -17,7 +17,8 @@ static void fetch_usage(void)
            "lays it out, so transformers finds the files offline and the harness finds what\n"
            "transformers downloaded. Prints the snapshot folder on stdout (docs/fetch.md).\n\n"
            "  REPO            ORG/NAME or NAME; REVISION a branch, tag or commit (default main)\n"
-           "  --include GLOB  only the files whose path matches one of the globs (fnmatch)\n"
+           "  --include GLOB  only the files whose path matches one of the globs (fnmatch);\n"
+           "                  repeat it to add globs\n"
            "  --cache DIR     the cache (default HF_HUB_CACHE, $HF_HOME/hub,\n"
            "                  ~/.cache/huggingface/hub)\n"
            "  --endpoint URL  the hub or a mirror (default HF_ENDPOINT, https://huggingface.co)\n"
@@ -39,6 +40,31 @@ static const char *resumed_note(int n)
     return note;
 }
 
+/* every --include of the command line joined with commas into out (a repeated --include adds
+ * its globs, as huggingface-cli's several patterns do); 0, or 2 after a message when they
+ * exceed 1023 bytes (the globs are matched from a 1 KiB copy) */
+static int join_includes(int argc, char **argv, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--include") == 0 && i + 1 < argc)
+            v = argv[++i];
+        else if (strncmp(argv[i], "--include=", 10) == 0)
+            v = argv[i] + 10;
+        if (!v)
+            continue;
+        int w = snprintf(out + n, len - n, "%s%s", n ? "," : "", v);
+        if (w < 0 || (size_t)w >= len - n)
+            return cmd_usage_error("fetch", "--include: more than %zu bytes of globs", len - 1);
+        n += (size_t)w;
+    }
+    return 0;
+}
+
 int cmd_fetch(int argc, char **argv)
 {
     const char *include = NULL, *cache = NULL, *endpoint = NULL, *pos[1];
@@ -55,9 +81,11 @@ int cmd_fetch(int argc, char **argv)
         return rc;
     if (n_pos != 1)
         return cmd_usage_error("fetch", "give one repository: ORG/NAME[@REVISION]");
-    if (include && strlen(include) > 1023) /* the globs are matched from a 1 KiB copy */
-        return cmd_usage_error("fetch", "--include: %zu bytes of globs, at most 1023",
-                               strlen(include));
+    char globs[1024];
+    if (include && (rc = join_includes(argc, argv, globs, sizeof globs)))
+        return rc;
+    if (include)
+        include = globs;
     repo_ref r;
     char cache_dir[4096];
     if ((rc = repo_ref_parse(pos[0], dataset, "fetch", &r)))

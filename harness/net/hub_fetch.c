@@ -155,9 +155,14 @@ static int wanted(const char *include, const char *path)
         return 1;
     char globs[1024];
     snprintf(globs, sizeof globs, "%s", include);
-    for (char *save, *g = strtok_r(globs, ",", &save); g; g = strtok_r(NULL, ",", &save))
+    for (char *save, *g = strtok_r(globs, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+        char folder[1100]; /* "sub/" means everything under sub/, as huggingface_hub reads it */
+        size_t n = strlen(g);
+        if (n && g[n - 1] == '/' && snprintf(folder, sizeof folder, "%s*", g) > 0)
+            g = folder;
         if (fnmatch(g, path, 0) == 0)
             return 1;
+    }
     return 0;
 }
 

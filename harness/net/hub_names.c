@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "net.h"
 #include "util/util.h"
@@ -166,9 +167,9 @@ int hub_offline(void)
     const char *v = getenv("HF_HUB_OFFLINE");
     if (!v)
         return 0;
-    const char *yes[] = {"1", "ON", "YES", "TRUE", "on", "yes", "true", "On", "Yes", "True"};
+    const char *yes[] = {"1", "ON", "YES", "TRUE"}; /* huggingface_hub: value.upper() in these */
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
-        if (strcmp(v, yes[i]) == 0)
+        if (strcasecmp(v, yes[i]) == 0)
             return 1;
     return 0;
 }

@@ -68,6 +68,9 @@ expect 0 "the --db file is still a store harness runs reads" -- "$H" runs --db "
 if command -v sqlite3 >/dev/null; then
   n=$(sqlite3 "$T/ops.db" "select count(*) from op_results")
   [ "$n" = 5 ] && pass || fail "op_results holds 5 rows, got $n"
+  # an op without a FLOP count stores no GFLOP/s (NULL), as the table's "-" and --json's null
+  n=$(sqlite3 "$T/ops.db" "select count(*) from op_results where mode = 'perf' and gflops is null")
+  [ "$n" = 1 ] && pass || fail "add's perf row stores a GFLOP/s, got $n NULL rows"
 fi
 
 # ---- opencl ----

@@ -158,6 +158,28 @@ static int check_grad_filters(const ops_args *a)
     return 0;
 }
 
+/* perf mode: every named op must have a timed case, or the run would time nothing for it */
+static int check_perf_filters(const ops_args *a)
+{
+    const oc_case *cases;
+    int n = oc_perf_cases(&cases);
+    for (int f = 0; f < a->nops; f++) {
+        int covered = 0;
+        for (int i = 0; i < n && !covered; i++)
+            covered = strcmp(a->ops[f], cases[i].op->name) == 0;
+        if (covered)
+            continue;
+        fprintf(stderr, "harness: error: ops: --mode perf has no timed case of '%s'; the timed "
+                "ops are:", a->ops[f]);
+        for (int i = 0; i < n; i++)
+            if (i == 0 || cases[i].op != cases[i - 1].op)
+                fprintf(stderr, " %s", cases[i].op->name);
+        fprintf(stderr, "\n");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* 0, -1 after printing help, or 2 after a message */
 static int parse_ops_args(int argc, char **argv, ops_args *a)
 {
@@ -194,6 +216,8 @@ static int parse_ops_args(int argc, char **argv, ops_args *a)
     }
     if (strcmp(a->mode, "test") && strcmp(a->mode, "grad") && strcmp(a->mode, "perf"))
         return cmd_usage_error("ops", "--mode must be test, grad or perf, not '%s'", a->mode);
+    if (strcmp(a->mode, "perf") == 0)
+        return check_perf_filters(a);
     return strcmp(a->mode, "grad") == 0 ? check_grad_filters(a) : 0;
 }
 

@@ -56,7 +56,7 @@ static int insert_row(sqlite3_stmt *s, const op_row *r, const char *now, const c
              bind_text(s, 17, x->message) | bind_text(s, 18, host) |
              bind_text(s, 19, HARNESS_VERSION) | bind_text(s, 20, harness_git_commit);
     if (perf)
-        rc |= bind_real(s, 14, x->us) | bind_real(s, 15, x->gflops) | bind_real(s, 16, x->gbps);
+        rc |= bind_real(s, 14, x->us) | (x->gflops > 0 ? bind_real(s, 15, x->gflops) : sqlite3_bind_null(s, 15)) | bind_real(s, 16, x->gbps);
     else
         rc |= bind_real(s, 10, x->metric) | bind_real(s, 11, x->threshold) |
               bind_real(s, 12, x->max_abs);

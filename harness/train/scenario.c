@@ -319,8 +319,9 @@ static int resolve_repo(const src *mx, json_t *m, char out[PATH_MAX])
     snprintf(what, sizeof what, "%s: model.repo", mx->file);
     if (rc || (rc = repo_ref_parse(spec, 0, what, &r)) || (rc = hub_cache_default(cache, PATH_MAX)))
         return rc;
-    if ((rc = hub_cache_snapshot(cache, &r, out, PATH_MAX)))
-        return rc;
+    if ((rc = hub_cache_snapshot(cache, &r, out, PATH_MAX))) /* the line above says why */
+        return fail(mx, "repo", "%s@%s cannot be used from the cache %s", r.id, r.revision,
+                    cache);
     log_info("%s: model.repo %s@%s is %s", mx->file, r.id, r.revision, out);
     return 0;
 }

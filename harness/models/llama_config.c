@@ -210,6 +210,9 @@ static int read_rope(llama_config *c, json_t *obj, const char *key, const char *
     if (theta && !json_is_number(theta))
         return config_error(where, key, "rope_theta must be a number, not %s",
                             json_type_name(theta));
+    if (theta && (!(json_number_value(theta) > 0) || !isfinite(json_number_value(theta))))
+        return config_error(where, key, "rope_theta must be > 0, got %g",
+                            json_number_value(theta));
     if (theta)
         c->rope_theta = json_number_value(theta);
     return 0;
@@ -348,9 +351,13 @@ static int check_sizes(const llama_config *c, const char *where)
         return config_error(where, "hidden_size", "%d is not divisible by num_attention_heads "
                             "(%d)", c->hidden_size, c->num_attention_heads);
     int hd = llama_config_head_dim(c);
-    if (hd <= 0 || hd % 2 != 0)
+    if ((hd <= 0 || hd % 2 != 0) && c->head_dim > 0)
         return config_error(where, "head_dim", "%d: the rotary embedding needs an even head "
                             "size > 0", hd);
+    if (hd <= 0 || hd % 2 != 0) /* derived: name the keys it comes from */
+        return config_error(where, "hidden_size", "%d / num_attention_heads %d gives a head "
+                            "size of %d: the rotary embedding needs an even one > 0",
+                            c->hidden_size, c->num_attention_heads, hd);
     if (c->pad_token_id >= c->vocab_size)
         return config_error(where, "pad_token_id", "%d is outside the vocabulary (vocab_size "
                             "%d)", c->pad_token_id, c->vocab_size);

@@ -148,10 +148,13 @@ expect 2 "import a missing file" -- "$H" baseline import "$T/nope.baseline" --db
 sed 's/^dtype: fp32$/dtype: fp8/' "$committed" >"$T/fp8.baseline"
 expect 2 "import a baseline of an unknown dtype" -- "$H" baseline import "$T/fp8.baseline" --label fp8 --db "$db"; says "dtype: 'fp8' is not fp64, fp32, bf16 or fp16"
 
-# ---- history: imported copies of the baseline with scaled throughput form the history
+# ---- history: copies of the baseline with scaled throughput form the history; imported runs
+# (another machine's) are never history, so the copies are made to read as runs of this machine
 hist() { awk -v f="$1" 'NF == 10 && $1 ~ /^[0-9]+$/ { $7 = $7 * f } { print }' "$committed" | sed "s/^label: cpu$/label: h$2/" >"$T/h$2.baseline"; "$H" baseline import "$T/h$2.baseline" --db "$T/hist.db" | sed -n 's/.* as run \([0-9]*\).*/\1/p'; }
 for i in 1 2 3 4; do hist "1.0$i" $i >/dev/null; done
 ok_run=$(hist 0.99 5); slow_run=$(hist 0.5 6)
+expect 0 "history: imported runs are none" -- "$H" compare "$slow_run" --history --db "$T/hist.db"; prints "0 previous ok runs"
+sqlite3 "$T/hist.db" "UPDATE runs SET imported = 0"
 expect 0 "history: within the noise" -- "$H" compare "$ok_run" --history --db "$T/hist.db"; prints "verdict: pass"
 expect 1 "history: a halved throughput" -- "$H" compare "$slow_run" --history --db "$T/hist.db"; prints "throughput regression"
 expect 0 "history: too few runs" -- "$H" compare 2 --history --db "$T/hist.db"; prints "not enough history"
@@ -225,20 +228,26 @@ done
 section "hostile names, run --compare"
 pw="/tmp/harness-pwned-$$"
 cat >"$T/name.txt" <<EOS
-  "name": "evil' \`touch $pw-a\` system(\"touch $pw-b\") '; system('touch $pw-c'); x='<script>alert(1)</script> @x",
+  "name": "evil' \`touch $pw-a\` system(\"touch $pw-b\") '; system('touch $pw-c'); x='<script>alert(1)</script> @x ]]> ]]]>",
 EOS
 sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" "$tiny" |
   awk 'FNR == NR { line = $0; next } /"name":/ { print line; next } { print }' "$T/name.txt" - >"$T/evil.json"
 expect 0 "run the evil scenario" -- "$H" run "$T/evil.json" --db "$db" --quiet --steps 5
 evil_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
-expect 0 "record its baseline" -- "$H" baseline record "$evil_run" --label "<b>'\`x\`" --dir "$T/evilb" --db "$db"
-expect 0 "compare it" -- "$H" compare "$evil_run" --baseline "<b>'\`x\`" --db "$db"
-expect 0 "report it" -- "$H" report "$evil_run" --out "$T/evilrep" --db "$db"
+# the label: bytes that are not UTF-8 (\xff, a cut sequence) and U+FFFF, which XML forbids
+evil_label="<b>'\`x\`"$'\xff\xe2\x82 \xef\xbf\xbf]]>'
+expect 0 "record its baseline" -- "$H" baseline record "$evil_run" --label "$evil_label" --dir "$T/evilb" --db "$db"
+expect 0 "compare it" -- "$H" compare "$evil_run" --baseline "$evil_label" --db "$db"
+expect 0 "report it" -- "$H" report "$evil_run" --baseline "$evil_label" --out "$T/evilrep" --db "$db"
 ls "$pw"* >/dev/null 2>&1 && fail "gnuplot ran a command: $(ls "$pw"*)" || pass
 grep -qi '<script' "$T/evilrep/report.html" && fail "report.html holds a raw <script>" || pass
 grep -qi '<script' "$T/evilrep/plots/"*.svg && fail "an SVG holds a raw <script>" || pass
 grep -qF '&lt;script&gt;' "$T/evilrep/report.html" && pass || fail "the name is shown escaped"
 xml_ok "$T/evilrep/junit.xml" && pass || fail "junit.xml with hostile names is not XML"
+for f in "$T/evilrep/plots/"*.svg; do # every plot, whose titles hold the name and the label
+  xml_ok "$f" && pass || { fail "$(basename "$f") with hostile names is not XML"; head -3 "$T/xml.err"; }
+done
+grep -qF 'dloss_1.svg' <(ls "$T/evilrep/plots") && pass || fail "the report drew no dloss plot"
 
 # ---- run --compare: the matrix and its exit codes
 expect 0 "run --compare on cpu" -- "$H" run "$tiny" --compare --device cpu --db "$T/m.db" --quiet

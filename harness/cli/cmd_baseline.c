@@ -147,6 +147,21 @@ static int check_record_place(const bl_args *a)
 
 static int record_ensemble(const bl_args *a);
 
+/* a member of an ensemble trained with a perturbed GEMM order: not a baseline of its own (its
+ * ensemble is, recorded by record --ensemble). 0, or 2 after a message (1, 2: no such run) */
+static int refuse_member(store *st, int64_t id)
+{
+    run_row r;
+    int rc = store_get_run(st, id, &r);
+    if (rc || !r.ensemble_member)
+        return rc ? EXIT_USAGE : 0;
+    log_error("baseline record: run %lld is a member of an ensemble (trained with a perturbed "
+              "GEMM summation order; run_extra %s): it is no baseline of its own; record a "
+              "plain run, or the ensemble with 'baseline record SCENARIO --ensemble N'",
+              (long long)id, STORE_ENSEMBLE_MEMBER_KEY);
+    return EXIT_USAGE;
+}
+
 static int record(const bl_args *a)
 {
     int64_t id;
@@ -169,6 +184,8 @@ static int record(const bl_args *a)
                   "write-protected here (its file or folder is not writable by this process)",
                   a->db);
         rc = EXIT_FAIL;
+    } else if ((rc = refuse_member(st, id)) != 0) {
+        /* said */
     } else if ((rc = baseline_from_run(st, id, a->label, &b)) != 0 ||
         (rc = baseline_add_host_facts(st, id, &b)) != 0) {
         rc = EXIT_USAGE;
@@ -258,8 +275,10 @@ static int ensemble_baseline(store *st, const int64_t *ids, int members, const c
     if (rc)
         read--;
     if (!rc && (rc = baseline_from_run(st, ids[0], label, b) ? EXIT_USAGE : 0) == 0 &&
-        (rc = baseline_add_host_facts(st, ids[0], b) ? EXIT_USAGE : 0) == 0)
+        (rc = baseline_add_host_facts(st, ids[0], b) ? EXIT_USAGE : 0) == 0) {
+        baseline_remove_extra(b, STORE_ENSEMBLE_MEMBER_KEY); /* member 0's mark: not the mean's */
         rc = ensemble_fill(b, m, members, ids);
+    }
     for (int k = 0; k < read; k++)
         baseline_free(&m[k]);
     return rc;
@@ -290,12 +309,12 @@ static int record_ensemble(const bl_args *a)
                                            "NAME");
     if (a->out && a->dir)
         return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
+    if (!a->ensemble[0] || strspn(a->ensemble, "0123456789") != strlen(a->ensemble))
+        return cmd_usage_error("baseline", "--ensemble: '%s' is not a whole number (digits "
+                                           "only)", a->ensemble);
     if (cmd_number("baseline", "--ensemble", a->ensemble, ENSEMBLE_MIN_RUNS, ENSEMBLE_MAX_RUNS,
-                   &members) || members != (int)members)
-        return members != (int)members
-                   ? cmd_usage_error("baseline", "--ensemble: '%s' is not a whole number",
-                                     a->ensemble)
-                   : EXIT_USAGE;
+                   &members))
+        return EXIT_USAGE;
     if ((a->device && cmd_nonempty("baseline", "--device", a->device)) ||
         cmd_nonempty("baseline", "SCENARIO", a->pos[1]) || cmd_nonempty("baseline", "--label",
                                                                         a->label) ||

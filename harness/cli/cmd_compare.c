@@ -46,7 +46,8 @@ static void compare_usage(void)
         "                 shown whenever their inputs exist\n"
         "  --baselines D  look for committed baseline files in D first\n"
         "  --history      hold the run's throughput against the previous ok runs of the same\n"
-        "                 scenario on the same device name: flagged below\n"
+        "                 scenario on the same device name (runs of this machine: imported\n"
+        "                 runs and ensemble members left out): flagged below\n"
         "                 median - max(K * 1.4826 * MAD, F * median)\n"
         "  --window N     previous runs looked at (default 20)\n"
         "  --k K          robust standard deviations (default 3)\n"
@@ -124,9 +125,10 @@ static int parse_compare_args(int argc, char **argv, compare_args *a, int *warmu
         return rc == 1 ? -1 : rc;
     if (n != 1)
         return cmd_usage_error("compare", "give one run id");
-    if (a->history && (a->baseline || a->force || a->golden || a->verdict))
+    if (a->history && (a->baseline || a->baselines || a->force || a->golden || a->verdict))
         return cmd_usage_error("compare", "--history compares with the run's history, not with "
-                                          "--baseline / --force / --golden / --verdict");
+                                          "--baseline / --baselines / --force / --golden / "
+                                          "--verdict");
     verdict_gate g;
     if (a->verdict && gate_parse(a->verdict, &g))
         return cmd_usage_error("compare", "--verdict: '%s' is not band, error_ratio or ensemble",

@@ -22,11 +22,12 @@ static void report_usage(void)
            "                      [--baselines DIR] [--db FILE]\n\n"
            "Writes the porting table of the runs (default: the newest run of every scenario on\n"
            "every device in the store, imported baselines left out: they are runs of other\n"
-           "machines), each compared with its baseline as 'harness compare' does, into DIR:\n"
-           "report.md (fit for a pull-request comment), report.html (self-\n"
-           "contained, plots inlined), report.csv, junit.xml (one testcase per scenario and\n"
-           "device) and plots/ (PNG and SVG, made by gnuplot): loss of run and baseline,\n"
-           "|dloss| per step on a log axis with the tolerance band, throughput and memory bars.\n"
+           "machines, and ensemble members: perturbed runs), each compared with its baseline\n"
+           "as 'harness compare' does, into DIR: report.md (fit for a pull-request comment),\n"
+           "report.html (self-contained, plots inlined), report.csv, junit.xml (one testcase\n"
+           "per scenario and device) and plots/ (PNG and SVG, made by gnuplot): loss of run and\n"
+           "baseline, |dloss| per step on a log axis with the tolerance band, throughput and\n"
+           "memory bars.\n"
            "See docs/report.md.\n\n"
            "  --out DIR      where the report goes (created if missing). Default: reports/NAME\n"
            "                 in the current directory, NAME the scenario's name when every run\n"
@@ -101,7 +102,8 @@ typedef struct {
 static int keep_newest(const run_row *r, void *arg)
 {
     run_set *s = arg;
-    if (r->imported) /* a baseline from a file is never the run under test */
+    /* a baseline from a file, or a perturbed member of an ensemble, is never the run under test */
+    if (r->imported || r->ensemble_member)
         return 0;
     for (int i = 0; i < s->n; i++)
         if (strcmp(s->rows[i].scenario, r->scenario) == 0 &&

@@ -371,6 +371,19 @@ int baseline_set_extra(baseline *b, const char *key, const char *value)
     return 0;
 }
 
+void baseline_remove_extra(baseline *b, const char *key)
+{
+    for (int i = 0; i < b->n_extra; i++) {
+        if (strcmp(b->extra[i].key, key) != 0)
+            continue;
+        free(b->extra[i].key);
+        free(b->extra[i].value);
+        memmove(&b->extra[i], &b->extra[i + 1], sizeof *b->extra * (size_t)(b->n_extra - i - 1));
+        b->n_extra--;
+        return;
+    }
+}
+
 static int set_extra(parser *ps, const char *key, const char *v)
 {
     if (!ps->seen[0])
@@ -443,7 +456,28 @@ static int table_header(parser *ps)
     return 0;
 }
 
-/* one value of column ci into r; '-' means not recorded (NaN, or 0 for whole numbers) */
+/* A real of column `name` as record writes one (%.17g, nan, inf, -inf) into *out: 0, or 2 after
+ * a message. Refused: what is not a number; a hexadecimal one (no writer makes them, and
+ * '0x10' would read as 16: a typo for 10 is not a number here); a value out of a double's range
+ * either way: 1e400 is refused, and so is 1e-400, which strtod makes 0 (a number that small
+ * but not 0 reads as the nearest subnormal, as record's %.17g of one does). */
+static int real_value(parser *ps, const char *name, const char *t, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(t, &end);
+    if (*end || end == t)
+        return perr(ps, name, "'%.40s' is not a number", t);
+    if (strpbrk(t, "xX"))
+        return perr(ps, name, "'%.40s' is a hexadecimal number: write it in decimal", t);
+    if (errno == ERANGE && isinf(x)) /* "inf" itself is a diverged run's loss; 1e999 is not */
+        return perr(ps, name, "'%.40s' is out of range for a double", t);
+    if (errno == ERANGE && x == 0)
+        return perr(ps, name, "'%.40s' is too small for a double (it would read as 0)", t);
+    *out = x;
+    return 0;
+}
+
 /* loss_std: a finite number >= 0 */
 static int std_value(parser *ps, const char *t, double *std)
 {
@@ -451,9 +485,10 @@ static int std_value(parser *ps, const char *t, double *std)
     double x = strtod(t, &end);
     if (*end || end == t || !isfinite(x) || x < 0)
         return perr(ps, "loss_std", "'%.40s' is not a finite number >= 0", t);
-    *std = x;
-    return 0;
+    return real_value(ps, "loss_std", t, std); /* hexadecimal, too small */
 }
+
+/* one value of column ci into r; '-' means not recorded (NaN, or 0 for whole numbers) */
 
 static int table_value(parser *ps, int ci, const char *t, step_record *r, double *std)
 {
@@ -473,13 +508,10 @@ static int table_value(parser *ps, int ci, const char *t, step_record *r, double
         return 0;
     }
     if (!c->is_int) {
-        char *end;
-        errno = 0;
-        double x = strtod(t, &end);
-        if (*end || end == t)
-            return perr(ps, c->name, "'%.40s' is not a number", t);
-        if (errno == ERANGE && isinf(x)) /* "inf" itself is a diverged run's loss; 1e999 is not */
-            return perr(ps, c->name, "'%.40s' is out of range for a double", t);
+        double x = 0;
+        int rc = real_value(ps, c->name, t, &x);
+        if (rc)
+            return rc;
         if (c->off == offsetof(step_record, loss_scale) && !(isfinite(x) && x > 0))
             return perr(ps, c->name, "'%.40s': a loss scale is a finite number > 0 (or -)", t);
         *(double *)p = x;
@@ -685,10 +717,13 @@ static int parse_lines(parser *ps)
 
 /* A baseline is a finished run, never a diverged one, so a column that is nan at every step
  * was never recorded: the files harness versions before schema 10 wrote for an exec'd or
- * ingested run without grad norms (nan, where '-' is written now) read as they did */
+ * ingested run without grad norms (nan, where '-' is written now) read as they did. The loss
+ * too: a loss never recorded cannot judge a run (compare says so), where a recorded nan at
+ * every step would fail each one as diverged. */
 static void nan_columns_unrecorded(baseline *b)
 {
-    static const size_t reals[] = {offsetof(step_record, grad_norm), offsetof(step_record, lr),
+    static const size_t reals[] = {offsetof(step_record, loss),
+                                   offsetof(step_record, grad_norm), offsetof(step_record, lr),
                                    offsetof(step_record, step_ms),
                                    offsetof(step_record, tokens_per_s)};
     for (size_t c = 0; c < sizeof reals / sizeof reals[0] && b->n_steps; c++) {

@@ -59,6 +59,8 @@ int baseline_file_of_other_scenario(const char *path, const baseline *b);
 int baseline_same(const baseline *a, const baseline *b);
 /* adds or replaces an extra metadata key; 0 or -1 (out of memory) */
 int baseline_set_extra(baseline *b, const char *key, const char *value);
+/* removes the extra metadata key (keys are unique), keeping the others in order */
+void baseline_remove_extra(baseline *b, const char *key);
 void baseline_free(baseline *b);
 /* a deep copy of src into dst; 0, or -1 when out of memory (dst then holds nothing) */
 int baseline_copy(baseline *dst, const baseline *src);

@@ -232,6 +232,7 @@ static void compare_steps(const series *run, const series *base, const compare_c
         } else if (r->step > b->step) {
             j++;
         } else {
+            o->common_steps++;
             metric_add(&o->loss, r->step, r->loss, b->loss, (b->unrecorded & STEP_NO_LOSS) != 0,
                        c->loss);
             /* skipped on both sides: both norms are the Inf/NaN found; skipped on one only is a
@@ -382,9 +383,13 @@ static void fail_reason(compare_result *o, const series *run, const compare_conf
     else if (o->memory_gate_failed)
         snprintf(o->reason, sizeof o->reason, "peak memory %.3fx of the baseline > %.3fx",
                  o->memory_ratio, c->max_memory_ratio);
+    else if (o->loss.compared == 0 && o->common_steps == 0)
+        snprintf(o->reason, sizeof o->reason, "no step in common with the baseline (%d run steps, "
+                 "%d baseline steps)", run->n, o->base_steps);
     else if (o->loss.compared == 0)
-        snprintf(o->reason, sizeof o->reason, "no step in common with the baseline (%d run steps)",
-                 run->n);
+        snprintf(o->reason, sizeof o->reason, "the baseline records no loss at any of the %d "
+                 "steps it has in common with the run ('-' or nan): no loss was compared",
+                 o->common_steps);
     else if (o->routing.failed)
         routing_reason(o, c);
 }

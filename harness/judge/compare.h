@@ -87,6 +87,7 @@ typedef struct {
     char reason[256];          /* one line: why the verdict is not pass, or "" */
     metric_summary loss, grad_norm;
     int run_steps, base_steps;
+    int common_steps;          /* step numbers in both, whether or not their values were recorded */
     int first_fail_step;       /* the first step that failed any check; 0 when none */
     const char *first_fail_metric; /* "loss", "grad_norm", "nonfinite" or NULL */
     int first_nonfinite_step;  /* 0 when none */

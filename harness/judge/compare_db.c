@@ -63,6 +63,17 @@ static int verdict_fields(json_t *tol, compare_config *c)
     return 0;
 }
 
+/* tolerances.max_memory_ratio, when given, > 0 as the scenario reader wants it (a stored
+ * scenario of an older harness may say 0, which would fail every run's memory gate) */
+static int memory_gate_positive(json_t *tol, const compare_config *c)
+{
+    if (!json_object_get(tol, "max_memory_ratio") || c->max_memory_ratio > 0)
+        return 0;
+    log_error("the run's scenario: tolerances.max_memory_ratio must be > 0 (0 would fail every "
+              "run's memory gate)");
+    return EXIT_USAGE;
+}
+
 int scenario_compare_config(const char *scenario_json, const char *run_dtype,
                             const char *base_dtype, compare_config *c, char *label, size_t len)
 {
@@ -83,7 +94,7 @@ int scenario_compare_config(const char *scenario_json, const char *run_dtype,
                      tolerance_value(tol, "min_throughput_ratio", &c->min_throughput_ratio) ||
                      tolerance_value(tol, "max_memory_ratio", &c->max_memory_ratio) ||
                      tolerance_value(tol, "expert_tokens_rtol", &c->expert_tokens_rtol) ||
-                     verdict_fields(tol, c)
+                     verdict_fields(tol, c) || memory_gate_positive(tol, c)
                  ? EXIT_USAGE
                  : 0;
     if (label && json_is_string(b))
@@ -542,12 +553,30 @@ static int golden_for_gate(store *st, judgement *j, const baseline_query *q)
     return golden_missing_error(who, j->run.scenario);
 }
 
+/* A baseline that recorded no loss at any of its steps ('-' or NULL in every row; a loss column
+ * that is nan at every step reads the same, docs/baselines.md) cannot judge a run, whose loss
+ * is what every verdict holds against it: an input error, as a missing baseline is. 0 or 2. */
+static int check_base_records_loss(const judgement *j)
+{
+    const baseline *b = &j->base;
+    for (int i = 0; i < b->n_steps; i++)
+        if (!(b->steps[i].unrecorded & STEP_NO_LOSS))
+            return 0;
+    if (b->n_steps == 0)
+        return 0; /* no step at all: the verdict says there is none in common */
+    log_error("baseline %s: loss: not recorded at any of its %d steps ('-' or nan in every row): "
+              "a baseline without losses cannot judge a run", j->origin, b->n_steps);
+    return EXIT_USAGE;
+}
+
 /* the baseline found, of the same scenario, and the configuration of the two */
 static int baseline_for_run(store *st, judgement *j, const baseline_query *q)
 {
     int rc = find_baseline(st, j, q);
     if (!rc)
         rc = check_hashes(j, q);
+    if (!rc)
+        rc = check_base_records_loss(j);
     if (!rc)
         rc = scenario_compare_config(j->run.scenario_json, j->run.dtype, j->base.dtype, &j->cfg,
                                      NULL, 0);
@@ -663,6 +692,11 @@ static void print_metric(FILE *f, const char *name, const metric_summary *m, tol
     if (!m->recorded) {
         fprintf(f, "%-11s not compared: %s\n", name,
                 m->not_recorded ? m->not_recorded : "the baseline does not record it");
+        return;
+    }
+    if (!m->compared) { /* no difference to speak of: not "0 (step 0)" */
+        fprintf(f, "%-11s 0 steps compared; max |diff| none; tolerance %.3g + %.3g*|ref|\n", name,
+                t.atol, t.rtol);
         return;
     }
     fprintf(f, "%-11s %d steps compared, %d out of tolerance; max |diff| %.3g (step %d), "

@@ -76,8 +76,12 @@ static void junit_case(FILE *f, const report_row *w)
             fprintf(f, "first failing step %d; ", w->res.first_fail_step);
         else
             fputs("no failing step; ", f);
-        fprintf(f, "steps compared %d; max abs dloss %.6g; baseline '", w->res.loss.compared,
-                w->res.loss.max_abs);
+        fprintf(f, "steps compared %d; max abs dloss ", w->res.loss.compared);
+        if (w->res.loss.compared)
+            fprintf(f, "%.6g", w->res.loss.max_abs);
+        else
+            fputs("none", f); /* nothing compared: no difference, not 0 */
+        fputs("; baseline '", f);
         esc_html(f, w->label);
         fprintf(f, "' (run %lld)</failure>\n", (long long)w->base_id);
     }

@@ -254,8 +254,8 @@ static void dloss_plot(FILE *f, const report_row *row, int index, const judgemen
     title(f, "title", text);
     fprintf(f, "set logscale y\nset format y '%%.0e'\nset xlabel 'step'\nset ylabel '|dloss|'\n"
                "set yrange [%g:*]\n", DLOSS_FLOOR / 10);
-    if (row->res.first_fail_step)
-        fprintf(f, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead dt 2 lc rgb 'red'\n",
+    if (row->res.first_fail_step) /* front: over the filled tolerance band, not behind it */
+        fprintf(f, "set arrow 1 from %d, graph 0 to %d, graph 1 nohead front dt 2 lc rgb 'red'\n",
                 row->res.first_fail_step, row->res.first_fail_step);
     if (ensemble)
         snprintf(ens, sizeof ens, "$ens%d using 1:2 with lines ls 2 title sprintf('ensemble of %d "
@@ -487,11 +487,20 @@ static int wait_gnuplot(const plotter *p, pid_t pid, int k)
             return EXIT_FAIL;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    char how[64];
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
         log_error("report: gnuplot is not installed (apt-get install gnuplot-nox), or cannot run");
+        return EXIT_FAIL;
+    }
+    if (WIFEXITED(status))
+        snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(how, sizeof how, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
-        log_error("report: gnuplot failed on %s/plots_%d.gp (status %d); its messages are in "
-                  "%s/plots_%d.log", p->dir, k, status, p->dir, k);
+        snprintf(how, sizeof how, "wait status %d", status);
+    log_error("report: gnuplot failed on %s/plots_%d.gp (%s); its messages are in "
+              "%s/plots_%d.log", p->dir, k, how, p->dir, k);
     return EXIT_FAIL;
 }
 

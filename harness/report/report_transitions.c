@@ -31,13 +31,13 @@ static int date_in_range(const char *s, size_t n)
     return n < 19 || two_digits(s + 17) <= 59;
 }
 
-/* YYYY-MM-DD, optionally followed by THH:MM, :SS and Z (a prefix of the store's started_at),
- * every field in its range */
+/* YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (prefixes of the store's started_at),
+ * every field in its range; seconds without the Z are refused, as the help names no such form */
 static int is_date(const char *s)
 {
     static const char pattern[] = "dddd-dd-ddTdd:dd:ddZ";
     size_t n = strlen(s);
-    if (n != 10 && n != 16 && n != 19 && n != 20)
+    if (n != 10 && n != 16 && n != 20)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (pattern[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pattern[i])
@@ -56,8 +56,12 @@ static int parse_since(store *st, const char *spec, transitions *t)
     }
     if (is_date(spec))
         return 0;
+    char with_z[32]; /* seconds without the Z: say what was meant */
+    int no_z = strlen(spec) == 19 && snprintf(with_z, sizeof with_z, "%sZ", spec) == 20 &&
+               is_date(with_z);
     log_error("report: --since: '%s' is neither a run id nor a UTC date (YYYY-MM-DD, "
-              "YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ)", term_safe(spec));
+              "YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ)%s", term_safe(spec),
+              no_z ? "; a time with seconds ends in Z (UTC)" : "");
     return EXIT_USAGE;
 }
 
@@ -96,7 +100,8 @@ static transition_row *find_or_add(transitions *t, const run_row *r)
 static int take_run(const run_row *r, void *arg)
 {
     transitions *t = arg;
-    if (r->imported) /* a baseline from a file is never a run under test */
+    /* a baseline from a file, or a perturbed member of an ensemble, is never a run under test */
+    if (r->imported || r->ensemble_member)
         return 0;
     transition_row *w = find_or_add(t, r);
     if (!w) {
@@ -148,17 +153,18 @@ static int run_verdict(store *st, int64_t id, const baseline_query *q, char out[
     return input_error ? EXIT_USAGE : 0;
 }
 
-/* the change of a row, from the newest run's verdict first: a newest run that does not pass
- * is failing whether or not the run before it could be judged */
+/* the change of a row, from the newest run's verdict first: a newest run that cannot be judged
+ * is "not judged" whether or not a run came before it, and one that does not pass is failing
+ * whether or not the run before it could be judged */
 static const char *change_of(const transition_row *w)
 {
     if (!w->new_id)
         return "gone";
+    if (strcmp(w->new_verdict, "none") == 0)
+        return "not judged";
     if (!w->prev_id)
         return "new";
     int is = strcmp(w->new_verdict, "pass") == 0;
-    if (strcmp(w->new_verdict, "none") == 0)
-        return "not judged";
     if (strcmp(w->prev_verdict, "none") == 0)
         return is ? "passing, not judged before" : "failing, not judged before";
     int was = strcmp(w->prev_verdict, "pass") == 0;
@@ -296,6 +302,12 @@ static int row_failing(const transition_row *w)
            strcmp(w->new_verdict, "none") != 0;
 }
 
+/* 1 when the row's testcase is skipped: it is gone, or its newest run is not judged */
+static int row_skipped(const transition_row *w)
+{
+    return !w->new_id || strcmp(w->new_verdict, "none") == 0;
+}
+
 /* one testcase per scenario and device: a failure when its newest run does not pass, skipped
  * when it is gone or not judged */
 static void junit_case(FILE *f, const transition_row *w)
@@ -311,7 +323,7 @@ static void junit_case(FILE *f, const transition_row *w)
     if (row_failing(w))
         fprintf(f, "      <failure type=\"%s\" message=\"%s: before %s, since %s\"/>\n",
                 w->new_verdict, w->change, before, after);
-    else if (strcmp(w->change, "gone") == 0 || strcmp(w->change, "not judged") == 0)
+    else if (row_skipped(w))
         fprintf(f, "      <skipped message=\"%s: before %s, since %s\"/>\n", w->change, before,
                 after);
     fputs("    </testcase>\n", f);
@@ -322,14 +334,17 @@ static int write_junit(const transitions *t, const char *path)
     FILE *f = report_open(path);
     if (!f)
         return EXIT_FAIL;
-    int failures = 0;
-    for (int i = 0; i < t->n; i++)
+    int failures = 0, skipped = 0;
+    for (int i = 0; i < t->n; i++) {
         failures += row_failing(&t->rows[i]);
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite "
-               "name=\"transitions since ");
+        skipped += row_skipped(&t->rows[i]); /* never a failing row too */
+    }
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"harness\" "
+               "tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n  <testsuite "
+               "name=\"transitions since ", t->n, failures, skipped);
     esc_html(f, t->since);
-    fprintf(f, "\" tests=\"%d\" failures=\"%d\" timestamp=\"%s\">\n", t->n, failures,
-            t->created);
+    fprintf(f, "\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" "
+               "timestamp=\"%s\">\n", t->n, failures, skipped, t->created);
     for (int i = 0; i < t->n; i++)
         junit_case(f, &t->rows[i]);
     fputs("  </testsuite>\n</testsuites>\n", f);

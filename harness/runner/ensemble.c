@@ -43,19 +43,35 @@ static int prepare_member(const run_args *a, const scenario *s, int perturb, dev
     return rc;
 }
 
+/* marks run id a member of an ensemble (run_extra STORE_ENSEMBLE_MEMBER_KEY = perturb), so that
+ * report, --since and --history never take the perturbed run for the run under test: 0 or 1 */
+static int mark_member(store *st, int64_t id, int perturb)
+{
+    char value[16];
+    snprintf(value, sizeof value, "%d", perturb);
+    if (store_add_extra(st, id, STORE_ENSEMBLE_MEMBER_KEY, value) == 0)
+        return 0;
+    log_error("baseline record --ensemble: run %lld (member %d) could not be marked an ensemble "
+              "member", (long long)id, perturb + 1);
+    return EXIT_FAIL;
+}
+
+/* trains and records member `perturb`; the run is marked a member however it ended (one that
+ * failed or was interrupted is still a perturbed run) */
 static int record_member(trainer *tr, const scenario *s, device *d, store *st,
                          const run_args *a, int perturb, int64_t *id)
 {
     int rc = runner_record(tr, s, d, st, a, id);
-    if (rc == 0)
+    int marked = *id ? mark_member(st, *id, perturb) : 0;
+    if (rc == 0 && marked == 0)
         printf("ensemble member %d (perturbation %d): run %lld\n", perturb + 1, perturb,
                (long long)*id);
-    else
+    else if (rc)
         log_error("baseline record --ensemble: member %d (perturbation %d) did not finish ok",
                   perturb + 1, perturb);
     train_free(tr);
     device_close(d);
-    return rc;
+    return rc ? rc : marked;
 }
 
 static int check_ensemble_args(const scenario *s, int members)

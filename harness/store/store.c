@@ -656,7 +656,9 @@ static void column_copy(char *dst, size_t n, sqlite3_stmt *s, int i)
     " r.harness_version, r.started_at, r.finished_at, r.status, r.error, r.world_size,"         \
     " r.mem_total_bytes, (SELECT count(*) FROM steps s WHERE s.run_id = r.id),"                 \
     " (SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1),"        \
-    " r.threads, r.load_avg, r.imported"
+    " r.threads, r.load_avg, r.imported,"                                                     \
+    " (r.imported = 0 AND EXISTS (SELECT 1 FROM run_extra x WHERE x.run_id = r.id"             \
+    " AND x.key = '" STORE_ENSEMBLE_MEMBER_KEY "'))"
 
 static void read_run_row(sqlite3_stmt *s, run_row *o)
 {
@@ -681,6 +683,7 @@ static void read_run_row(sqlite3_stmt *s, run_row *o)
     o->threads = sqlite3_column_int(s, 17);
     o->load_avg = store_column_real(s, 18);
     o->imported = sqlite3_column_int(s, 19);
+    o->ensemble_member = sqlite3_column_int(s, 20);
 }
 
 /* prepares sql and binds ?1 to id; 0 or 2 (message naming what) */
@@ -1078,6 +1081,10 @@ int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int
         /* the same backend (cpu64's golden shares cpu's device name) and precision */
         " AND p.dtype IS r.dtype AND substr(p.device, 1, instr(p.device || ':', ':') - 1)"
         " = substr(r.device, 1, instr(r.device || ':', ':') - 1)"
+        /* runs of this machine only: no imported baseline (another machine's, or an ensemble's
+         * mean), no perturbed member of an ensemble */
+        " AND p.imported = 0 AND NOT EXISTS (SELECT 1 FROM run_extra x WHERE x.run_id = p.id"
+        " AND x.key = '" STORE_ENSEMBLE_MEMBER_KEY "')"
         " WHERE r.id = ?1 ORDER BY p.id DESC LIMIT ?2";
     *ids = NULL;
     *n = 0;

@@ -88,7 +88,15 @@ typedef struct {
     int threads;     /* 0 when not recorded */
     double load_avg; /* NaN when not recorded */
     int imported;    /* 1: an imported baseline (store_import_run), not a run of this machine */
+    int ensemble_member; /* 1: a perturbed member of an ensemble baseline (a run_extra key
+                            STORE_ENSEMBLE_MEMBER_KEY, on a run that is not imported) */
 } run_row;
+
+/* The run_extra key that marks a member of an ensemble baseline (`baseline record --ensemble`):
+ * its value is the member's perturbation (0..N-1). Such a run trained with a perturbed GEMM
+ * order: it is never "the newest run" report picks, never part of compare --history, and not
+ * recorded as a baseline of its own. */
+#define STORE_ENSEMBLE_MEMBER_KEY "ensemble_member"
 
 /* Fills *out with run id; returns 0, 1 when there is no such run (message printed), 2 on error */
 int store_get_run(store *st, int64_t run_id, run_row *out);
@@ -189,8 +197,9 @@ int store_last_verdict(store *st, int64_t run_id, char verdict[16]);
 /* The newest comparison of run_id with a baseline (history checks left out): its verdict into
  * verdict[16]; 0, 1 when none, 2 on error */
 int store_last_baseline_verdict(store *st, int64_t run_id, char verdict[16]);
-/* Ids of the runs before run_id with the same scenario hash and device name and status ok,
- * newest first, at most limit (malloc'd, caller frees). 0 or 2. */
+/* Ids of the runs before run_id with the same scenario hash, device name, backend and dtype and
+ * status ok, newest first, at most limit (malloc'd, caller frees); runs of this machine only:
+ * imported runs and ensemble members are left out. 0 or 2. */
 int store_previous_runs(store *st, int64_t run_id, int limit, int64_t **ids, int *n);
 
 /* the store's additions for exec and ingest: part of the store/ face */

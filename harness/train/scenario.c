@@ -792,8 +792,8 @@ static int load_tolerances(const src *x, json_t *root, scenario *s)
         return rc;
     src tx = sub(x, "tolerances");
     rc = check_keys(&tx, t, keys);
-    for (size_t i = 0; !rc && i < sizeof out / sizeof out[0]; i++)
-        rc = get_real(&tx, t, keys[i], 0, 0, 0, out[i]);
+    for (size_t i = 0; !rc && i < sizeof out / sizeof out[0]; i++) /* a memory gate of 0 fails */
+        rc = get_real(&tx, t, keys[i], 0, 0, out[i] == &s->max_memory_ratio, out[i]);
     return rc ? rc : load_verdict_fields(&tx, t, s);
 }
 

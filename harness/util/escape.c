@@ -21,14 +21,25 @@ int utf8_seq_len(const unsigned char *s)
     return n;
 }
 
+/* the bytes of the character at s (1..4; 1 for a byte that is not UTF-8), *allowed 1 when it is
+ * one XML 1.0 allows in text: 0 for bytes that are not UTF-8 and for the noncharacters U+FFFE
+ * and U+FFFF (EF BF BE, EF BF BF), valid UTF-8 that XML forbids. Control characters are left to
+ * the callers. */
+static int xml_char_len(const unsigned char *s, int *allowed)
+{
+    int n = utf8_seq_len(s);
+    *allowed = n > 0 && !(n == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe);
+    return n > 0 ? n : 1;
+}
+
 /* writes the character at *s HTML-escaped and advances *s past it */
 static void html_char(FILE *f, const unsigned char **s)
 {
     unsigned char c = **s;
-    int n = utf8_seq_len(*s);
-    if (n == 0) {
+    int allowed, n = xml_char_len(*s, &allowed);
+    if (!allowed) {
         fputs("\xef\xbf\xbd", f);
-        (*s)++;
+        *s += n;
         return;
     }
     switch (c) {
@@ -91,16 +102,31 @@ void esc_csv(FILE *f, const char *s)
         fputc('"', f);
 }
 
+/* gnuplot's SVG terminal writes text as it is, escaping only & and <: "]]>" (which XML
+ * forbids in text) is written "]] >" so that the SVG stays well-formed */
+static int ends_cdata_mark(const unsigned char *p)
+{
+    return p[0] == ']' && p[1] == ']' && p[2] == '>';
+}
+
 void esc_gnuplot(FILE *f, const char *s)
 {
     fputc('\'', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '\'')
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+        int allowed, n = xml_char_len(p, &allowed);
+        if (!allowed) { /* gnuplot would copy the bytes into the SVG as they are */
+            fputs("\xef\xbf\xbd", f);
+        } else if (*p == '\'') {
             fputs("''", f);
-        else if (*p < 0x20 || *p == 0x7f)
+        } else if (*p < 0x20 || *p == 0x7f) {
             fputc(' ', f);
-        else
-            fputc(*p, f);
+        } else if (ends_cdata_mark(p)) {
+            fputs("]] ", f); /* the '>' follows as the next character */
+            n = 2;
+        } else {
+            fwrite(p, 1, (size_t)n, f);
+        }
+        p += n;
     }
     fputc('\'', f);
 }

@@ -6,7 +6,8 @@
 #include <stdio.h>
 
 /* HTML and XML text and attribute values: & < > " ' become entities; control characters
- * (other than tab) and bytes that are not valid UTF-8 become U+FFFD, so the output stays
+ * (other than tab), bytes that are not valid UTF-8 and the noncharacters U+FFFE and U+FFFF
+ * (not XML characters) become U+FFFD, so the output stays
  * well-formed XML 1.0 whatever the input. */
 void esc_html(FILE *f, const char *s);
 /* one Markdown table cell: HTML-escaped as above, then | \ ` * _ [ ] < > # and leading
@@ -17,7 +18,9 @@ void esc_markdown(FILE *f, const char *s);
  * formula (OWASP's CSV injection rule). */
 void esc_csv(FILE *f, const char *s);
 /* a gnuplot single-quoted string literal, quotes included: ' doubled, control characters
- * (newlines end a gnuplot command) replaced by spaces. In a single-quoted string gnuplot
+ * (newlines end a gnuplot command) replaced by spaces; since gnuplot copies text into its SVG
+ * as it is, bytes that are not UTF-8 (and U+FFFE, U+FFFF) become U+FFFD and "]]>" becomes
+ * "]] >", so the SVG stays well-formed XML. In a single-quoted string gnuplot
  * expands neither backquotes, nor macros (@name), nor backslash escapes, and system() is text.
  * Use with `noenhanced` so ^ _ { } @ & are not read as markup. */
 void esc_gnuplot(FILE *f, const char *s);

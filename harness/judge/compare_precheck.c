@@ -75,6 +75,21 @@ static int read_named(store *st, const baseline_query *q, const char *scenario, 
 }
 
 /* the baseline b is one a run of (hash, json) can be judged against: finished, same scenario */
+/* 1 when the run to come (its scenario's hash and JSON; hash NULL: a run without a scenario, as
+ * `exec` without --scenario records one) may be judged against b, as judge_run will decide:
+ * a run without a scenario fits only a baseline without one */
+static int scenario_fits(const baseline *b, const baseline_query *q, const char *hash,
+                         const char *json, char *diff, size_t len)
+{
+    if (q->force)
+        return 1;
+    if (!hash) {
+        snprintf(diff, len, "the run has no scenario (give --scenario)");
+        return !b->scenario_hash[0];
+    }
+    return !scenarios_differ(hash, json, b->scenario_hash, b->scenario_json, diff, len);
+}
+
 static int usable_for(const baseline *b, const char *where, const baseline_query *q,
                       const char *scenario, const char *hash, const char *json)
 {
@@ -84,9 +99,14 @@ static int usable_for(const baseline *b, const char *where, const baseline_query
         return EXIT_USAGE;
     }
     char diff[1024];
-    if (!hash || q->force || !scenarios_differ(hash, json, b->scenario_hash, b->scenario_json,
-                                               diff, sizeof diff))
+    if (scenario_fits(b, q, hash, json, diff, sizeof diff))
         return 0;
+    if (!hash) {
+        log_error("baseline %s ran scenario %s, and %s has none: nothing is run or recorded; "
+                  "give --scenario FILE (the scenario the command trains)", where, b->scenario,
+                  scenario);
+        return EXIT_USAGE;
+    }
     log_error("scenario %s (hash %.12s) and baseline %s (scenario %s, hash %.12s) are different "
               "scenarios; they differ in %s. Record a baseline of this scenario, or run it "
               "without --compare and use 'harness compare RUN --force'",
@@ -204,9 +224,7 @@ static int read_usable_quietly(store *st, const baseline_query *q, const char *s
 {
     char diff[1024];
     int usable = read_quietly(st, q, scenario, spec, b) && strcmp(b->status, "ok") == 0 &&
-                 (!hash || q->force ||
-                  !scenarios_differ(hash, json, b->scenario_hash, b->scenario_json, diff,
-                                    sizeof diff));
+                 scenario_fits(b, q, hash, json, diff, sizeof diff);
     if (!usable)
         baseline_free(b);
     return usable ? 0 : 1;

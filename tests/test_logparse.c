@@ -661,6 +661,42 @@ static void test_megatron_lines(void **state)
     assert_false(read1(&r, "elapsed time per iteration (ms): 1234.5 | lm loss: 1.08E+01 |", &ev) && ev.has_step);
 }
 
+/* the meta value of key in ev, or NULL */
+static const char *meta_value(const lp_event *ev, const char *key)
+{
+    for (int i = 0; i < ev->n_meta; i++)
+        if (!strcmp(ev->meta[i].key, key))
+            return ev->meta[i].value;
+    return NULL;
+}
+
+/* numbers kept as metadata (Trainer's summary, HARNESS_META, MLPerf's batch size) in the fewest
+ * digits that read back to the same double, not %.17g's 369.80000000000001 */
+static void test_meta_numbers_shortest(void **state)
+{
+    (void)state;
+    lp_reader r = fresh(NULL, NULL);
+    lp_event ev;
+    assert_true(read1(&r, "{'train_runtime': '0.0308', 'train_samples_per_second': '369.8', "
+                          "'train_steps_per_second': 46.23, 'train_loss': 0.1, 'epoch': 1.0, "
+                          "'total_flos': 0.30000000000000004}", &ev));
+    assert_false(ev.has_step);
+    assert_string_equal(meta_value(&ev, "trainer_train_runtime"), "0.0308");
+    assert_string_equal(meta_value(&ev, "trainer_train_samples_per_second"), "369.8");
+    assert_string_equal(meta_value(&ev, "trainer_train_steps_per_second"), "46.23");
+    assert_string_equal(meta_value(&ev, "trainer_train_loss"), "0.1");
+    assert_string_equal(meta_value(&ev, "trainer_epoch"), "1");
+    /* a value that needs 17 digits keeps them: it still reads back exactly */
+    assert_true(strtod(meta_value(&ev, "trainer_total_flos"), NULL) == 0.30000000000000004);
+    lp_reader h = fresh(NULL, NULL);
+    assert_true(read1(&h, "HARNESS_META {\"v\":1,\"lr_peak\":0.0003,\"mem_total_bytes\":85899345920}", &ev));
+    assert_string_equal(meta_value(&ev, "lr_peak"), "0.0003");
+    assert_string_equal(meta_value(&ev, "mem_total_bytes"), "85899345920");
+    lp_reader m = fresh(NULL, NULL);
+    assert_true(read1(&m, ":::MLLOG {\"key\": \"global_batch_size\", \"value\": 1.1, \"metadata\": {}}", &ev));
+    assert_string_equal(meta_value(&ev, "mllog_global_batch_size"), "1.1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -678,7 +714,7 @@ int main(void)
         cmocka_unit_test(test_trainer_tokens_seen), cmocka_unit_test(test_trainer_own_step),
         cmocka_unit_test(test_ansi_colours), cmocka_unit_test(test_field_ranges),
         cmocka_unit_test(test_jsonl_every_field), cmocka_unit_test(test_fractional_steps_skipped),
-        cmocka_unit_test(test_megatron_lines),
+        cmocka_unit_test(test_megatron_lines), cmocka_unit_test(test_meta_numbers_shortest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

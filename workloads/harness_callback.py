@@ -9,8 +9,10 @@ Set logging_steps=1 in TrainingArguments: Trainer's logged loss is the mean over
 interval, so only then is each HARNESS_STEP line the loss of that one step. The callback prints
 one HARNESS_META line when training begins (device, versions) and one HARNESS_STEP line per
 Trainer log that has a loss: step, loss, grad_norm, lr, tokens (the interval's, when Trainer
-counts input tokens, else per_device_batch x seq_len x world size if given), step_ms (the
-interval's wall time / steps), tokens/s, and the device's peak and total memory. The device is
+counts input tokens, else per_device_batch x seq_len x world size if given), step_ms (the wall
+time of the interval's training steps / steps, each timed from on_step_begin to on_step_end
+after a device synchronise: evaluation and checkpoint saves between steps are not in it),
+tokens/s, and the device's peak and total memory. The device is
 the one the model's parameters are on when training begins (HarnessCallback(device=...) names
 it instead): a model trained on the CPU of a GPU host reports the CPU, never the GPU.
 
@@ -123,6 +125,9 @@ class HarnessCallback(TrainerCallback):
         self.tokens_per_step = tokens_per_step
         self.rank = int(os.environ.get("RANK", "0")) if rank is None else rank
         self.last_time = None
+        self.step_began = None  # perf_counter() at the current step's on_step_begin
+        self.train_s = 0.0  # training steps' wall time since the last logged step
+        self.timed_steps = 0  # how many steps train_s holds
         self.last_step = 0
         self.last_tokens = None
         self.expert_tokens = None  # summed since the last logged step; None: no MoE counts
@@ -171,12 +176,38 @@ class HarnessCallback(TrainerCallback):
         self.last_step = state.global_step
         self.last_tokens = getattr(state, "num_input_tokens_seen", None)
 
+    def synchronize(self):
+        """waits for the training device's queued work (the CPU: nothing to wait for)"""
+        mod, idx = device_module(self.torch, self.device)
+        if mod is not None and hasattr(mod, "synchronize"):
+            mod.synchronize(idx)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.synchronize()  # work queued before (an evaluation) is not this step's
+        self.step_began = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.step_began is None:
+            return
+        self.synchronize()
+        self.train_s += time.perf_counter() - self.step_began
+        self.timed_steps += 1
+        self.step_began = None
+
+    def interval_step_ms(self, steps, now):
+        """the mean wall time of the interval's training steps; without step callbacks (the
+        callback driven by hand) the interval's wall time / steps"""
+        if self.timed_steps:
+            return self.train_s * 1000.0 / self.timed_steps
+        return (now - self.last_time) * 1000.0 / steps
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs or state.global_step <= self.last_step:
             return
         now = time.perf_counter()
         steps = state.global_step - self.last_step
-        step_ms = (now - self.last_time) * 1000.0 / steps
+        step_ms = self.interval_step_ms(steps, now)
+        self.train_s, self.timed_steps = 0.0, 0
         seen = getattr(state, "num_input_tokens_seen", None)
         if seen and self.last_tokens is not None and seen > self.last_tokens:
             tokens = (seen - self.last_tokens) // steps

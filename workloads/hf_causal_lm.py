@@ -16,7 +16,11 @@ What it does, as harness/train/train.c does it (docs/workloads.md):
   - data: the scenario's file tokenized (byte, or bpe via the tokenizers library), cut into
     blocks of seq_len (remainder dropped), labels = input ids; blocks dealt to ranks by
     DistributedSampler(shuffle=False, drop_last=True), epoch after epoch; with one rank row i
-    of step s is block (s*B + i) mod n_blocks, as in the harness.
+    of loader step s is block (s*B + i) mod n_blocks, as in the harness.
+  - train.gradient_accumulation_steps A: each optimizer step is A micro-batches of batch_size
+    rows (loader steps (step-1)*A to step*A-1, in order), each one's loss divided by A before
+    backward (gradients summed over A; DDP reduces them with the last), the step's loss the
+    mean of the A losses and its tokens B*A*seq_len*ranks (docs/scenario.md).
   - AdamW (decay on every parameter with train.decay_all, else not on biases and norms),
     transformers' get_scheduler, gradients clipped after backward (clip_grad_norm_), then
     optimizer.step(), scheduler.step(), zero_grad(); deterministic algorithms, seed fixed.
@@ -81,6 +85,7 @@ def load_scenario(path):
         "betas": tuple(float(b) for b in t.get("betas", [0.9, 0.999])),
         "eps": float(t.get("eps", 1e-8)), "clip": float(t.get("clip", 1.0)),
         "seed": int(t.get("seed", 0)), "dtype": s.get("dtype", "fp32"),
+        "accum": int(t.get("gradient_accumulation_steps", 1)),
     }
 
 
@@ -184,6 +189,23 @@ def block_stream(n_blocks, world, rank, torch):
         epoch += 1
 
 
+def accumulate(torch, ddp, batches, A, dev_type, lowp, scaler, several):
+    """forward and backward of the step's A micro-batches (as harness/train/train.c
+    micro_batches does them): each one's loss divided by A before backward, so the gradients are
+    their sum over A; under DDP reduced once, with the last. Returns the step's loss, the mean
+    of the micro-batches' (detached)."""
+    import contextlib
+    total = None
+    for a, x in enumerate(batches):
+        defer = several and a < A - 1  # DDP's all-reduce waits for the last micro-batch
+        with ddp.no_sync() if defer else contextlib.nullcontext():
+            with torch.autocast(dev_type, dtype=lowp or torch.float32, enabled=lowp is not None):
+                loss = ddp(input_ids=x, labels=x).loss / A
+            (scaler.scale(loss) if scaler else loss).backward()
+        total = loss.detach() if total is None else total + loss.detach()
+    return total
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -229,7 +251,7 @@ def main():
     hc.emit("HARNESS_META", meta)
 
     ids = tokenize(sc)
-    T, B = sc["seq_len"], sc["batch"]
+    T, B, A = sc["seq_len"], sc["batch"], sc["accum"]
     if len(ids) // T < world:  # the sampler would deal no block to a rank: loop forever
         sys.exit("hf_causal_lm: %s: %d tokens do not fill one block of seq_len %d per rank "
                  "(%d ranks)" % (sc["data"], len(ids), T, world))
@@ -252,15 +274,13 @@ def main():
     params = list(model.parameters())
     scaler = torch.amp.GradScaler(dev_type) if lowp == torch.float16 else None
     for step in range(1, steps + 1):
-        x = blocks[[next(stream) for _ in range(B)]].to(device)
         if dev_mod:
             dev_mod.synchronize()
         t0 = time.perf_counter()
         lr = opt.param_groups[0]["lr"]
-        with torch.autocast(dev_type, dtype=lowp or torch.float32, enabled=lowp is not None):
-            loss = ddp(input_ids=x, labels=x).loss
         scale = scaler.get_scale() if scaler else None
-        (scaler.scale(loss) if scaler else loss).backward()
+        micro = (blocks[[next(stream) for _ in range(B)]].to(device) for _ in range(A))
+        loss = accumulate(torch, ddp, micro, A, dev_type, lowp, scaler, world > 1)
         if scaler:
             scaler.unscale_(opt)
         norm = torch.nn.utils.clip_grad_norm_(params, sc["clip"] if sc["clip"] > 0 else float("inf"))
@@ -282,7 +302,7 @@ def main():
             dev_mod.synchronize()
         ms = (time.perf_counter() - t0) * 1000.0
         peak, total = hc.memory(torch, device)
-        tokens = B * T * world
+        tokens = B * A * T * world
         record = {"v": 1, "step": step, "loss": loss_v, "grad_norm": norm_v,
                   "lr": lr, "tokens": tokens, "step_ms": ms,
                   "tokens_per_s": tokens / (ms / 1000.0) if ms > 0 else 0.0,

@@ -30,7 +30,8 @@ static void exec_usage(FILE *f)
         "training steps it prints and records each at once in a new run, with the command,\n"
         "working directory, device/rank/Slurm environment, exit code or signal, what the\n"
         "workload reports about itself and the raw log (docs/workloads.md). SIGINT, SIGTERM\n"
-        "and SIGHUP go to CMD's process group. The harness's own lines go to stderr.\n\n"
+        "and SIGHUP go to CMD's process group (one ignored when exec starts, as under nohup,\n"
+        "stays ignored for both). The harness's own lines go to stderr.\n\n"
         "  --scenario FILE  the scenario the command trains (name, hash, tolerances, baseline)\n"
         "  --device LABEL   the device label of the run (default pytorch), e.g. a100, musa\n"
         "  --db FILE        SQLite store (default %s)\n"
@@ -81,29 +82,61 @@ static int parse_exec_args(int argc, char **argv, exec_args *a)
     return 0;
 }
 
-/* the command line as one shell-quoted string */
-static void quote_command(char **cmd, char *out, size_t n)
+#define EXEC_COMMAND_MAX 65536 /* bytes of the command line kept (docs/workloads.md) */
+
+/* 1 when arg needs no shell quoting */
+static int plain_word(const char *arg)
 {
+    return arg[0] && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789_-./=:,+@%") == strlen(arg);
+}
+
+/* arg shell-quoted at out (NULL: only measured); its length */
+static size_t quote_word(const char *arg, char *out)
+{
+    int plain = plain_word(arg);
     size_t o = 0;
-    out[0] = 0;
-    for (int i = 0; cmd[i] && o + 4 < n; i++) {
-        int plain = cmd[i][0] && strspn(cmd[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                "0123456789_-./=:,+@%") == strlen(cmd[i]);
-        if (i)
-            out[o++] = ' ';
-        if (!plain)
-            out[o++] = '\'';
-        for (const char *p = cmd[i]; *p && o + 6 < n; p++) {
-            if (*p == '\'' && !plain) {
-                memcpy(out + o, "'\\''", 4);
-                o += 4;
-            } else
-                out[o++] = *p;
-        }
-        if (!plain)
-            out[o++] = '\'';
-        out[o] = 0;
+    if (!plain && out)
+        out[o] = '\'';
+    o += !plain;
+    for (const char *p = arg; *p; p++) {
+        int quote = *p == '\'' && !plain;
+        if (out)
+            memcpy(out + o, quote ? "'\\''" : p, quote ? 4 : 1);
+        o += quote ? 4 : 1;
     }
+    if (!plain && out)
+        out[o] = '\'';
+    return o + !plain;
+}
+
+/* the command line as one shell-quoted string, malloc'd (NULL out of memory); past
+ * EXEC_COMMAND_MAX bytes it is cut (never inside a UTF-8 character) and ends "...", *whole
+ * then its full length, else 0 */
+static char *quote_command(char **cmd, size_t *whole)
+{
+    size_t len = 0;
+    for (int i = 0; cmd[i]; i++)
+        len += (i > 0) + quote_word(cmd[i], NULL);
+    char *text = malloc(len + 1);
+    if (!text)
+        return NULL;
+    size_t o = 0;
+    for (int i = 0; cmd[i]; i++) {
+        if (i)
+            text[o++] = ' ';
+        o += quote_word(cmd[i], text + o);
+    }
+    text[o] = 0;
+    *whole = 0;
+    if (len > EXEC_COMMAND_MAX) {
+        size_t cut = EXEC_COMMAND_MAX - 3;
+        while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
+            cut--; /* back to the start of the character the cut fell in */
+        memcpy(text + cut, "...", 4);
+        *whole = len;
+    }
+    return text;
 }
 
 /* "exec:train.py": the first argument that names a script, else the program */
@@ -129,9 +162,17 @@ static void on_output(int stream, const char *data, size_t len, void *arg)
 
 static void keep_invocation(recorder *r, char **cmd)
 {
-    char text[8192], cwd[PATH_MAX];
-    quote_command(cmd, text, sizeof text);
-    rec_extra(r, "command", text);
+    char cwd[PATH_MAX];
+    size_t whole;
+    char *text = quote_command(cmd, &whole);
+    if (!text)
+        log_warn("exec: out of memory for the command line: the run keeps no 'command'");
+    else if (whole)
+        log_warn("exec: the command line is %zu bytes: the run keeps its first %d, ending "
+                 "\"...\"", whole, EXEC_COMMAND_MAX);
+    if (text)
+        rec_extra(r, "command", text);
+    free(text);
     if (getcwd(cwd, sizeof cwd))
         rec_extra(r, "cwd", cwd);
     rec_extra(r, "recorded_by", "harness exec");

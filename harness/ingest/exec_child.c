@@ -19,6 +19,12 @@
 
 static volatile sig_atomic_t child_group, last_forwarded;
 
+static const int forwarded_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_FORWARDED (sizeof forwarded_sigs / sizeof forwarded_sigs[0])
+/* the signals the harness inherited as ignored (nohup's SIGHUP, SIGINT of a script's background
+ * job): they stay ignored for the harness and for CMD, never forwarded nor reset to default */
+static int inherited_ignored[N_FORWARDED];
+
 static void forward(int sig)
 {
     if (child_group > 0)
@@ -26,15 +32,27 @@ static void forward(int sig)
     last_forwarded = sig;
 }
 
+/* notes which of the forwarded signals the harness inherited as ignored; 0 or -1 */
+static int note_ignored(void)
+{
+    for (size_t i = 0; i < N_FORWARDED; i++) {
+        struct sigaction old;
+        if (sigaction(forwarded_sigs[i], NULL, &old) != 0)
+            return -1;
+        inherited_ignored[i] = old.sa_handler == SIG_IGN;
+    }
+    return 0;
+}
+
+/* handler for each forwarded signal, except those inherited as ignored (left ignored) */
 static int install(void (*handler)(int))
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (sigaction(sigs[i], &sa, NULL) != 0)
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        if (!inherited_ignored[i] && sigaction(forwarded_sigs[i], &sa, NULL) != 0)
             return -1;
     return 0;
 }
@@ -51,7 +69,8 @@ static int mask_forwarded(int how)
 }
 
 /* in the child between fork and exec: only async-signal-safe calls. The forwarded signals are
- * blocked until their default action is back, so one sent to the group meanwhile is not lost */
+ * blocked until their default action is back, so one sent to the group meanwhile is not lost;
+ * one the harness inherited as ignored stays ignored (install skips it) */
 static void exec_in_child(char *const argv[], int out[2], int errp[2], int report[2])
 {
     setpgid(0, 0);
@@ -93,7 +112,7 @@ int child_start(char *const argv[], child_proc *c, char *err, size_t n)
     signal(SIGPIPE, SIG_IGN); /* a closed terminal must not kill the recorder */
     /* a signal that comes before the child's group is known waits (blocked) until it is, then
      * forward() passes it on: none is lost between here and the fork */
-    if (install(forward) != 0 || mask_forwarded(SIG_BLOCK) != 0) {
+    if (note_ignored() != 0 || install(forward) != 0 || mask_forwarded(SIG_BLOCK) != 0) {
         snprintf(err, n, "exec: setting up signal forwarding: %s", strerror(errno));
         close_pair(out), close_pair(errp), close_pair(report);
         return 2;

@@ -124,7 +124,7 @@ static int extra_key(const char *key, int own, char *out, size_t n)
         "format", "label", "scenario", "scenario_hash", "device", "device_name", "vendor",
         "driver_version", "runtime_version", "dtype", "world_size", "mem_total_bytes", "host",
         "date", "finished_at", "harness_version", "git_commit", "status", "scenario_json",
-        "steps"};
+        "steps", STORE_ENSEMBLE_MEMBER_KEY /* marks a perturbed run: never a workload's */};
     char clean[LP_KEY]; /* the name as stored: "exit code" is exit_code too */
     size_t o = 0;
     for (const char *p = key; *p && o + 1 < sizeof clean; p++)
@@ -228,49 +228,82 @@ static void take_routing(recorder *r, const lp_step *s, step_record *m)
     m->expert_tokens = r->routing;
 }
 
-/* adds step (>= 1) to the set; 1 when it was not there, 0 when it was, -1 out of memory */
-static int step_set_add(rec_step_set *set, int step)
+/* grows the set to hold one more step; 0, or -1 out of memory */
+static int step_set_grow(rec_step_set *set)
 {
-    if (2 * (set->n + 1) > set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 1024;
-        int *slots = calloc(cap, sizeof *slots);
-        if (!slots)
-            return -1;
-        for (size_t i = 0; i < set->cap; i++)
-            if (set->slots[i]) {
-                size_t k = ((size_t)set->slots[i] * 2654435761u) & (cap - 1);
-                while (slots[k])
-                    k = (k + 1) & (cap - 1);
-                slots[k] = set->slots[i];
-            }
-        free(set->slots);
-        set->slots = slots;
-        set->cap = cap;
+    if (2 * (set->n + 1) <= set->cap)
+        return 0;
+    size_t cap = set->cap ? set->cap * 2 : 1024;
+    int *slots = calloc(cap, sizeof *slots);
+    unsigned char *bad = calloc(cap, 1);
+    if (!slots || !bad) {
+        free(slots);
+        free(bad);
+        return -1;
     }
+    for (size_t i = 0; i < set->cap; i++)
+        if (set->slots[i]) {
+            size_t k = ((size_t)set->slots[i] * 2654435761u) & (cap - 1);
+            while (slots[k])
+                k = (k + 1) & (cap - 1);
+            slots[k] = set->slots[i];
+            bad[k] = set->bad[i];
+        }
+    free(set->slots);
+    free(set->bad);
+    set->slots = slots;
+    set->bad = bad;
+    set->cap = cap;
+    return 0;
+}
+
+/* the slot of step (>= 1), added when it was not there (*added 1, else 0); -1 out of memory */
+static long step_set_slot(rec_step_set *set, int step, int *added)
+{
+    *added = 0;
+    if (step_set_grow(set))
+        return -1;
     size_t k = ((size_t)step * 2654435761u) & (set->cap - 1);
     for (; set->slots[k]; k = (k + 1) & (set->cap - 1))
         if (set->slots[k] == step)
-            return 0;
+            return (long)k;
     set->slots[k] = step;
     set->n++;
-    return 1;
+    *added = 1;
+    return (long)k;
 }
 
-/* rank 0's step m with a loss was stored: counted once however often it is logged */
+/* the lowest step whose kept loss is NaN or Inf, 0 when none is */
+static int step_set_first_bad(const rec_step_set *set)
+{
+    int first = 0;
+    for (size_t i = 0; i < set->cap && set->n_bad; i++)
+        if (set->bad[i] && (!first || set->slots[i] < first))
+            first = set->slots[i];
+    return first;
+}
+
+/* rank 0's step m with a loss was stored: counted once however often it is logged; whether its
+ * kept loss (the latest line's: a step logged again keeps its latest values) is NaN or Inf */
 static void count_step(recorder *r, const step_record *m)
 {
-    int added = step_set_add(&r->steps_seen, m->step);
-    if (added < 0) {
+    rec_step_set *set = &r->steps_seen;
+    int added;
+    long k = step_set_slot(set, m->step, &added);
+    if (k < 0) {
         log_error("out of memory counting the steps of the run");
         r->failed = 1;
+        return;
     }
-    r->steps_stored += added > 0;
+    r->steps_stored += added;
     if (m->step >= r->final_step) {
         r->final_step = m->step;
         r->final_loss = m->loss;
     }
-    if (!isfinite(m->loss) && !r->diverged_step)
-        r->diverged_step = m->step;
+    unsigned char bad = !isfinite(m->loss);
+    if (bad != set->bad[k])
+        set->n_bad = bad ? set->n_bad + 1 : set->n_bad - 1;
+    set->bad[k] = bad;
 }
 
 static void take_step(recorder *r, const lp_step *s, int line_rank)
@@ -309,7 +342,8 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
         count_step(r, m);
 }
 
-/* the length of the valid UTF-8 sequence at p[0..n) (a byte >= 0x80), 0 when it is none */
+/* the length of the valid UTF-8 sequence at p[0..n) (a byte >= 0x80), 0 when it is none (as
+ * util's utf8_seq_len, within n bytes) */
 static size_t utf8_sequence(const unsigned char *p, size_t n)
 {
     size_t want = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3
@@ -319,6 +353,10 @@ static size_t utf8_sequence(const unsigned char *p, size_t n)
     for (size_t k = 1; k < want; k++)
         if ((p[k] & 0xC0) != 0x80)
             return 0;
+    /* overlong forms, surrogates and code points above U+10FFFF are no UTF-8 either */
+    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0) ||
+        (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))
+        return 0;
     return want;
 }
 
@@ -564,6 +602,7 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
     if (r->ranks_seen > 1 && !r->failed &&
         store_set_run_identity(r->st, r->run_id, NULL, NULL, NULL, r->ranks_seen, 0))
         r->failed = 1;
+    r->diverged_step = step_set_first_bad(&r->steps_seen);
     if (r->diverged_step) {
         status = "diverged";
         snprintf(error, sizeof error, "NaN/Inf loss at step %d", r->diverged_step);
@@ -605,6 +644,7 @@ void rec_free(recorder *r)
     r->routing = NULL;
     r->routing_cap = 0;
     free(r->steps_seen.slots);
+    free(r->steps_seen.bad);
     memset(&r->steps_seen, 0, sizeof r->steps_seen);
     r->n_src = 0;
 }

@@ -28,10 +28,12 @@ typedef struct {
     long line_no;       /* the line being gathered: 1 + the newlines before it (for messages) */
 } rec_source;
 
-/* the distinct steps of rank 0 stored so far (open addressing; 0 marks a free slot) */
+/* the distinct steps of rank 0 stored so far (open addressing; 0 marks a free slot); bad[k]:
+ * the kept loss of slots[k]'s step is NaN or Inf (n_bad of them) */
 typedef struct {
     int *slots;
-    size_t cap, n;
+    unsigned char *bad;
+    size_t cap, n, n_bad;
 } rec_step_set;
 
 typedef struct {
@@ -45,7 +47,8 @@ typedef struct {
     step_record last[LP_MAX_RANKS];
     unsigned last_has[LP_MAX_RANKS];
     int ranks_seen;          /* highest rank + 1 */
-    int steps_stored, diverged_step; /* steps_stored: distinct steps of rank 0 with a loss */
+    int steps_stored; /* distinct steps of rank 0 with a loss */
+    int diverged_step; /* the first whose kept loss is NaN/Inf (set when the run ends), or 0 */
     rec_step_set steps_seen;
     int final_step;          /* the highest of them; final_loss is its (latest) loss */
     double final_loss;

@@ -45,7 +45,8 @@ int64_t exec_tokens_per_step(const scenario *s)
 {
     if (!s)
         return 0;
-    return (int64_t)s->batch_size * s->seq_len * exec_world_size(s);
+    int accum = s->grad_accum > 0 ? s->grad_accum : 1; /* micro-batches per optimizer step */
+    return (int64_t)s->batch_size * accum * s->seq_len * exec_world_size(s);
 }
 
 void exec_keep_env(recorder *r)

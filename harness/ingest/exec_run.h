@@ -14,7 +14,8 @@
  * load, or (from_log: `ingest` of a log made elsewhere) no host and no load. 0 or 1. */
 int exec_begin_run(store *st, const scenario *s, const char *name, const char *device,
                    int from_log, int64_t *run_id);
-/* tokens of one step from the scenario (batch x seq_len x world size), 0 without one */
+/* tokens of one optimizer step from the scenario (batch_size x gradient_accumulation_steps x
+ * seq_len x world size, as docs/scenario.md defines it), 0 without one */
 int64_t exec_tokens_per_step(const scenario *s);
 /* run_extra: env.NAME for the device, rank and Slurm variables that are set */
 void exec_keep_env(recorder *r);

@@ -134,7 +134,8 @@ typedef struct {
 int lp_dict_each(const char *s, size_t len,
                  int (*fn)(const char *key, size_t klen, const lp_value *v, void *arg), void *arg);
 int lp_key_is(const char *key, size_t klen, const char *name);
-/* a string value unescaped (\" \\ \n \t \uXXXX as '?') into out[n], cut to fit */
+/* a string value unescaped (\" \\ \n \t \uXXXX as '?') into out[n], cut to fit; a number in the
+ * fewest digits that read back to it (real_text_shortest: 369.8, not 369.80000000000001) */
 void lp_value_text(const lp_value *v, char *out, size_t n);
 /* the first occurrence of needle in s[0..len) (NULs allowed), or NULL */
 const char *lp_find_text(const char *s, size_t len, const char *needle);

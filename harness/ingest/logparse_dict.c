@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "logparse.h"
+#include "util/json_util.h"
 
 #define MAX_DEPTH 32
 
@@ -191,8 +192,8 @@ int lp_key_is(const char *key, size_t klen, const char *name)
 void lp_value_text(const lp_value *v, char *out, size_t n)
 {
     size_t o = 0;
-    if (v->type == LPV_NUM) {
-        snprintf(out, n, "%.17g", v->num);
+    if (v->type == LPV_NUM) { /* 369.8, not %.17g's 369.80000000000001 */
+        real_text_shortest(v->num, out, n);
         return;
     }
     for (size_t i = 0; i < v->len && o + 1 < n; i++) {

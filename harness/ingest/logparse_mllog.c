@@ -99,7 +99,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     if (!strcmp(l.key, "global_batch_size") && l.value.type == LPV_NUM) {
         st->mllog_batch = l.value.num;
         lp_meta_add(ev, "mllog_global_batch_size", "");
-        snprintf(ev->meta[0].value, LP_VALUE, "%.17g", l.value.num);
+        lp_value_text(&l.value, ev->meta[0].value, LP_VALUE);
         return 1;
     }
     if (!strncmp(l.key, "submission_", 11) && l.value.type == LPV_STR) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "logparse.h"
+#include "util/json_util.h"
 
 static const char *dict_start(const char *line, size_t len)
 {
@@ -98,7 +99,7 @@ static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
     else if (klen < 40) { /* every other number: kept for the summary */
         char name[LP_KEY], text[LP_VALUE];
         snprintf(name, sizeof name, "trainer_%.*s", (int)klen, key);
-        snprintf(text, sizeof text, "%.17g", x);
+        real_text_shortest(x, text, sizeof text); /* '369.8' stays 369.8 */
         lp_meta_add(w->ev, name, text);
     }
     return 0;

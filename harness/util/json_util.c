@@ -22,15 +22,21 @@ const char *json_type_name(const json_t *v)
 
 /* ---- JSON text with the shortest reals ---------------------------------------------------- */
 
-/* writes v in the fewest of 15, 16, 17 significant digits that read back as v, with ".0" when
- * that looks like an integer (it stays a real); returns the length */
-static size_t shortest_real(double v, char *out, size_t len)
+size_t real_text_shortest(double v, char *out, size_t len)
 {
     for (int p = 15; p <= 17; p++) {
         snprintf(out, len, "%.*g", p, v);
         if (strtod(out, NULL) == v)
             break;
     }
+    return strlen(out);
+}
+
+/* real_text_shortest, with ".0" when that looks like an integer (it stays a real); returns
+ * the length */
+static size_t shortest_real(double v, char *out, size_t len)
+{
+    real_text_shortest(v, out, len);
     if (!strpbrk(out, ".eEni"))
         strncat(out, ".0", len - strlen(out) - 1);
     return strlen(out);

@@ -99,6 +99,16 @@ interrupted() {
     grep -q '"error": "interrupted by a signal"' "$T/runs.json" && grep -c '"id":' "$T/runs.json" | grep -qx 1
 }
 interrupted "$T/h.db" && pass || fail "SIGHUP run: $(grep -E '"(status|error)"' "$T/runs.json")"
+# started under nohup (SIGHUP ignored): a hangup leaves the run going; it then ends by SIGTERM
+(trap '' HUP; exec "$H" run "$tiny" --steps 1000000 --db "$T/nh.db" >"$T/nh.out" 2>&1) &
+pid=$!
+wait_until 120 "2 steps printed" -- printed_at_least 2 "$T/nh.out"
+kill -HUP "$pid"
+before=$(grep -c '^step ' "$T/nh.out")
+wait_until 120 "2 more steps after the ignored SIGHUP" -- printed_at_least $((before + 2)) "$T/nh.out"
+kill -TERM "$pid"; wait "$pid"; code=$?
+[ "$code" = 1 ] && pass || fail "the nohup run stopped by SIGTERM exits 1, got $code"
+grep -q "interrupted by a signal" "$T/nh.out" && pass || fail "the nohup run: $(tail -2 "$T/nh.out")"
 "$H" run "$tiny" --steps 1000000 --db "$T/p.db" 2>"$T/pipe.err" | head -2 >/dev/null
 code=${PIPESTATUS[0]}
 [ "$code" = 1 ] && pass || fail "run piped to head -2 exits 1, got $code"

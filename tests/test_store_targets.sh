@@ -56,4 +56,12 @@ mkdir -p sv2/config.json
 expect 2 "--save where config.json is a folder" -- "$H" run t.json --db c.db --save sv2 --quiet
 says "sv2/config.json is a directory"
 [ "$(sha256sum <c.db)" = "$sum" ] && pass || fail "a refused --save wrote the store"
+# a FIFO as the dump: refused before the run is recorded (opening it blocked the run, with its
+# row already 'running', deaf to SIGTERM)
+mkfifo fifo
+cp a.db f.db; sum=$(sha256sum <f.db)
+expect 2 "--dump-batches onto a FIFO" -- timeout 60 "$H" run t.json --db f.db --dump-batches fifo --quiet
+says "it is a FIFO"
+[ "$(sha256sum <f.db)" = "$sum" ] && pass || fail "a refused FIFO dump wrote the store"
+expect 0 "--dump-batches /dev/null" -- "$H" run t.json --db f.db --dump-batches /dev/null --quiet
 finish

@@ -1,6 +1,7 @@
 /* harness/cli/cmd_run.c: `harness run SCENARIO...`: the options, then one run (runner_run_one)
  * or the --compare matrix (run_matrix); harness/runner/ does the work. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,13 +79,14 @@ static int check_nonempty(const run_args *a)
     return 0;
 }
 
-/* --golden trains on cpu64 (the default device "cpu" becomes cpu64; another is an error) */
-static int check_golden_args(run_args *a)
+/* --golden trains on cpu64 (the default device becomes cpu64; --device cpu64 is taken, any
+ * other named device, cpu included, is an error rather than silently replaced) */
+static int check_golden_args(run_args *a, int device_given)
 {
     if (a->compare)
         return cmd_usage_error("run", "--golden records the golden run of one scenario, not "
                                       "with --compare");
-    if (strcmp(a->device, "cpu") != 0 && strcmp(a->device, "cpu64") != 0)
+    if (device_given && strcmp(a->device, "cpu64") != 0)
         return cmd_usage_error("run", "--golden trains on cpu64 (fp64), not on --device %s",
                                a->device);
     a->device = "cpu64";
@@ -179,6 +181,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
     memset(a, 0, sizeof *a);
     a->device = "cpu";
     a->db = DEFAULT_DB;
+    int device_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int has_value = i + 1 < argc;
@@ -197,6 +200,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
             a->baselines = argv[++i];
         } else if (strcmp(arg, "--device") == 0 && has_value) {
             a->device = argv[++i];
+            device_given = 1;
         } else if (strcmp(arg, "--db") == 0 && has_value) {
             a->db = argv[++i];
         } else if (strcmp(arg, "--save") == 0 && has_value) {
@@ -204,8 +208,9 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         } else if (strcmp(arg, "--dump-batches") == 0 && has_value) {
             a->dump_batches = argv[++i];
         } else if (strcmp(arg, "--steps") == 0 && has_value) {
-            if (parse_long(argv[++i], &a->steps) || a->steps < 1 || a->steps > 100000000) {
-                log_error("run: --steps: '%s' is not a number of steps >= 1", argv[i]);
+            if (parse_long(argv[++i], &a->steps) || a->steps < 1 || a->steps > INT_MAX) {
+                log_error("run: --steps: '%s' is not a number of steps from 1 to %d (as "
+                          "train.steps)", term_safe(argv[i]), INT_MAX);
                 return EXIT_USAGE;
             }
         } else if (strcmp(arg, "--comm") == 0 && has_value) {
@@ -258,7 +263,7 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         log_error("run: --baseline and --baselines go with --compare");
         return EXIT_USAGE;
     }
-    return a->golden ? check_golden_args(a) : 0;
+    return a->golden ? check_golden_args(a, device_given) : 0;
 }
 
 int cmd_run(int argc, char **argv)

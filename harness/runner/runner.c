@@ -27,6 +27,7 @@ typedef struct {
     int64_t run_id;
     int quiet, total;
     int recorded; /* steps in the store: the run's last line counts these, not those trained */
+    double last_loss; /* the loss of the last step the store took */
 } step_sink;
 
 /* with several ranks, rank 0 keeps every rank's figures (rank_steps: memory per rank) */
@@ -51,6 +52,8 @@ static int record_step(const step_record *r, void *arg)
     fflush(stdout);
     int rc = store_add_step(sink->st, sink->run_id, r);
     sink->recorded += rc == 0;
+    if (rc == 0)
+        sink->last_loss = r->loss;
     return rc;
 }
 
@@ -104,7 +107,10 @@ static void catch_signals(int on, struct sigaction old[CAUGHT_SIGNALS])
     sa.sa_flags = SA_RESTART; /* as signal() had it: the store's I/O is not cut short */
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < CAUGHT_SIGNALS; i++)
-        if (on)
+        if (on && sigaction(sigs[i], NULL, &old[i]) == 0 && old[i].sa_handler == SIG_IGN &&
+            sigs[i] != SIGPIPE)
+            continue; /* inherited as ignored (nohup: SIGHUP): it stays ignored */
+        else if (on)
             sigaction(sigs[i], &sa, &old[i]);
         else if (sigs[i] == SIGPIPE && stop_requested == SIGPIPE)
             signal(SIGPIPE, SIG_IGN);
@@ -116,7 +122,7 @@ static void catch_signals(int on, struct sigaction old[CAUGHT_SIGNALS])
 static int record_run(trainer *tr, const scenario *s, device *d, store *st, const run_args *a,
                       int64_t *run_id, train_status *ended)
 {
-    step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps, 0};
+    step_sink sink = {st, 0, a->quiet, a->steps > 0 ? (int)a->steps : s->steps, 0, 0};
     *run_id = 0;
     *ended = TRAIN_FAILED;
     if (begin_run(st, s, d, &sink.run_id))
@@ -137,7 +143,7 @@ static int record_run(trainer *tr, const scenario *s, device *d, store *st, cons
     catch_signals(0, old);
     char loss[48] = "-"; /* no step recorded: no final loss (runs shows '-' too) */
     if (sink.recorded > 0)
-        snprintf(loss, sizeof loss, "%.6f", printable_real(res.final_loss));
+        snprintf(loss, sizeof loss, "%.6f", printable_real(sink.last_loss));
     printf("run %lld: %s, %d steps, final loss %s%s%s\n", (long long)sink.run_id, status,
            sink.recorded, loss, res.error[0] ? ": " : "", term_safe(res.error));
     return rc;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -754,6 +755,9 @@ static int load_train(const src *x, json_t *root, scenario *s)
     if (s->grad_accum > SCENARIO_MAX_ACCUM)
         return fail(&tx, "gradient_accumulation_steps", "%d is too large (at most %d)",
                     s->grad_accum, SCENARIO_MAX_ACCUM);
+    if ((long long)s->steps * s->grad_accum > INT_MAX) /* the loader counts micro-batches */
+        return fail(&tx, "gradient_accumulation_steps", "%d x train.steps %d is more than %d "
+                    "micro-batches", s->grad_accum, s->steps, INT_MAX);
     /* refused rather than ignored until the runner evaluates */
     return s->eval_every ? fail(&tx, "eval_every", "evaluation is not implemented yet: use 0")
                          : 0;
@@ -935,6 +939,11 @@ void scenario_free(scenario *s)
  * JSON and hash say so, so compare and history never mix it with full-length runs. */
 int scenario_override_steps(scenario *s, int steps)
 {
+    if ((long long)steps * s->grad_accum > INT_MAX) {
+        log_error("--steps %d: with gradient_accumulation_steps %d, more than %d micro-batches",
+                  steps, s->grad_accum, INT_MAX);
+        return 2;
+    }
     json_error_t e;
     json_t *root = json_loads(s->json, 0, &e), *train = root ? json_object_get(root, "train") : NULL;
     if (!train || json_object_set_new(train, "steps", json_integer(steps)) != 0) {

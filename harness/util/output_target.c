@@ -142,6 +142,12 @@ int output_check_target(const char *what, const char *path)
         log_error("%s: cannot write %s: it is a directory", path, what);
         return EXIT_USAGE;
     }
+    if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) { /* a FIFO would block the run */
+        log_error("%s: cannot write %s: it is a %s, not a regular file (or a character device "
+                  "such as /dev/null)", path, what,
+                  S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket" : "block device");
+        return EXIT_USAGE;
+    }
     if (input_was_read(&st)) {
         log_error("%s: cannot write %s there: it is a file this run reads (the scenario, its "
                   "config, data, tokenizer or weights); name another file",

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/test_fixC_model_dir.sh: model directories the harness reads and writes: a dangling link
+# tests/test_model_dir_files.sh: model directories the harness reads and writes: a dangling link
 # where it looks for a file is refused, never taken for no file; weights holding NaN or infinity
 # and layers spelt with leading zeros are refused; `dtype` is checked as a dtype under its name;
 # init and run --save never write through a planted link and copy the tokenizer beside the weights.
-# usage: test_fixC_model_dir.sh HARNESS_EXE SOURCE_DIR
+# usage: test_model_dir_files.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"

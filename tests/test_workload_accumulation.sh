@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_fixD2_workload_accum.sh: workloads/hf_causal_lm.py trains train.gradient_accumulation_steps
+# tests/test_workload_accumulation.sh: workloads/hf_causal_lm.py trains train.gradient_accumulation_steps
 # as `harness run` does (micro-batches of batch_size rows in the native loader's order, gradients
 # summed over the count, the step's loss their mean, tokens batch x accumulation x seq_len): from
 # the same `harness init` weights its run passes --compare against the harness's, with the same
@@ -10,10 +10,10 @@ H="$1"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"
 PY="${HARNESS_PYTHON:-$(cd "$(dirname "$H")" && pwd)/venv/bin/python}"
 if ! "$PY" -c 'import torch, transformers' 2>/dev/null; then
-  echo "test_fixD2_workload_accum: skipped: no Python with torch and transformers at $PY"
+  echo "test_workload_accumulation: skipped: no Python with torch and transformers at $PY"
   exit 77
 fi
-W="${FIXD2_WORKLOAD:-$SRC/workloads/hf_causal_lm.py}"  # FIXD2_WORKLOAD: another copy to check
+W="${TEST_WORKLOAD_SCRIPT:-$SRC/workloads/hf_causal_lm.py}"  # TEST_WORKLOAD_SCRIPT: another copy to check
 db="$T/x.db"
 q() { sqlite3 "$db" "$1"; }
 # scenario NAME ACCUM BATCH STEPS DATA: gpt2-tiny with those train settings, the data's absolute path

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_fixD_exec_ingest.sh: exec and ingest on log shapes and stores an acceptance hunt found
+# tests/test_ingest_formats_more.sh: exec and ingest on log shapes and stores an acceptance hunt found
 # mishandled: Trainer dicts with num_input_tokens_seen, --compare of failed and diverged runs,
 # ANSI colours, Python dicts with their own step, a locked store, workload metadata that names the
 # recorder's keys, out-of-range step fields, jsonl's mem_used_bytes and --keys of every field,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/test_fixE_ranks.sh: what the ranks of a data-parallel run sum and must agree on: MoE
+# tests/test_ranks_agree.sh: what the ranks of a data-parallel run sum and must agree on: MoE
 # routing counts summed over the ranks, an unlabelled micro-batch of rank 1 named, the ranks'
 # input files and comm-check's options compared; a rank that stops alone (--help, a usage
 # error, a --comm refused) tells the others, which stop with exit 2 instead of waiting for ever.
-# usage: test_fixE_ranks.sh HARNESS_EXE SOURCE_DIR (skipped, 77, without mpirun or an MPI build)
+# usage: test_ranks_agree.sh HARNESS_EXE SOURCE_DIR (skipped, 77, without mpirun or an MPI build)
 set -u
 H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_fixD2_callback_timing.sh: HarnessCallback's step_ms is the wall time of the training
+# tests/test_callback_step_timing.sh: HarnessCallback's step_ms is the wall time of the training
 # steps only: a real Trainer that evaluates (slowly) and saves a checkpoint after every step,
 # under harness exec; no step may carry the evaluation's or the save's time. Needs torch +
 # transformers (BUILD/venv or HARNESS_PYTHON): skipped without. usage: HARNESS_EXE SOURCE_DIR
@@ -8,11 +8,11 @@ H="$1"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"
 PY="${HARNESS_PYTHON:-$(cd "$(dirname "$H")" && pwd)/venv/bin/python}"
 if ! "$PY" -c 'import torch, transformers' 2>/dev/null; then
-  echo "test_fixD2_callback_timing: skipped: no Python with torch and transformers at $PY"
+  echo "test_callback_step_timing: skipped: no Python with torch and transformers at $PY"
   exit 77
 fi
-# where harness_callback.py is (FIXD2_WORKLOADS: another copy, to check this test against it)
-WORKLOADS="${FIXD2_WORKLOADS:-$SRC/workloads}"
+# where harness_callback.py is (TEST_WORKLOADS_DIR: another copy, to check this test against it)
+WORKLOADS="${TEST_WORKLOADS_DIR:-$SRC/workloads}"
 # the Trainer's evaluate and checkpoint save each sleep PAUSE seconds (and say how long they
 # took, measured here), after every step; the training steps of the tiny GPT-2 take milliseconds
 cat > "$T/trainer.py" <<'P'

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/test_fixC_preprocess.sh: `harness preprocess` skips blank lines (empty, or only spaces,
+# tests/test_preprocess_blank_lines.sh: `harness preprocess` skips blank lines (empty, or only spaces,
 # tabs, carriage returns) of text and JSON-lines input even when the tokenizer's template would
 # give them ids (<s>, [CLS] [SEP]), and reads "\u0000" in JSON text as Python's json does; every
 # document's ids checked against the tokenizers library's.
-# usage: test_fixC_preprocess.sh HARNESS_EXE SOURCE_DIR
+# usage: test_preprocess_blank_lines.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"

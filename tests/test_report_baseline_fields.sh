@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tests/test_fixA_report_baseline.sh: the report's model column for every config naming, JUnit of
+# tests/test_report_baseline_fields.sh: the report's model column for every config naming, JUnit of
 # a run with no failing step, whole-number options, baseline header checks and import reuse.
-# usage: test_fixA_report_baseline.sh HARNESS_EXE SOURCE_DIR
+# usage: test_report_baseline_fields.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/test_fixE_slurm_template.sh: scenarios/slurm/harness.sbatch's own defaults work together:
+# tests/test_slurm_template.sh: scenarios/slurm/harness.sbatch's own defaults work together:
 # the default scenario's world_size is the template's nodes x tasks per node, and the template
 # run as it is (srun standing in for Slurm: mpirun with that many ranks) trains it.
-# usage: test_fixE_slurm_template.sh HARNESS_EXE SOURCE_DIR (the run skipped without mpirun)
+# usage: test_slurm_template.sh HARNESS_EXE SOURCE_DIR (the run skipped without mpirun)
 set -u
 H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"

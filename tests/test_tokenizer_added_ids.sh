@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/test_fixC_tokenizer_ids.sh: the added tokens of a tokenizer.json get the ids the tokenizers
+# tests/test_tokenizer_added_ids.sh: the added tokens of a tokenizer.json get the ids the tokenizers
 # library gives them on loading, not the file's (BPE and WordPiece), checked through `harness
 # preprocess` against the library's ids; merges mixing "a b" and ["a", "b"] are refused, as the
-# library refuses them. usage: test_fixC_tokenizer_ids.sh HARNESS_EXE SOURCE_DIR
+# library refuses them. usage: test_tokenizer_added_ids.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$2"
 . "$(dirname "$0")/lib.sh"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/test_fixA2_runs_under_test.sh: which runs are "the run under test": ensemble members (perturbed
+# tests/test_report_runs_under_test.sh: which runs are "the run under test": ensemble members (perturbed
 # runs) are marked in the store and left out of report, report --since and compare --history, and
 # are no baseline of their own; imported runs are left out of --history; a new row whose newest
 # run is not judged is "not judged" (JUnit skipped, with skipped= and errors= counts).
-# usage: test_fixA2_runs_under_test.sh HARNESS_EXE SOURCE_DIR
+# usage: test_report_runs_under_test.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"

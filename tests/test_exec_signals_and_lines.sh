@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_fixD2_exec_edges.sh: exec and ingest on what an acceptance hunt found wrong: the
+# tests/test_exec_signals_and_lines.sh: exec and ingest on what an acceptance hunt found wrong: the
 # default tokens per step of a scenario with gradient accumulation (as `harness run` counts
 # them), signals the harness inherited as ignored (nohup's SIGHUP, a background job's SIGINT)
 # staying ignored for it and for CMD, divergence judged on the values a step keeps (a NaN/Inf a

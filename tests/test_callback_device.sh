@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_fixD_pytorch_device.sh: workloads/harness_callback.py names the device the training
+# tests/test_callback_device.sh: workloads/harness_callback.py names the device the training
 # runs on, not the first accelerator torch has: on a (mocked) GPU host, a model on the CPU, or
 # hf_causal_lm.py --device cpu, reports the CPU's name, type and the host's memory in HARNESS_META
 # and HARNESS_STEP; a model on the GPU reports the GPU. And a real Trainer with
@@ -10,7 +10,7 @@ H="$1"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"
 PY="${HARNESS_PYTHON:-$(cd "$(dirname "$H")" && pwd)/venv/bin/python}"
 if ! "$PY" -c 'import torch, transformers' 2>/dev/null; then
-  echo "test_fixD_pytorch_device: skipped: no Python with torch and transformers at $PY"
+  echo "test_callback_device: skipped: no Python with torch and transformers at $PY"
   exit 77
 fi
 # fake_gpu.py: torch.cuda made to look like a GPU host (one "Fake GPU 9" of 456 bytes whose

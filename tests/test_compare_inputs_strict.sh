@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# tests/test_fixA2_inputs.sh: inputs compare, report and baseline refuse or say plainly: a baseline
+# tests/test_compare_inputs_strict.sh: inputs compare, report and baseline refuse or say plainly: a baseline
 # whose loss was never recorded ('-' or nan in every row), no loss at the steps in common, "max
 # |diff| none"; --history with --baselines; --since seconds without Z; max_memory_ratio 0;
 # --ensemble spelt other than digits; hexadecimal and underflowing reals in a baseline file;
 # gnuplot's exit status in words; the first failing step's line drawn over the tolerance band.
-# usage: test_fixA2_inputs.sh HARNESS_EXE SOURCE_DIR
+# usage: test_compare_inputs_strict.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tests/test_fixA_verdict_inputs.sh: a golden or a deciding verdict's input that is not there is
+# tests/test_verdict_inputs.sh: a golden or a deciding verdict's input that is not there is
 # exit 2 in report (plain and --since) and in run --compare before anything trains; transitions.
-# usage: test_fixA_verdict_inputs.sh HARNESS_EXE SOURCE_DIR
+# usage: test_verdict_inputs.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"

@@ -95,4 +95,20 @@ json.dump(s, open(sys.argv[2], "w"))
 EOF
 expect 2 "a scenario with a malformed baseline sha256" -- "$H" run "$T/badurl.json" --db "$T/d.db"; says "baseline.sha256"
 [ ! -e "$T/d.db" ] && pass || fail "nothing recorded for a malformed scenario"
+# a well-formed digest the file does not have, or a URL that answers 404: refused by the matrix's
+# check, before anything trains (the run was trained and recorded first)
+"$PY" - "$T/url.json" "$T/wrongurl.json" "$WRONG" "$EP/files/none.baseline" "$T/goneurl.json" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1])); s["baseline"]["sha256"] = sys.argv[3]
+json.dump(s, open(sys.argv[2], "w"))
+s = json.load(open(sys.argv[1])); s["baseline"]["url"] = sys.argv[4]
+json.dump(s, open(sys.argv[5], "w"))
+EOF
+rm -rf "$T/bcache"
+expect 2 "run --compare, a baseline URL of another digest" -- "$H" run "$T/wrongurl.json" --compare --db "$T/w.db"
+says "refused"
+[ ! -e "$T/w.db" ] && pass || fail "a run was recorded before its baseline URL was refused"
+expect 2 "run --compare, a baseline URL that is not there" -- "$H" run "$T/goneurl.json" --compare --db "$T/w.db"
+says "HTTP 404"
+[ ! -e "$T/w.db" ] && pass || fail "a run was recorded before its missing baseline URL was refused"
 finish

@@ -265,6 +265,15 @@ expect 0 "the token file \$HF_HOME/token" -- "$H" fetch org/tiny --cache "$T/c-t
 rm "$T/hfhome/token"
 expect 2 "a wrong token" -- env HF_TOKEN=wrong "$H" fetch org/tiny --cache "$T/c-tok3"; says "HTTP 401"
 ! grep -q wrong "$T/err" && pass || fail "a wrong token is printed"
+# cleaned as huggingface_hub cleans it: CR/LF dropped and blanks stripped (never sent into the
+# header, where they ended it or added lines); a control byte left is refused, not printed
+expect 0 "HF_TOKEN with blanks and a CRLF" -- env HF_TOKEN=$' s3cr3t-tok\r\n' "$H" fetch org/tiny --cache "$T/c-tok4"
+printf '  s3cr3t-tok \n' >"$T/hfhome/token"
+expect 0 "a token file with blanks" -- "$H" fetch org/tiny --cache "$T/c-tok5"
+rm "$T/hfhome/token"
+expect 2 "a control byte in HF_TOKEN" -- env HF_TOKEN=$'s3cr3t\x01tok' "$H" fetch org/tiny --cache "$T/c-tok6"
+says "the token from HF_TOKEN holds a control character"
+! grep -q s3cr3t "$T/err" && pass || fail "the refused token is printed"
 nofaults
 
 # ---- https: the whole fetch, and a redirect down to http refused ------------------------------

@@ -24,6 +24,29 @@ static int env_long(const char *name, long lo, long hi, long def, long *out)
 }
 
 /* the token file's first line (huggingface_hub writes it with `hf auth login`) */
+/* a token as huggingface_hub cleans one (CR and LF dropped, blanks stripped from both ends), in
+ * place; 0, or 2 after a message naming where it came from (never the token) when a control
+ * byte is left in it, which would reach the Authorization header */
+static int clean_token(char *t, const char *from)
+{
+    size_t w = 0;
+    for (size_t r = 0; t[r]; r++)
+        if (t[r] != '\r' && t[r] != '\n')
+            t[w++] = t[r];
+    t[w] = 0;
+    size_t start = strspn(t, " \t");
+    memmove(t, t + start, strlen(t + start) + 1);
+    for (size_t n = strlen(t); n && (t[n - 1] == ' ' || t[n - 1] == '\t'); n--)
+        t[n - 1] = 0;
+    for (const unsigned char *c = (const unsigned char *)t; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) {
+            log_error("the token from %s holds a control character: refused (the token is not "
+                      "printed)", from);
+            return EXIT_USAGE;
+        }
+    return 0;
+}
+
 static int read_token_file(const char *path, char *out, size_t len)
 {
     size_t n = 0;
@@ -41,6 +64,7 @@ static int read_token_file(const char *path, char *out, size_t len)
     } else {
         memcpy(out, text, n);
         out[n] = 0;
+        rc = clean_token(out, path);
     }
     free(text);
     return rc;
@@ -59,7 +83,7 @@ static int env_token(const char *name, char *out, size_t len)
         return EXIT_USAGE;
     }
     memcpy(out, v, strlen(v) + 1);
-    return 0;
+    return clean_token(out, name);
 }
 
 static int find_token(char *out, size_t len)

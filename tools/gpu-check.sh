@@ -17,7 +17,8 @@
 # configures and builds build-gpu/ with -DHARNESS_CUDA=ON; --harness/--bench take prebuilt ones
 # (a machine without the -dev packages). Python: $HARNESS_PYTHON, else python3 (needs torch
 # and transformers; the benchmark's torch half is skipped, said so, without them).
-# Exit: 0 when every check passed, 1 when one failed, 2 on a usage or build error.
+# Exit: 0 when every check passed, 1 when one failed, 2 on a usage or build error or a machine
+# without a GPU (said in one line).
 set -u
 cd "$(dirname "$0")/.."
 OUT=gpu-check-report.txt; H=""; BENCH=""; DEV=cuda; SEQ=1024; BATCH=4; STEPS=10
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     --seq) SEQ="$2"; shift 2 ;;
     --batch) BATCH="$2"; shift 2 ;;
     --steps) STEPS="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) sed -n '4,5p' "$0" | sed 's/^# //' >&2; exit 2 ;;
   esac
 done
@@ -51,6 +53,10 @@ echo "gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short H
 section "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >>"$OUT" 2>&1 ||
   echo "nvidia-smi: not available" >>"$OUT"
+if [ "$DEV" = cuda ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "no NVIDIA GPU on this machine (nvidia-smi lists none): nothing to check here; run it where one is" | tee -a "$OUT"
+  exit 2
+fi
 
 if [ -z "$H" ]; then
   section "build (build-gpu, Release, HARNESS_CUDA=ON)"

@@ -186,7 +186,7 @@ static const char *status_hint(const transfer *t, long status)
     case 403:
         return t->auth_hint[0] ? t->auth_hint : "needs a token with access";
     case 404:
-        return "no such repository, revision or file";
+        return "not found (on a hub: no such repository, revision or file)";
     case 416:
         return "the range asked for is not there";
     case 429:

@@ -97,6 +97,9 @@ mm nobin; rm "$T/mm/nobin.bin"
 hostile "no .bin" "nobin.bin" -- run "$T/nobin.json"
 scenario mvocab "$(cfg)" "\"format\": \"megatron\", \"path\": \"$mdata\", \"seq_len\": 16"
 hostile "token ids beyond vocab_size" "$(basename "$mdata").bin holds token id 509, outside the model's vocab_size 256" -- run "$T/mvocab.json"
+# with --steps the stored JSON is re-dumped; the message still names the file's own line
+line=$(grep -o '[^ ]*mvocab.json:[0-9]*' "$T/err" | head -1); [ -n "$line" ] && pass || fail "no FILE:LINE in the vocab message"
+hostile "token ids beyond vocab_size, --steps 1" "$line: data.path:" -- run "$T/mvocab.json" --steps 1
 cp "$mdata.idx" "$T/mm/short.idx"; head -c 64 "$mdata.bin" >"$T/mm/short.bin"
 scenario mshort "$(cfg vocab_size=512)" "\"format\": \"megatron\", \"path\": \"$T/mm/short\", \"seq_len\": 16"
 hostile "a .bin shorter than its index" "short.idx: pointers[" -- run "$T/mshort.json"

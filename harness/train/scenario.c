@@ -932,6 +932,7 @@ void scenario_free(scenario *s)
     if (!s)
         return;
     free(s->json);
+    free(s->file_text);
     memset(s, 0, sizeof *s);
 }
 
@@ -959,7 +960,10 @@ int scenario_override_steps(scenario *s, int steps)
         log_error("%s: cannot serialise the scenario with train.steps %d", s->path, steps);
         return 2;
     }
-    free(s->json);
+    if (!s->file_text)
+        s->file_text = s->json; /* kept: messages name its lines */
+    else
+        free(s->json);
     s->json = text;
     s->steps = steps;
     return 0;

@@ -90,8 +90,15 @@ typedef struct {
     char baseline[SCN_STR];     /* "baseline": default baseline label, "" if none */
 
     char *json;                 /* the file's text as read (stored with each run) */
+    char *file_text;            /* the file as read when --steps re-dumped json, else NULL */
     char hash[65];              /* sha256 of the canonical (sorted, compact) JSON */
 } scenario;
+
+/* the text whose lines messages name (FILE:LINE): the file as the user wrote it */
+static inline const char *scenario_lines(const scenario *s)
+{
+    return s->file_text ? s->file_text : s->json;
+}
 
 /* Reads and validates a scenario file. Unknown keys, wrong types and out-of-range values are
  * rejected with file, line and field ("scenarios/x.json:12: train.lr: must be > 0"). Returns 0,

@@ -254,10 +254,10 @@ static int alpaca_ids(const scenario *s, tokenizer *tok, alpaca_options *o)
 {
     char where[PATH_MAX + 48]; /* FILE:LINE: data.KEY, the line of the key (or of "data") */
     snprintf(where, sizeof where, "%s:%d: data.eos_token", s->path,
-             json_locate_line(s->json, "data.eos_token"));
+             json_locate_line(scenario_lines(s), "data.eos_token"));
     int rc = data_special_id(tok, "eos", s->eos_token, where, &o->eos_id);
     snprintf(where, sizeof where, "%s:%d: data.pad_token", s->path,
-             json_locate_line(s->json, "data.pad_token"));
+             json_locate_line(scenario_lines(s), "data.pad_token"));
     if (!rc && strcmp(s->pad_token, "eos") == 0) /* the EOS as data.eos_token resolved it */
         o->pad_id = o->eos_id;
     else if (!rc)
@@ -287,7 +287,7 @@ static int load_dataset(struct trainer *tr, const scenario *s, tokenizer *tok, i
     if (s->seq_len <= before + after) { /* a row holds the template and at least one token */
         log_error("%s:%d: data.seq_len: %d leaves no room for text: the tokenizer's template adds "
                   "%d special tokens ([CLS] ... [SEP]) to each row; give at least %d", s->path,
-                  json_locate_line(s->json, "data.seq_len"), s->seq_len, before + after,
+                  json_locate_line(scenario_lines(s), "data.seq_len"), s->seq_len, before + after,
                   before + after + 1);
         return EXIT_USAGE;
     }
@@ -334,14 +334,17 @@ static int load_data(struct trainer *tr, const scenario *s)
         int d = 0; /* the first dataset holding such an id: its file is named */
         while (d + 1 < tr->gpt.n && tr->gpt.sets[d].max_id < vocab)
             d++;
-        log_error("%s:%d: data.path: %s.bin holds token id %d, outside the model's vocab_size %d",
-                  s->path, json_locate_line(s->json, "data.path"), s->blend_path[d],
-                  tr->gpt.sets[d].max_id, vocab);
+        int blend = strstr(scenario_lines(s), "\"blend\"") != NULL;
+        char field[48]; /* data.path, or the blend's entry that names the file */
+        snprintf(field, sizeof field, blend ? "data.blend[%d].path" : "data.path", d);
+        log_error("%s:%d: %s: %s.bin holds token id %d, outside the model's vocab_size %d",
+                  s->path, json_locate_line(scenario_lines(s), blend ? "data.blend" : "data.path"),
+                  field, s->blend_path[d], tr->gpt.sets[d].max_id, vocab);
         return EXIT_USAGE;
     }
     if (ids > vocab) {
         log_error("%s:%d: data.tokenizer: the %s tokenizer has %d ids but the model's vocab_size "
-                  "is %d", s->path, json_locate_line(s->json, "data.tokenizer"), s->tokenizer,
+                  "is %d", s->path, json_locate_line(scenario_lines(s), "data.tokenizer"), s->tokenizer,
                   ids, vocab);
         return EXIT_USAGE;
     }

@@ -49,12 +49,40 @@ DEVICE_PLUGINS = {"musa": "torch_musa", "npu": "torch_npu"}
 PG_BACKENDS = {"cuda": "nccl", "musa": "mccl", "npu": "hccl", "xpu": "xccl", "cpu": "gloo"}
 
 
+def refuse_unsupported(path, s):
+    """What this script does not train as the harness does is refused by name (exit 2), never
+    trained another way: only causal LM training on a text file (data.format "text")."""
+    d, m = s.get("data", {}), s.get("model", {})
+    why = None
+    if d.get("format", "text") != "text":
+        why = "data.format %r (this script reads a text file only)" % d.get("format")
+    elif d.get("objective", "clm") != "clm" or m.get("family", "gpt2") == "bert":
+        why = "a masked-LM scenario (this script trains causal LMs)"
+    if why:
+        sys.stderr.write("hf_causal_lm: %s: %s: train it with `harness run`\n" % (path, why))
+        sys.exit(2)
+
+
+def repo_snapshot(spec):
+    """model.repo ("ORG/NAME[@REV]") as the harness reads it: the snapshot in the hub cache."""
+    repo, _, rev = spec.partition("@")
+    try:
+        from huggingface_hub import snapshot_download
+        return snapshot_download(repo, revision=rev or None, local_files_only=True)
+    except Exception as e:  # not installed, or not in the cache
+        sys.stderr.write("hf_causal_lm: model.repo %s: not in the hub cache (%s)\n" % (spec, e))
+        sys.exit(2)
+
+
 def load_scenario(path):
     with open(path) as f:
         s = json.load(f)
+    refuse_unsupported(path, s)
     base = os.path.dirname(os.path.abspath(path))
     t, d, m = s["train"], s["data"], s["model"]
     model_dir = os.path.join(base, m["path"]) if "path" in m else None
+    if "repo" in m:
+        model_dir = repo_snapshot(m["repo"])
     overrides = dict(m.get("overrides", {}))
     overrides_path = os.path.join(base, m["overrides_path"]) if "overrides_path" in m else None
     if model_dir and "overrides" not in m and not overrides_path:  # as the harness: the
@@ -99,8 +127,8 @@ def apply_overrides(config, overrides, torch):
         if current is None:
             warnings.warn("override %s: the config's value is None, skipped" % key)
             continue
-        if key == "torch_dtype" and isinstance(value, str):
-            value = getattr(torch, value)
+        if key in ("torch_dtype", "dtype") and isinstance(value, str):
+            value = getattr(torch, value[len("torch."):] if value.startswith("torch.") else value)
         elif type(value) is not type(current) and not (
                 isinstance(current, float) and isinstance(value, int)):
             raise TypeError("override %s: %s given, the config has %s" %

@@ -293,6 +293,7 @@ int bpe_encode_word(const bpe *b, const char *piece, size_t len, word_work *k, i
 void bpe_free(bpe *b)
 {
     strmap_free(&b->vocab);
+    strmap_free(&b->added_ids);
     for (int i = 0; i < b->n_tok; i++)
         free(b->tok[i]);
     free(b->tok);

@@ -47,6 +47,7 @@ typedef struct {
     pairmap merges;
     added_token *added;
     int n_added;
+    strmap added_ids;      /* content -> id of the first added token with it (linear loading) */
     /* the added tokens as a byte trie (bpe_finish builds it): node 0 is the root, the root's
      * children in added_root[byte] (0: none), deeper ones in added_edges (node, byte) -> node;
      * added_end[node] is the added token ending at node (its index in added), or -1 */

@@ -314,7 +314,9 @@ static int read_added(bpe *b, json_t *added, const char *where)
             warn(where, "added_tokens[%zu] \"%.64s\": the file gives id %lld, the tokenizers "
                         "library gives it %d on loading (so does the harness)",
                  i, content, (long long)given, t->id);
-        if (!(t->content = malloc(len + 1)) || set_token(b, t->id, content, len))
+        if (!(t->content = malloc(len + 1)) || set_token(b, t->id, content, len) ||
+            (strmap_get(&b->added_ids, content, len) < 0 &&
+             strmap_put(&b->added_ids, content, len, t->id)))
             return bad(where, "out of memory");
         memcpy(t->content, content, len + 1);
         b->n_added++;

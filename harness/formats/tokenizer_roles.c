@@ -11,10 +11,8 @@
 
 int32_t bpe_token_id(const bpe *b, const char *s, size_t len)
 {
-    for (int i = 0; i < b->n_added; i++)
-        if (b->added[i].len == len && memcmp(b->added[i].content, s, len) == 0)
-            return b->added[i].id;
-    return strmap_get(&b->vocab, s, len);
+    int32_t id = strmap_get(&b->added_ids, s, len); /* an added token's id comes first */
+    return id >= 0 ? id : strmap_get(&b->vocab, s, len);
 }
 
 /* "bos_token": "<s>", or {"content": "<s>", ...} as transformers writes an AddedToken, or

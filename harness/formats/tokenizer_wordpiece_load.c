@@ -149,6 +149,9 @@ static int add_special(wordpiece *w, const char *content, int32_t id, const char
         return bad(where, "out of memory");
     memcpy(a->content, content, a->len + 1);
     b->n_added++;
+    if (strmap_get(&b->added_ids, content, a->len) < 0 &&
+        strmap_put(&b->added_ids, content, a->len, id)) /* the first with that content counts */
+        return bad(where, "out of memory");
     return 0;
 }
 

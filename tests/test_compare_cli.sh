@@ -248,6 +248,9 @@ for f in "$T/evilrep/plots/"*.svg; do # every plot, whose titles hold the name a
   xml_ok "$f" && pass || { fail "$(basename "$f") with hostile names is not XML"; head -3 "$T/xml.err"; }
 done
 grep -qF 'dloss_1.svg' <(ls "$T/evilrep/plots") && pass || fail "the report drew no dloss plot"
+# the CSV reads as UTF-8 through Python's csv module, with no raw control bytes
+python3 -c 'import csv, sys; rows = list(csv.reader(open(sys.argv[1], newline="", encoding="utf-8"))); assert len(rows) >= 2' "$T/evilrep/report.csv" && pass || fail "report.csv with hostile names does not read as UTF-8 CSV"
+LC_ALL=C grep -q $'[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]' "$T/evilrep/report.csv" && fail "report.csv holds raw control bytes" || pass
 
 # ---- run --compare: the matrix and its exit codes
 expect 0 "run --compare on cpu" -- "$H" run "$tiny" --compare --device cpu --db "$T/m.db" --quiet

@@ -93,10 +93,19 @@ void esc_csv(FILE *f, const char *s)
         fputc('"', f);
     if (formula)
         fputc('\'', f);
-    for (const char *p = s; *p; p++) {
-        if (*p == '"')
-            fputc('"', f);
-        fputc(*p, f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = utf8_seq_len(p);
+        if (n == 0) { /* not UTF-8: U+FFFD, so the file reads as UTF-8 */
+            fputs("\xef\xbf\xbd", f);
+            n = 1;
+        } else if (*p == '"') {
+            fputs("\"\"", f);
+        } else if ((*p < 0x20 && *p != '\t' && *p != '\r' && *p != '\n') || *p == 0x7f) {
+            fputs("\xef\xbf\xbd", f); /* ESC and the like: no terminal codes in a cell */
+        } else {
+            fwrite(p, 1, (size_t)n, f);
+        }
+        p += n;
     }
     if (quote)
         fputc('"', f);

@@ -15,7 +15,8 @@ void esc_html(FILE *f, const char *s);
 void esc_markdown(FILE *f, const char *s);
 /* one CSV field (RFC 4180): quoted when it holds , " CR or LF, quotes doubled. A text field
  * that starts with = + - @ TAB or CR is prefixed with ' so spreadsheets do not run it as a
- * formula (OWASP's CSV injection rule). */
+ * formula (OWASP's CSV injection rule). Bytes that are not UTF-8 and control characters other
+ * than TAB, CR and LF become U+FFFD, so the file reads as UTF-8 with no terminal codes. */
 void esc_csv(FILE *f, const char *s);
 /* a gnuplot single-quoted string literal, quotes included: ' doubled, control characters
  * (newlines end a gnuplot command) replaced by spaces; since gnuplot copies text into its SVG

@@ -210,7 +210,7 @@ for n in "x y" "x_y"; do
 done
 expect 0 "record the first (--dir with a trailing slash, missing: made)" -- "$H" baseline record 1 --label n --dir "$T/names/" --db "$T/names.db"
 expect 2 "record the second onto the same file name" -- "$H" baseline record 2 --label n --dir "$T/names" --db "$T/names.db"
-says "of another scenario"
+says "another scenario or label whose name makes the same file name"
 grep -q '^scenario: x y$' "$T/names/x_y.n.baseline" && pass || fail "the first scenario's baseline file was replaced"
 
 # ---- two imports of one file at once: one copy, one label (each step was its own transaction:

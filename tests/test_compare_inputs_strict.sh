@@ -122,4 +122,16 @@ else
   echo "no gnuplot: the drawing order is not checked"
 fi
 
+# ---- baseline record: two labels whose file names are one ("p q", "p_q"), or a label whose file
+# name is longer than the file system takes: exit 2 before anything is written or labelled
+expect 0 "record label 'p q'" -- "$H" baseline record 1 --label "p q" --dir "$T/bd" --db "$db"
+sum=$(sha256sum <"$T/bd/t32.p_q.baseline"); dbsum=$(sha256sum <"$db")
+expect 2 "record label 'p_q' onto the same file" -- "$H" baseline record 2 --label "p_q" --dir "$T/bd" --db "$db"
+says "holds another baseline"
+[ "$(sha256sum <"$T/bd/t32.p_q.baseline")" = "$sum" ] && pass || fail "label p_q overwrote label p q's file"
+[ "$(sha256sum <"$db")" = "$dbsum" ] && pass || fail "the refused record labelled a run"
+expect 0 "record label 'p q' again" -- "$H" baseline record 2 --label "p q" --dir "$T/bd" --db "$db"
+expect 2 "a label too long for a file name" -- "$H" baseline record 1 --label "$(printf 'x%.0s' $(seq 300))" --dir "$T/bd2" --db "$db"
+says "at most 255"
+[ ! -e "$T/bd2" ] && pass || fail "the refused record made its folder"
 finish

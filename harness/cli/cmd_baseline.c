@@ -3,6 +3,7 @@
  * pull URL --sha256 HEX` (download, verify, import) and `baseline push FILE URL` (HTTP PUT). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,16 +90,23 @@ static int record_path(const bl_args *a, const baseline *b, char *out, size_t le
         return 0;
     }
     const char *dir = a->dir ? a->dir : "baselines";
+    baseline_file_name(dir, b->scenario, b->label, out, len);
+    const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+    if (strlen(base) > NAME_MAX) {
+        log_error("baseline record: the file name for label '%.40s...' of %s would be %zu bytes "
+                  "(at most %d): give a shorter --label, or --out FILE", term_safe(b->label),
+                  term_safe(b->scenario), strlen(base), NAME_MAX);
+        return EXIT_USAGE;
+    }
+    if (baseline_file_of_other_scenario(out, b)) {
+        log_error("baseline record: %s holds another baseline (another scenario or label whose "
+                  "name makes the same file name as label '%s' of '%s'): give --out FILE", out,
+                  term_safe(b->label), term_safe(b->scenario));
+        return EXIT_USAGE;
+    }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         log_error("baseline record: cannot create the folder %s: %s", dir, strerror(errno));
         return EXIT_FAIL;
-    }
-    baseline_file_name(dir, b->scenario, b->label, out, len);
-    if (baseline_file_of_other_scenario(out, b)) {
-        log_error("baseline record: %s holds the baseline '%s' of another scenario whose name "
-                  "makes the same file name as '%s': give --out FILE", out, b->label,
-                  b->scenario);
-        return EXIT_USAGE;
     }
     return 0;
 }

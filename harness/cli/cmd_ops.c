@@ -98,7 +98,7 @@ static int add_ops(ops_args *a, char *list)
         int last = p[len] == 0;
         p[len] = 0;
         if (!oc_find(p)) {
-            fprintf(stderr, "harness: error: ops: no op named '%s'; the ops are:", p);
+            fprintf(stderr, "harness: error: ops: no op named '%s'; the ops are:", term_safe(p));
             for (int i = 0; i < oc_op_count(); i++)
                 fprintf(stderr, " %s", oc_op_at(i)->name);
             fprintf(stderr, "\n");

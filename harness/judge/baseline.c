@@ -1001,11 +1001,12 @@ static char *write_to_memory(const baseline *b, size_t *len)
 }
 
 /* the "scenario: ..." line of a baseline's text (its first 64 KiB), into out; 0 when found */
-static int scenario_line(const char *text, size_t len, char *out, size_t cap)
+/* the header line of text that begins with key ("scenario: ", "label: ") into out; 0, or -1 */
+static int header_line_of(const char *text, size_t len, const char *key, char *out, size_t cap)
 {
-    size_t n = len < 65536 ? len : 65536;
+    size_t n = len < 65536 ? len : 65536, kl = strlen(key);
     for (size_t i = 0; i < n; i++) {
-        if ((i == 0 || text[i - 1] == '\n') && n - i > 10 && memcmp(text + i, "scenario: ", 10) == 0) {
+        if ((i == 0 || text[i - 1] == '\n') && n - i > kl && memcmp(text + i, key, kl) == 0) {
             const char *end = memchr(text + i, '\n', n - i);
             size_t k = end ? (size_t)(end - (text + i)) : n - i;
             if (k >= cap)
@@ -1032,9 +1033,13 @@ int baseline_file_of_other_scenario(const char *path, const baseline *b)
     size_t len = 0;
     char *mine = write_to_memory(b, &len);
     char theirs_line[4096], mine_line[4096];
-    int other = mine && scenario_line(head, got, theirs_line, sizeof theirs_line) == 0 &&
-                scenario_line(mine, len, mine_line, sizeof mine_line) == 0 &&
+    int other = 0; /* another scenario's, or another label's whose name makes the same file */
+    for (int k = 0; k < 2 && mine && !other; k++) {
+        const char *key = k ? "label: " : "scenario: ";
+        other = header_line_of(head, got, key, theirs_line, sizeof theirs_line) == 0 &&
+                header_line_of(mine, len, key, mine_line, sizeof mine_line) == 0 &&
                 strcmp(theirs_line, mine_line) != 0;
+    }
     free(mine);
     return other;
 }

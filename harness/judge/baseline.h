@@ -51,9 +51,9 @@ int baseline_write(FILE *f, const baseline *b);
  * a symbolic link through to its target, a device or FIFO (/dev/stdout) in place; 0, 1 with a
  * message when writing failed, 2 for a directory or a dangling link */
 int baseline_save(const char *path, const baseline *b);
-/* 1 when path is a baseline file of another scenario than b's (its "scenario:" line differs):
- * two scenario names that clean to one file name ("x y", "x_y"); 0 otherwise (no such file,
- * not a baseline, or b's scenario) */
+/* 1 when path is a baseline file of another scenario or label than b's (its "scenario:" or
+ * "label:" line differs): two names that clean to one file name ("x y", "x_y"); 0 otherwise
+ * (no such file, not a baseline, or b's scenario and label) */
 int baseline_file_of_other_scenario(const char *path, const baseline *b);
 /* 1 when a and b write out to the same bytes */
 int baseline_same(const baseline *a, const baseline *b);

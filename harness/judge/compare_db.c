@@ -140,7 +140,8 @@ int is_file_spec(const char *spec)
 
 int is_run_spec(const char *spec)
 {
-    return spec[0] && strspn(spec, "0123456789") == strlen(spec);
+    size_t n = strlen(spec); /* 19 digits and more would not fit a run id: taken as a label */
+    return n && n <= 18 && strspn(spec, "0123456789") == n;
 }
 
 void baseline_cache_free(baseline_cache *c)

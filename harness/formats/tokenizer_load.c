@@ -15,16 +15,22 @@
 
 #define MAX_TOKEN_ID (1 << 24)
 
+/* the message into msg with its control bytes as '?' (token contents are quoted in them) */
+static void clean_message(char *msg, size_t len, const char *fmt, va_list ap)
+{
+    vsnprintf(msg, len, fmt, ap);
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '?';
+}
+
 __attribute__((format(printf, 2, 3))) static int bad(const char *where, const char *fmt, ...)
 {
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    clean_message(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20)
-            *p = '?';
     log_error("%s: %s", where, msg);
     return EXIT_USAGE;
 }
@@ -246,11 +252,8 @@ __attribute__((format(printf, 2, 3))) static void warn(const char *where, const 
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    clean_message(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20)
-            *p = '?';
     log_warn("%s: %s", where, msg);
 }
 

@@ -108,19 +108,28 @@ static int saved_name(const char *name)
     return 0;
 }
 
+/* 1 when path (its links followed) is a file --save writes into the folder save; its name into
+ * name[len] */
+static int written_by_save(const char *path, const char *save, char *name, size_t len)
+{
+    char real[4200], dir[4200];
+    if (output_follow_links(path, real, sizeof real))
+        return 0;
+    const char *slash = strrchr(real, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - real) : 1, slash ? real : ".");
+    snprintf(name, len, "%s", slash ? slash + 1 : real);
+    return saved_name(name) && dir[0] && same_file_path(dir, save);
+}
+
 /* 1 (after a message) when the dump is one of the files --save writes at the end (their
  * temporary files too), or the folder it writes them into or one above it */
 static int dump_in_save_dir(const char *dump, const char *save)
 {
-    char path[4200], dir[4200];
-    if (output_follow_links(dump, path, sizeof path) == 0) {
-        const char *slash = strrchr(path, '/');
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-        if (saved_name(slash ? slash + 1 : path) && dir[0] && same_file_path(dir, save)) {
-            log_error("run: --dump-batches %s is the %s that --save %s writes at the end", dump,
-                      slash ? slash + 1 : path, save);
-            return 1;
-        }
+    char path[4200];
+    if (written_by_save(dump, save, path, sizeof path)) {
+        log_error("run: --dump-batches %s is the %s that --save %s writes at the end", dump, path,
+                  save);
+        return 1;
     }
     snprintf(path, sizeof path, "%s", save);
     for (size_t n = strlen(path); n > 0; n--) { /* save, then each folder above it */
@@ -159,17 +168,12 @@ static int dump_is_store(const char *dump, const char *db)
 static int save_over_store(const char *save, const char *db)
 {
     static const char *const sides[] = {"", "-wal", "-shm", "-journal"};
-    char path[4200], real[4200], dir[4200];
+    char path[4200], name[4200];
     for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
         snprintf(path, sizeof path, "%s%s", db, sides[i]);
-        if (output_follow_links(path, real, sizeof real))
-            continue;
-        const char *slash = strrchr(real, '/');
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - real) : 1, slash ? real : ".");
-        if (saved_name(slash ? slash + 1 : real) && dir[0] && same_file_path(dir, save)) {
-            log_error("run: --save %s would write %s, which is %s (--db %s)", save,
-                      slash ? slash + 1 : real, i ? "SQLite's file beside the store" : "the store",
-                      db);
+        if (written_by_save(path, save, name, sizeof name)) {
+            log_error("run: --save %s would write %s, which is %s (--db %s)", save, name,
+                      i ? "SQLite's file beside the store" : "the store", db);
             return 1;
         }
     }

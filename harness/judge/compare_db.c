@@ -397,9 +397,7 @@ static int use_label(store *st, judgement *j, const baseline_query *q, const cha
     return use_file(st, j, path, 1);
 }
 
-/* the scenario's "baseline": {"url": URL, "sha256": HEX}: 0 and path set, 1 when it names
- * none, 2 after a message */
-static int scenario_baseline_url(const char *scenario_json, char *path, size_t len)
+int scenario_baseline_url(const char *scenario_json, char *path, size_t len)
 {
     json_t *root = scenario_json ? json_loads(scenario_json, 0, NULL) : NULL;
     json_t *b = json_object_get(root, "baseline");
@@ -408,7 +406,7 @@ static int scenario_baseline_url(const char *scenario_json, char *path, size_t l
     if (json_is_object(b))
         rc = json_is_string(url) && json_is_string(sha)
                  ? baseline_url_fetch(json_string_value(url), json_string_value(sha), path, len)
-                 : (log_error("the run's scenario: baseline: needs \"url\" and \"sha256\""),
+                 : (log_error("the scenario's baseline: needs \"url\" and \"sha256\""),
                     EXIT_USAGE);
     json_decref(root);
     return rc;

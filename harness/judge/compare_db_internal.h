@@ -28,5 +28,8 @@ verdict_gate judge_gate_of(const baseline_query *q, const char *scenario_json);
  * scenario; both return EXIT_USAGE */
 int golden_missing_error(const char *who, const char *scenario);
 int ensemble_missing_error(const char *who, const char *origin);
+/* the scenario's "baseline": {"url": URL, "sha256": HEX} fetched (or found in the cache) and
+ * verified: 0 and its local path in path, 1 when the scenario names no URL, 2 after a message */
+int scenario_baseline_url(const char *scenario_json, char *path, size_t len);
 
 #endif

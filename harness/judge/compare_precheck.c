@@ -3,7 +3,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "compare_db.h"
 #include "compare_db_internal.h"
-#include "baseline_url.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -168,20 +167,6 @@ static int ensemble_known(const baseline *b, const char *where, const char *scen
     return ensemble_missing_error(who, where);
 }
 
-/* the scenario's {"url", "sha256"} baseline fetched (or taken from the cache) and verified
- * now, before anything trains: its local path into path. 0, or 2 after a message */
-static int fetch_scenario_url(const char *scenario_json, char *path, size_t len)
-{
-    json_t *root = json_loads(scenario_json, 0, NULL), *b = json_object_get(root, "baseline");
-    json_t *url = json_object_get(b, "url"), *sha = json_object_get(b, "sha256");
-    int rc = json_is_string(url) && json_is_string(sha)
-                 ? baseline_url_fetch(json_string_value(url), json_string_value(sha), path, len)
-                 : (log_error("the scenario's baseline: needs \"url\" and \"sha256\""),
-                    EXIT_USAGE);
-    json_decref(root);
-    return rc;
-}
-
 /* the spec of the baseline: q->spec, else the scenario's URL baseline fetched and verified (its
  * cached file's path into label[len]), else its default label into label; 2 after a message
  * when it names none or the URL's file cannot be had */
@@ -192,12 +177,11 @@ static int baseline_spec(const baseline_query *q, const char *scenario, const ch
     if (*spec && (*spec)[0])
         return 0;
     *spec = NULL;
-    if (names_baseline_url(scenario_json)) {
-        if (fetch_scenario_url(scenario_json, label, len))
-            return EXIT_USAGE;
+    int by_url = scenario_baseline_url(scenario_json, label, len);
+    if (by_url == 0)
         *spec = label; /* the verified file in the baseline cache */
-        return 0;
-    }
+    if (by_url != 1)
+        return by_url ? EXIT_USAGE : 0;
     if (default_label(scenario, scenario_json, dtype, label, len))
         return EXIT_USAGE;
     *spec = label;

@@ -7,8 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+/* d->ctx: the scratch of cpu_scratch (a dten; NULL until first asked for) */
 static void cpu_close(device *d)
 {
+    dten *scratch = d->ctx;
+    if (scratch) {
+        device_free(d, *scratch);
+        free(scratch);
+    }
     free(d);
 }
 
@@ -34,6 +40,20 @@ static void cpu_free(device *d, dbuf *b)
     (void)d;
     free(b->data);
     free(b);
+}
+
+real *cpu_scratch(device *d, size_t n)
+{
+    dten *scratch = d->ctx;
+    if (!scratch && !(scratch = d->ctx = calloc(1, sizeof *scratch))) {
+        device_fail(d, "%s: out of memory for the scratch's handle", d->backend);
+        return NULL;
+    }
+    if (scratch->buf && scratch->n >= n)
+        return RP(*scratch);
+    device_free(d, *scratch);
+    *scratch = device_alloc(d, n, DT_REAL);
+    return scratch->buf ? RP(*scratch) : NULL;
 }
 
 static void cpu_upload(device *d, dten dst, const float *src)

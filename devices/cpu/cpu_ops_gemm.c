@@ -4,6 +4,7 @@
 #include "cpu_real.h"
 #include "cpu_simd.h"
 #include "blas_core.h"
+#include "cpu_gemm_amx.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -241,6 +242,14 @@ static void gemm_k_range(device *d, int transA, int transB, int M, int N, int k0
                          real alpha, const real *a, int lda, const real *b, int ldb, real beta,
                          real *c, int ldc)
 {
+#ifndef CPU_REAL_DOUBLE
+    if (cpu_amx_fits(M, N, k1 - k0, alpha)) { /* where the machine has AMX (docs/ops.md) */
+        const real *ak = a + (transA ? (size_t)k0 * lda : (size_t)k0);
+        const real *bk = b + (transB ? (size_t)k0 : (size_t)k0 * ldb);
+        cpu_amx_gemm(d, transA, transB, M, N, k1 - k0, ak, lda, bk, ldb, beta, c, ldc);
+        return;
+    }
+#endif
 #ifdef CPU_GEMM_ONEDNN
     gemm_onednn_tiled(d, transA, transB, M, N, k0, k1, alpha, a, lda, b, ldb, beta, c, ldc);
 #else
@@ -374,14 +383,24 @@ static void cpu_bias_backward(device *d, dten dbias, dten dout, int N, int C)
     }
 }
 
+/* the AMX path's part of the library line, when it runs products of this build here */
+static const char *amx_name(void)
+{
+#ifndef CPU_REAL_DOUBLE
+    if (cpu_amx_ready())
+        return "AMX bf16x6 (fp32 GEMMs of sides >= 128), ";
+#endif
+    return "";
+}
+
 void cpu_gemm_library(char *out, size_t cap)
 {
 #ifdef CPU_GEMM_ONEDNN
     const dnnl_version_t *v = dnnl_version();
-    snprintf(out, cap, "oneDNN %d.%d.%d (sgemm, %d tiles), OpenBLAS (%s)", v->major, v->minor,
-             v->patch, cpu_gemm_tile_target(), blas_core_name());
+    snprintf(out, cap, "%soneDNN %d.%d.%d (sgemm, %d tiles), OpenBLAS (%s)", amx_name(), v->major,
+             v->minor, v->patch, cpu_gemm_tile_target(), blas_core_name());
 #else
-    snprintf(out, cap, "OpenBLAS (%s)", blas_core_name());
+    snprintf(out, cap, "%sOpenBLAS (%s)", amx_name(), blas_core_name());
 #endif
 }
 

@@ -45,6 +45,12 @@ struct dbuf {
 #define cpu_fill_ops CPU_SYM(fill_ops)
 void cpu_fill_ops(device_i *ops); /* cpu_ops*.c: the op entries of the table */
 
+/* scratch that an op keeps between calls (the AMX GEMM's packed panels): at least n reals,
+ * held through the device (its memory figures count it) behind d->ctx until the device closes
+ * or asks for more; NULL once the device has failed (cpu_backend.c) */
+#define cpu_scratch CPU_SYM(scratch)
+real *cpu_scratch(device *d, size_t n);
+
 /* device.round_lowp (cpu_ops_lowp.c) */
 #define cpu_round_lowp CPU_SYM(round_lowp)
 void cpu_round_lowp(device *d, dten x, int n, int mode);

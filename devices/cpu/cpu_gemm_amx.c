@@ -120,7 +120,8 @@ AMX_TARGET static void amx_transpose16(const float *in, long ldi, float *out, in
 }
 
 /* x = hi + mid + lo exactly, each a bf16 (returned as fp32 bits, low halves zero): hi is x cut
- * to 8 significant bits, mid the rest rounded to 8, lo what is left (at most 8 bits: exact) */
+ * to 8 significant bits, mid the rest rounded to 8, lo what is left (at most 8 bits: exact, its
+ * low half zero without a mask) */
 AMX_TARGET static inline void amx_split(__m512 x, __m512i *hi, __m512i *mid, __m512i *lo)
 {
     const __m512i top = _mm512_set1_epi32((int)0xffff0000u), one = _mm512_set1_epi32(1);
@@ -133,50 +134,38 @@ AMX_TARGET static inline void amx_split(__m512 x, __m512i *hi, __m512i *mid, __m
     __m512 r2 = _mm512_sub_ps(r1, _mm512_castsi512_ps(m));
     *hi = h;
     *mid = m;
-    *lo = _mm512_and_si512(_mm512_castps_si512(r2), top);
+    *lo = _mm512_castps_si512(r2);
 }
 
-/* an A tile row's three parts (at out, out + TILE_ELEMS, out + 2 TILE_ELEMS) from 32 floats in
- * two vectors (columns k) */
-AMX_TARGET static inline void amx_pack_a_row(__m512 x0, __m512 x1, uint16_t *out)
+/* Within a chunk of 32 terms, tile pair i holds terms i and i + 16 (the bf16 in the low half of
+ * a 32-bit word is the first): A's and B's tiles agree, so the products are those of the chunk,
+ * and each word is two 16-term vectors' high halves joined, no shuffle. */
+
+/* the three parts of two vectors, joined pairwise into tile rows at out, + TILE_ELEMS, + 2x */
+AMX_TARGET static inline void amx_pack_pairs(__m512 first, __m512 second, uint16_t *out)
 {
-    const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37,
-                                         35, 33, 31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9,
-                                         7, 5, 3, 1); /* the high halves of two vectors */
     __m512i h0, m0, l0, h1, m1, l1;
-    amx_split(x0, &h0, &m0, &l0);
-    amx_split(x1, &h1, &m1, &l1);
-    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(h0, odd, h1));
-    _mm512_storeu_si512(out + TILE_ELEMS, _mm512_permutex2var_epi16(m0, odd, m1));
-    _mm512_storeu_si512(out + 2 * TILE_ELEMS, _mm512_permutex2var_epi16(l0, odd, l1));
-}
-
-/* a B tile row's three parts from rows k (even) and k + 1 of 16 floats (columns n), in the
- * pair-interleaved layout TDPBF16PS reads: row k/2 holds (k, n) at 2n + k % 2 */
-AMX_TARGET static inline void amx_pack_b_row(__m512 even, __m512 odd, uint16_t *out)
-{
-    __m512i he, me, le, ho, mo, lo;
-    amx_split(even, &he, &me, &le);
-    amx_split(odd, &ho, &mo, &lo);
-    _mm512_storeu_si512(out, _mm512_or_si512(_mm512_srli_epi32(he, 16), ho));
-    _mm512_storeu_si512(out + TILE_ELEMS, _mm512_or_si512(_mm512_srli_epi32(me, 16), mo));
-    _mm512_storeu_si512(out + 2 * TILE_ELEMS, _mm512_or_si512(_mm512_srli_epi32(le, 16), lo));
+    amx_split(first, &h0, &m0, &l0);
+    amx_split(second, &h1, &m1, &l1);
+    _mm512_storeu_si512(out, _mm512_or_si512(_mm512_srli_epi32(h0, 16), h1));
+    _mm512_storeu_si512(out + TILE_ELEMS, _mm512_or_si512(_mm512_srli_epi32(m0, 16), m1));
+    _mm512_storeu_si512(out + 2 * TILE_ELEMS, _mm512_or_si512(_mm512_srli_epi32(l0, 16), l1));
 }
 
 /* an A tile's three parts from 16 rows of 32 floats (rows m, columns k) */
 AMX_TARGET static void amx_pack_a_tile(const float *rows, uint16_t *out)
 {
     for (int r = 0; r < 16; r++)
-        amx_pack_a_row(_mm512_loadu_ps(rows + r * 32), _mm512_loadu_ps(rows + r * 32 + 16),
+        amx_pack_pairs(_mm512_loadu_ps(rows + r * 32), _mm512_loadu_ps(rows + r * 32 + 16),
                        out + r * 32);
 }
 
 /* a B tile's three parts from 32 rows of 16 floats (rows k, columns n) */
 AMX_TARGET static void amx_pack_b_tile(const float *rows, uint16_t *out)
 {
-    for (int k = 0; k < 16; k++)
-        amx_pack_b_row(_mm512_loadu_ps(rows + 2 * k * 16), _mm512_loadu_ps(rows + (2 * k + 1) * 16),
-                       out + k * 32);
+    for (int i = 0; i < 16; i++)
+        amx_pack_pairs(_mm512_loadu_ps(rows + i * 16), _mm512_loadu_ps(rows + (i + 16) * 16),
+                       out + i * 32);
 }
 
 /* the n (at most 16; none when n <= 0) floats at p, zeros after them */
@@ -238,22 +227,22 @@ AMX_TARGET static void amx_pack_a_rows(const amx_job *j, int m)
     uint16_t *out = j->ap + (size_t)(m / 16) * j->chunks * PARTS_ELEMS + (m % 16) * 32;
     for (int ch = 0; ch < j->chunks; ch++, out += PARTS_ELEMS) {
         long k = j->k0 + ch * 32, left = m < j->a.rows ? j->a.cols - k : 0;
-        amx_pack_a_row(amx_load(row + k, left), amx_load(row + k + 16, left - 16), out);
+        amx_pack_pairs(amx_load(row + k, left), amx_load(row + k + 16, left - 16), out);
     }
 }
 
-/* rows k and k + 1 of an untransposed B (k even, relative to the K block) into every column
- * tile's row k/2 */
+/* rows k and k + 16 of an untransposed B (k relative to the K block, k % 32 < 16) into every
+ * column tile's pair row k % 32 */
 AMX_TARGET static void amx_pack_b_rows(const amx_job *j, int k)
 {
     long kg = j->k0 + k;
-    const float *even = j->b.x + kg * j->b.ld, *odd = even + j->b.ld;
-    int has_even = kg < j->b.rows, has_odd = kg + 1 < j->b.rows;
-    uint16_t *out = j->bp + (size_t)(k / 32) * PARTS_ELEMS + (k % 32 / 2) * 32;
+    const float *first = j->b.x + kg * j->b.ld, *second = first + 16 * j->b.ld;
+    int has_first = kg < j->b.rows, has_second = kg + 16 < j->b.rows;
+    uint16_t *out = j->bp + (size_t)(k / 32) * PARTS_ELEMS + (k % 32) * 32;
     for (int t = 0; t < j->ntiles; t++, out += (size_t)j->chunks * PARTS_ELEMS) {
         long n = t * 16L, left = j->b.cols - n;
-        amx_pack_b_row(amx_load(even + n, has_even ? left : 0), amx_load(odd + n, has_odd ? left : 0),
-                       out);
+        amx_pack_pairs(amx_load(first + n, has_first ? left : 0),
+                       amx_load(second + n, has_second ? left : 0), out);
     }
 }
 
@@ -277,8 +266,8 @@ AMX_TARGET static void amx_pack_block(const amx_job *j)
     }
     if (!j->b.trans) {
 #pragma omp for schedule(static)
-        for (int k = 0; k < j->chunks * 32; k += 2)
-            amx_pack_b_rows(j, k);
+        for (int i = 0; i < j->chunks * 16; i++) /* pair i of chunk i / 16 */
+            amx_pack_b_rows(j, i / 16 * 32 + i % 16);
     } else {
 #pragma omp for schedule(static)
         for (int t = 0; t < kb; t++) {

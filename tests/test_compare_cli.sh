@@ -184,6 +184,19 @@ expect 0 "report of the newest runs: imported ones are not runs under test" -- "
 expect 0 "report without --out" -- "$H" report 1 --db "$db" --no-plots
 [ -s "$T/reports/gpt2-tiny/report.md" ] && pass || fail "no reports/gpt2-tiny/report.md"
 prints "reports/gpt2-tiny/report.md"
+# planted links and hard links in the output folder are replaced, never written through
+mkdir -p "$T/lnrep/plots"; printf 'keep me\n' >"$T/victim"; printf 'keep me too\n' >"$T/victim2"
+ln -s "$T/victim" "$T/lnrep/report.md"; ln -s "$T/victim" "$T/lnrep/report.csv"; ln "$T/victim2" "$T/lnrep/junit.xml"
+ln -s "$T/victim" "$T/lnrep/plots/loss_1.png"; ln "$T/victim2" "$T/lnrep/plots/loss_1.svg"
+ln -s "$T/victim" "$T/lnrep/plots/plots_0.gp"; ln -s "$T/victim" "$T/lnrep/plots/plots_0.log"
+expect 0 "report beside planted links" -- "$H" report 1 --out "$T/lnrep" --db "$db"
+[ "$(cat "$T/victim")" = "keep me" ] && [ "$(cat "$T/victim2")" = "keep me too" ] && pass || fail "report wrote through a planted link"
+for f in report.md report.csv junit.xml plots/loss_1.png plots/loss_1.svg; do
+  [ -f "$T/lnrep/$f" ] && [ ! -L "$T/lnrep/$f" ] && [ -s "$T/lnrep/$f" ] && pass || fail "report: $f is not a fresh file"
+done
+png_ok "$T/lnrep/plots/loss_1.png" && pass || fail "report: loss_1.png is no PNG"
+ln -s "$T/nowhere" "$T/dangling-rep"
+expect 2 "report --out a dangling link" -- "$H" report 1 --out "$T/dangling-rep" --db "$db"; says "target is missing"
 expect 2 "report of an unknown run" -- "$H" report 99 --out "$T/rep3" --db "$db"
 # without a usable baseline a run that finished ok is skipped, one that diverged still fails
 expect 0 "report, no usable baseline, a run that finished" -- "$H" report 1 --baseline nosuch --out "$T/rep5" --db "$db" --no-plots

@@ -234,6 +234,9 @@ static int check_out_names(const char *dir, const char *const *files, int n, con
 {
     char path[4200];
     struct stat sb;
+    if (lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode) && stat(dir, &sb) != 0)
+        return cmd_usage_error("report", "--out %s: a symbolic link whose target is missing",
+                               dir);
     if (stat(dir, &sb) != 0)
         return 0; /* made below; a missing parent is said there */
     if (!S_ISDIR(sb.st_mode))

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "util/output_target.h"
 #include "util/util.h"
 
 static long long json_int_at(json_t *o, const char *key, long long dflt)
@@ -294,9 +295,11 @@ void row_routing_text(const report_row *row, char *out, size_t len)
         drift_text(row, out, len);
 }
 
+/* made afresh: whatever is at path (a link planted there, a hard link to another file) is
+ * removed, never written through */
 FILE *report_open(const char *path)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = output_create_fresh(path);
     if (!f)
         log_error("report: cannot write %s: %s", path, strerror(errno));
     return f;

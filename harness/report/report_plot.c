@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/output_target.h"
 #include "util/util.h"
 #include "report.h"
 
@@ -73,7 +74,7 @@ int report_plot_begin(const char *out_dir, plotter **out)
     for (int k = 0; k < N_SCRIPTS; k++) {
         char path[PATH_MAX + 32];
         script_path(p, k, path, sizeof path);
-        if (!(p->script[k] = fopen(path, "w"))) {
+        if (!(p->script[k] = output_create_fresh(path))) { /* never through a planted link */
             log_error("report: cannot write %s: %s", path, strerror(errno));
             for (int i = 0; i < k; i++)
                 fclose(p->script[i]);
@@ -126,9 +127,19 @@ static void datablock(FILE *f, const char *name, const double *x, const double *
     fputs("EOD\n", f);
 }
 
-/* one PNG and one SVG of the plot command cmd (already written to f with the settings) */
+/* the plots folder of the report being written: what outputs() clears its names in */
+static const char *plots_dir;
+
+/* one PNG and one SVG of the plot command cmd (already written to f with the settings). What is
+ * at their names now (a link planted there, a hard link to another file) is removed first, so
+ * gnuplot makes new files and never writes through it */
 static void outputs(FILE *f, const char *base, const char *cmd, int width)
 {
+    for (int svg = 0; svg < 2 && plots_dir; svg++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s.%s", plots_dir, base, svg ? "svg" : "png");
+        unlink(path); /* a folder stays, and gnuplot's failure on it is reported */
+    }
     fprintf(f, "set terminal png size %d,480\nset output '%s.png'\n%s\n", width, base, cmd);
     fprintf(f, "set terminal svg size %d,480 dynamic\nset output '%s.svg'\nreplot\n"
                "unset output\n", width, base);
@@ -383,6 +394,7 @@ static int common_steps(const baseline *run, const baseline *base)
 int report_plot_row(plotter *p, report_row *row, int index, const judgement *j)
 {
     FILE *f = p->script[index % N_SCRIPTS];
+    plots_dir = p->dir;
     if (j->run.n_steps > 0 || (row->has_baseline && j->base.n_steps > 0)) {
         loss_plot(f, row, index, j);
         row->has_loss_plot = 1;
@@ -465,7 +477,8 @@ static pid_t start_gnuplot(const char *dir, int k)
     snprintf(log, sizeof log, "plots_%d.log", k);
     if (chdir(dir) != 0)
         _exit(126);
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    unlink(log); /* made afresh: never written through a link planted there */
+    int fd = open(log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
     if (fd >= 0) {
         dup2(fd, 1);
         dup2(fd, 2);
@@ -507,6 +520,7 @@ static int wait_gnuplot(const plotter *p, pid_t pid, int k)
 int report_plot_end(plotter *p, report *r)
 {
     int rc = 0;
+    plots_dir = p->dir;
     if (r->n > 0) {
         bars(p->script[0], r, "throughput", "tokens/s", 1, 0);
         bars(p->script[N_SCRIPTS - 1], r, "memory", "peak memory (MiB)", 1048576.0, 1);

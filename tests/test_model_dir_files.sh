@@ -97,6 +97,26 @@ EOF
 else
   echo "$NAME: the leading-zero and F64 checks skipped: no Python with safetensors and numpy at $PY"
 fi
+echo "# an expert past the config's count in layer 0 is unexpected, not a layer to skip"
+if "$PY" -c 'import safetensors, numpy' 2>/dev/null; then
+  cat >"$T/moe.json" <<EOF
+{"name": "moe", "model": {"family": "llama", "config": {"model_type": "mixtral", "vocab_size": 256,
+ "hidden_size": 32, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 4,
+ "num_key_value_heads": 2, "max_position_embeddings": 64, "num_local_experts": 4, "num_experts_per_tok": 2}},
+ "data": {"path": "$corpus", "tokenizer": "byte", "seq_len": 32},
+ "train": {"steps": 1, "batch_size": 2, "lr": 1e-3, "seed": 5}}
+EOF
+  expect 0 "init a 4-expert mixtral" -- "$H" init "$T/moe.json" "$T/moe"
+  "$PY" - "$T/moe/model.safetensors" <<'EOF'
+import sys
+from safetensors.numpy import load_file, save_file
+t = load_file(sys.argv[1])
+t["model.layers.0.block_sparse_moe.experts.4.w1.weight"] = t["model.layers.0.block_sparse_moe.experts.0.w1.weight"].copy()
+save_file(t, sys.argv[1], metadata={"format": "pt"})
+EOF
+  FAMILY=llama scn moe5 "$T/moe"
+  refused "expert 4 of 4" 'unexpected tensor "model.layers.0.block_sparse_moe.experts.4.w1.weight"' "$T/moe5.json"
+fi
 # a layer past the config's count is still skipped with a warning, as from_pretrained does
 FAMILY=gpt2 scn fewer "$T/init"; sed -i 's#"path": "[^"]*init"#&, "overrides": {"n_layer": 1}#' "$T/fewer.json"
 expect 0 "a checkpoint with more layers than the config" -- "$H" run "$T/fewer.json" --db "$T/ok.db" --quiet

@@ -237,14 +237,18 @@ static int find_index(const loader *L, const char *name, int *alias)
 
 /* 1 when name is a tensor of layer N >= 1 whose layer-0 twin is a parameter: a checkpoint of
  * more layers than the config keeps (seed 1's num_hidden_layers: 1 override), which transformers'
- * from_pretrained loads by skipping those tensors with a warning. N is written as PyTorch names
- * modules (str(int)): "00" or "01" is no layer number, so such a tensor is unexpected. */
+ * from_pretrained loads by skipping those tensors with a warning. The layer is the name's first
+ * number (a later one, such as an expert's, is not: layer 0's expert 4 of a model of 4 experts
+ * is unexpected). N is written as PyTorch names modules (str(int)): "00" or "01" is no layer
+ * number, so such a tensor is unexpected. */
 static int is_dropped_layer(const loader *L, const char *name)
 {
     for (const char *p = strchr(name, '.'); p; p = strchr(p + 1, '.')) {
         size_t digits = strspn(p + 1, "0123456789");
-        if (digits == 0 || p[1 + digits] != '.' || p[1] == '0')
-            continue; /* not a number, layer 0 itself, or a leading zero */
+        if (digits == 0 || p[1 + digits] != '.')
+            continue; /* not a number */
+        if (p[1] == '0')
+            return 0; /* layer 0 itself, or a leading zero */
         char twin[256];
         int n = snprintf(twin, sizeof twin, "%.*s.0%s", (int)(p - name), name, p + 1 + digits);
         int alias;

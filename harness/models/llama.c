@@ -312,9 +312,14 @@ int llama_check_fit(const llama_config *c, int B, int T, const device *d, char *
     }
     int window = llama_config_window(c);
     if (window >= 0 && window < T) {
-        snprintf(why, len, "sliding_window %d is smaller than data.seq_len %d: sliding-window "
-                 "attention is not implemented (use seq_len <= %d, or sliding_window null)",
-                 window, T, window);
+        if (window >= 2)
+            snprintf(why, len, "sliding_window %d is smaller than data.seq_len %d: sliding-window "
+                     "attention is not implemented (use seq_len <= %d, or sliding_window null)",
+                     window, T, window);
+        else /* no seq_len (at least 2) fits such a window */
+            snprintf(why, len, "sliding_window %d is smaller than data.seq_len %d: sliding-window "
+                     "attention is not implemented (use sliding_window null, or one >= seq_len)",
+                     window, T);
         return 1;
     }
     llama_dims z = dims_of(c, B, T);

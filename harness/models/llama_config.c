@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "topk_select.h"
 #include "util/util.h"
 
 /* ---- variants ------------------------------------------------------------------------------- */
@@ -229,6 +230,9 @@ static int read_layer_types(llama_config *c, json_t *obj, const char *where)
     if (!json_is_array(types))
         return config_error(where, "layer_types", "must be an array of strings or null, not %s",
                             json_type_name(types));
+    if (json_array_size(types) != (size_t)c->num_hidden_layers) /* as Qwen2Config refuses it */
+        return config_error(where, "layer_types", "has %zu entries for num_hidden_layers %d: "
+                            "one per layer", json_array_size(types), c->num_hidden_layers);
     c->layer_types_sliding = 0;
     size_t i;
     json_t *t;
@@ -441,9 +445,9 @@ static int check_moe(const llama_config *c, const char *where)
 {
     if (c->variant != LLAMA_MIXTRAL)
         return 0;
-    if (c->num_local_experts < 1)
-        return config_error(where, "num_local_experts", "must be >= 1, got %d",
-                            c->num_local_experts);
+    if (c->num_local_experts < 1 || c->num_local_experts > TOPK_MAX_EXPERTS)
+        return config_error(where, "num_local_experts", "must be in [1, %d] (the router's row "
+                            "length), got %d", TOPK_MAX_EXPERTS, c->num_local_experts);
     if (c->num_experts_per_tok < 1 || c->num_experts_per_tok > c->num_local_experts)
         return config_error(where, "num_experts_per_tok", "%d must be in [1, num_local_experts "
                             "%d]", c->num_experts_per_tok, c->num_local_experts);

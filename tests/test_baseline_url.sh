@@ -63,6 +63,9 @@ expect 2 "pull with a malformed sha256" -- "$H" baseline pull "$EP/files/g.basel
 WRONG="$(printf '%064d' 0)"
 expect 2 "pull with a wrong sha256" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$WRONG" --db "$T/a.db"; says "refused"
 [ ! -e "$T/a.db" ] && [ -z "$(ls "$T/bcache" 2>/dev/null)" ] && pass || fail "a wrong digest imports and keeps nothing"
+printf 'not a baseline\n' >"$S/files/junk.baseline"; JSHA="$(sha256sum "$S/files/junk.baseline" | cut -d' ' -f1)"
+expect 2 "pull a file that is no baseline (its digest right)" -- "$H" baseline pull "$EP/files/junk.baseline" --sha256 "$JSHA" --db "$T/a.db"
+[ ! -e "$T/a.db" ] && [ ! -e "$T/bcache/$JSHA.baseline" ] && pass || fail "a pulled file that does not parse is kept or imported"
 expect 2 "pull a missing file" -- "$H" baseline pull "$EP/files/none.baseline" --sha256 "$SHA" --db "$T/a.db"; says "HTTP 404"
 expect 2 "pull with an unused, over-long HF_TOKEN reaches the server" -- env HF_TOKEN="$HUGE" "$H" baseline pull "$EP/files/none.baseline" --sha256 "$SHA" --db "$T/a.db"; says "HTTP 404"
 faults '"rules": [{"match": "/files/", "fault": "endless"}]'

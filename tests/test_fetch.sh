@@ -274,6 +274,11 @@ rm "$T/hfhome/token"
 expect 2 "a control byte in HF_TOKEN" -- env HF_TOKEN=$'s3cr3t\x01tok' "$H" fetch org/tiny --cache "$T/c-tok6"
 says "the token from HF_TOKEN holds a control character"
 ! grep -q s3cr3t "$T/err" && pass || fail "the refused token is printed"
+# a token path that is there but no regular file is refused, never a fetch without the token
+mkdir -p "$T/tokdir"; mkfifo "$T/tokfifo"
+expect 2 "a token path that is a folder" -- env HF_TOKEN_PATH="$T/tokdir" "$H" fetch org/tiny --cache "$T/c-tok7"; says "is a directory"
+expect 2 "a token path that is a FIFO" -- env HF_TOKEN_PATH="$T/tokfifo" timeout 60 "$H" fetch org/tiny --cache "$T/c-tok7"; says "FIFO"
+[ ! -e "$T/c-tok7" ] && pass || fail "a refused token path left a cache"
 nofaults
 
 # ---- https: the whole fetch, and a redirect down to http refused ------------------------------

@@ -65,7 +65,7 @@ int cc_parse_sizes(const char *spec, size_t *min, size_t *max)
     if (strlen(spec) >= sizeof buf || parse_size(buf, min) ||
         parse_size(colon ? colon + 1 : buf, max) || *max < *min) {
         log_error("comm-check: --sizes '%s' is not MIN:MAX (e.g. 8B:256M; B, K, M, G; at most "
-                  "1T; MIN <= MAX)", term_safe(spec));
+                  "1024G; MIN <= MAX)", term_safe(spec));
         return EXIT_USAGE;
     }
     return 0;

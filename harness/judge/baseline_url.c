@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "baseline.h"
 #include "net/net.h"
 #include "util/util.h"
 
@@ -113,7 +114,11 @@ int baseline_url_fetch(const char *url, const char *digest, char *path, size_t l
                   term_safe(url), got, want);
         rc = EXIT_USAGE;
     } else {
-        rc = save(path, body, n);
+        baseline b; /* only a baseline that reads is kept: the digest may be of anything */
+        rc = baseline_parse(body, n, term_safe(url), &b);
+        if (!rc)
+            baseline_free(&b);
+        rc = rc ? rc : save(path, body, n);
     }
     free(body);
     return rc;

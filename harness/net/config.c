@@ -1,9 +1,11 @@
 /* harness/net/config.c: how transfers behave, from the environment: the endpoint's scheme, the
  * bearer token (HF_TOKEN, the hub's token file, or one named variable), retries, timeouts. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "net.h"
@@ -51,9 +53,14 @@ static int read_token_file(const char *path, char *out, size_t len)
 {
     size_t n = 0;
     char why[INPUT_WHY_LEN];
-    char *text = input_read(path, INPUT_ANY, &n, why, sizeof why);
-    if (!text)
+    struct stat st;
+    if (stat(path, &st) != 0 && (errno == ENOENT || errno == ENOTDIR))
         return 0; /* no token file: no token */
+    char *text = input_read(path, INPUT_ANY, &n, why, sizeof why);
+    if (!text) { /* one that is there but cannot be read (a folder, a FIFO, a device, denied) */
+        log_error("token file %s: %s", term_safe(path), why);
+        return EXIT_USAGE;
+    }
     n = strcspn(text, "\r\n");
     while (n && (text[n - 1] == ' ' || text[n - 1] == '\t'))
         n--;
@@ -108,7 +115,7 @@ static int find_token(char *out, size_t len)
         snprintf(path, sizeof path, "%s/.cache/huggingface/token", user);
     else
         return 0;
-    return access(path, R_OK) == 0 ? read_token_file(path, out, len) : 0;
+    return read_token_file(path, out, len);
 }
 
 /* all but the token: the endpoint's scheme, retries, backoff, timeouts, the progress style */

@@ -208,7 +208,8 @@ transfer_outcome transfer_perform(CURL *e, transfer *t, const char *what, const 
     }
     if (t->failure == FAIL_TOO_LONG) {
         snprintf(t->message, sizeof t->message, "%s: %s: the server sent more than the %lld "
-                 "bytes it announced", what, u, (long long)t->limit);
+                 "bytes %s", what, u, (long long)t->limit,
+                 t->limit_is_cap ? "the harness takes from such an answer" : "it announced");
         return OUT_FATAL;
     }
     if (t->failure == FAIL_WRITE) {
@@ -279,6 +280,7 @@ static size_t on_text(char *data, size_t size, size_t nmemb, void *arg)
     if (n > g->cap - g->len) {
         g->t->failure = FAIL_TOO_LONG;
         g->t->limit = (int64_t)g->cap;
+        g->t->limit_is_cap = 1;
         return 0;
     }
     char *p = g->buf;

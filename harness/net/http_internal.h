@@ -17,7 +17,8 @@ typedef struct {
     net_headers h;              /* of the last response (after redirects) */
     size_t header_bytes;
     transfer_failure failure;   /* set by a callback that stopped the transfer */
-    int64_t limit;              /* FAIL_TOO_LONG: the size announced */
+    int64_t limit;              /* FAIL_TOO_LONG: the size announced, or the cap taken */
+    int limit_is_cap;           /* 1: limit is the harness's own cap on an answer */
     char write_path[1024];      /* FAIL_WRITE: the file and errno */
     int write_errno;
     char auth_hint[128];        /* from the config: what a 401/403 says */

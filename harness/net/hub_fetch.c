@@ -138,7 +138,10 @@ static int list_files(fetch_ctx *x)
     json_t *root = json_loadb(body, len, 0, &e);
     free(body);
     if (!json_is_object(root)) {
-        log_error("%s: not a JSON object (line %d: %s)", url, e.line, root ? "" : e.text);
+        if (root) /* JSON, but not an object */
+            log_error("%s: the answer is a JSON %s, not an object", url, json_type_name(root));
+        else
+            log_error("%s: not JSON (line %d: %s)", url, e.line, e.text);
         rc = EXIT_USAGE;
     } else if ((rc = take_commit(x, json_object_get(root, "sha"), url)) == 0) {
         rc = take_siblings(x, json_object_get(root, "siblings"), url);

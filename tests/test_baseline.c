@@ -18,13 +18,16 @@
 #include "util/util.h"
 
 static const char SCN[] = "{\"name\": \"t\", \"train\": {\"lr\": 0.003, \"steps\": 3}}";
+/* make_baseline's: a run of two ranks (a file's world_size must be its scenario's) */
+static const char SCN_WS2[] =
+    "{\"name\": \"t\", \"world_size\": 2, \"train\": {\"lr\": 0.003, \"steps\": 3}}";
 
 static void make_baseline(baseline *b, int n)
 {
     memset(b, 0, sizeof *b);
     snprintf(b->label, sizeof b->label, "a100 \"quoted\" \\ tab\there");
     snprintf(b->scenario, sizeof b->scenario, "t");
-    b->scenario_json = scenario_canonical_json(SCN);
+    b->scenario_json = scenario_canonical_json(SCN_WS2);
     assert_non_null(b->scenario_json);
     sha256_hex(b->scenario_json, strlen(b->scenario_json), b->scenario_hash);
     snprintf(b->device, sizeof b->device, "cpu");
@@ -108,6 +111,37 @@ static void test_round_trip(void **state)
     free(text2);
     baseline_free(&a);
     baseline_free(&b);
+}
+
+static void expect_bad(const char *text, const char *want);
+
+/* a file's dtype or world_size edited away from its scenario_json (they set the tolerances and
+ * a golden's standing) is refused like an edited hash */
+static void test_dtype_world_fit_scenario(void **state)
+{
+    (void)state;
+    baseline a;
+    make_baseline(&a, 3);
+    size_t len;
+    char *text = to_text(&a, &len);
+    const char *edits[][3] = {{"dtype: fp32", "dtype: bf16", "dtype: 'bf16' is not what a run"},
+                              {"world_size: 2", "world_size: 1", "world_size: 1 is not"},
+                              {"dtype: fp32", "dtype: fp64", NULL}}; /* cpu64's: fits */
+    for (int i = 0; i < 3; i++) {
+        char *copy = strdup(text), *at = strstr(copy, edits[i][0]);
+        assert_non_null(at);
+        memcpy(at, edits[i][1], strlen(edits[i][1])); /* same lengths */
+        if (edits[i][2]) {
+            expect_bad(copy, edits[i][2]);
+        } else {
+            baseline b;
+            assert_int_equal(baseline_parse(copy, strlen(copy), "ok.baseline", &b), 0);
+            baseline_free(&b);
+        }
+        free(copy);
+    }
+    free(text);
+    baseline_free(&a);
 }
 
 static void test_save_and_read(void **state)
@@ -594,6 +628,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_dtype_world_fit_scenario),
         cmocka_unit_test(test_save_and_read),
         cmocka_unit_test(test_tolerant_reading),
         cmocka_unit_test(test_byte_order_mark),

@@ -110,6 +110,8 @@ typedef struct {
     routing_parser rp;  /* the expert_tokens section */
     int hash_line;      /* the line of scenario_hash, named when it does not match the JSON */
     int scenario_line;  /* the line of scenario, named when it is not the JSON's name */
+    int dtype_line, world_line; /* the lines of dtype and world_size, named when they do not
+                                   fit the JSON's */
 } parser;
 
 static int perr(const parser *ps, const char *field, const char *fmt, ...)
@@ -336,6 +338,8 @@ static int set_known(parser *ps, int fi, const char *v)
         return perr(ps, f->key, "'%.70s' is not a sha256 (64 hex digits)", v);
     if (strcmp(f->key, "scenario_hash") == 0)
         ps->hash_line = ps->line;
+    if (strcmp(f->key, "dtype") == 0)
+        ps->dtype_line = ps->line;
     if (strcmp(f->key, "status") == 0 && strcmp(v, "ok") != 0)
         return perr(ps, f->key, "'%.20s': a baseline is a finished run, status ok", v);
     if (strcmp(f->key, "dtype") == 0 && strcmp(v, "fp64") != 0 && strcmp(v, "fp32") != 0 &&
@@ -419,6 +423,8 @@ static int header_line(parser *ps)
     if (rc)
         return rc;
     int fi = field_index(s);
+    if (strcmp(s, "world_size") == 0)
+        ps->world_line = ps->line;
     return fi >= 0 ? set_known(ps, fi, v) : set_extra(ps, s, v);
 }
 
@@ -642,6 +648,36 @@ static int check_scenario_name(parser *ps)
     return rc;
 }
 
+/* dtype and world_size, which set the tolerances and a golden's standing, must be what a run of
+ * the scenario_json (when given) records: its world_size (1 when absent); its dtype, bf16 and
+ * fp16 as they are, fp32 (the default) as fp32, or fp64 on the golden device */
+static int check_dtype_world(parser *ps)
+{
+    baseline *b = ps->b;
+    json_t *root = b->scenario_json ? json_loads(b->scenario_json, 0, NULL) : NULL;
+    if (!root)
+        return 0;
+    json_t *ws = json_object_get(root, "world_size"), *dt = json_object_get(root, "dtype");
+    long long want_ws = json_is_integer(ws) ? json_integer_value(ws) : 1;
+    const char *want_dt = json_is_string(dt) ? json_string_value(dt) : "fp32";
+    int fits = strcmp(b->dtype, want_dt) == 0 ||
+               (strcmp(want_dt, "fp32") == 0 && strcmp(b->dtype, "fp64") == 0);
+    parser at = *ps;
+    int rc = 0;
+    if (b->world_size != want_ws) {
+        at.line = ps->world_line;
+        rc = perr(&at, "world_size", "%d is not scenario_json's world_size %lld: one of them "
+                                     "was edited", b->world_size, want_ws);
+    } else if (!fits) {
+        at.line = ps->dtype_line;
+        rc = perr(&at, "dtype", "'%s' is not what a run of scenario_json (dtype '%.16s') records"
+                                "%s: one of them was edited", b->dtype, want_dt,
+                  strcmp(want_dt, "fp32") == 0 ? " (fp32, or fp64 on cpu64)" : "");
+    }
+    json_decref(root);
+    return rc;
+}
+
 /* 1 when the line begins with word followed by a space or tab */
 static int starts_with_word(const char *line, const char *word)
 {
@@ -712,7 +748,9 @@ static int parse_lines(parser *ps)
     ps->line++; /* messages about what is missing point after the last line */
     if ((rc = check_complete(ps, part != IN_HEADER)) || (rc = check_routing(ps, part == IN_ROUTING)))
         return rc;
-    return check_hash(ps) ? EXIT_USAGE : check_scenario_name(ps);
+    if (check_hash(ps) || check_scenario_name(ps))
+        return EXIT_USAGE;
+    return check_dtype_world(ps);
 }
 
 /* A baseline is a finished run, never a diverged one, so a column that is nan at every step

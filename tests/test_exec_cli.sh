@@ -222,4 +222,13 @@ grep -q '^workload.host: node7' "$T/a100.baseline" && grep -q '^odd_key_: x' "$T
 expect 0 "baseline import" -- "$H" baseline import "$T/a100.baseline" --db "$T/b.db"
 expect 0 "exec --compare against it" -- "$H" exec --scenario "$tiny" --device s4000 --compare --baseline a100 \
   --db "$T/b.db" -- cat "$T/replay.log"
+# SIGTERM while ingest reads a long log: the run ends failed ("interrupted"), never left running
+awk 'BEGIN{for(i=1;i<=400000;i++) printf "HARNESS_STEP {\"v\":1,\"step\":%d,\"loss\":2}\n", i}' >"$T/long.log"
+"$H" ingest "$T/long.log" --device x --db "$T/sig.db" >"$T/sig.out" 2>&1 & pid=$!
+wait_until 30 "the ingest's run row" -- sh -c "sqlite3 '$T/sig.db' 'select count(*) from runs' 2>/dev/null | grep -q '^1'"
+kill -TERM "$pid"; wait "$pid"; got=$?
+st="$(sqlite3 "$T/sig.db" "select status from runs")"
+if [ "$st" = ok ] && [ "$got" = 0 ]; then echo "$NAME: the ingest finished before the signal (a fast machine): nothing to check"
+else [ "$got" = 1 ] && [ "$st" = failed ] && grep -q "interrupted by signal 15" "$T/sig.out" && pass || fail "ingest after SIGTERM: exit $got, status '$st': $(tail -1 "$T/sig.out")"; fi
+
 finish

@@ -107,4 +107,21 @@ wait_until 20 "the run row" -- test -s abrt.db
 kill -ABRT "$pid"; wait "$pid"; got=$?
 [ "$got" -ge 128 ] && pass || fail "a SIGABRT sent to exec was swallowed: exit $got"
 
+echo "# a write the store refuses mid-run (a lock held past the busy timeout): the run is failed, not ok"
+cat >loop.sh <<'EOF'
+#!/bin/sh
+i=1; while [ $i -le 20 ]; do echo "HARNESS_STEP {\"v\":1,\"step\":$i,\"loss\":2}"; i=$((i+1)); sleep 0.5; done
+EOF
+chmod +x loop.sh
+"$H" exec --device x --db lk.db -- ./loop.sh >lk.out 2>lk.err & pid=$!
+wait_until 20 "the run's first step" -- sh -c 'sqlite3 lk.db "select count(*) from steps" 2>/dev/null | grep -q "^[1-9]"'
+(echo "BEGIN EXCLUSIVE;"; echo "select 1;"; sleep 7; echo "COMMIT;") | sqlite3 lk.db >/dev/null
+wait "$pid"; got=$?
+[ "$got" = 1 ] && pass || fail "exec after a refused write: exit $got, want 1"
+st="$(sqlite3 lk.db "select status from runs order by id desc limit 1")"
+[ "$st" = failed ] && pass || fail "a run whose writes were refused is '$st', not failed"
+grep -q "recording stopped" lk.err && ! grep -q ": ok," lk.err && pass || fail "the final line claims the run: $(tail -2 lk.err)"
+n="$(sqlite3 lk.db "select count(*) from steps")"
+grep -q "after the $n recorded" lk.err && pass || fail "the final line's count is not the $n steps stored: $(tail -1 lk.err)"
+
 finish

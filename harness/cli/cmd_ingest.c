@@ -2,6 +2,7 @@
  * log files (an A100 cluster's, copied back): one run, rank 0's steps as its series. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,32 @@
 
 #define MAX_LOGS REC_MAX_SOURCES
 #define READ_CHUNK ((size_t)1 << 20) /* a log is read and parsed 1 MiB at a time */
+
+/* SIGINT, SIGTERM and SIGHUP while the logs are read end the reading after the current chunk,
+ * so the run row is finished (failed, "interrupted"), never left "running"; an inherited
+ * SIG_IGN (nohup) stays */
+static volatile sig_atomic_t ingest_stop;
+
+static void on_stop(int sig)
+{
+    ingest_stop = sig;
+}
+
+#define STOP_SIGNALS 3
+static void catch_stops(int on, struct sigaction old[STOP_SIGNALS])
+{
+    static const int sigs[STOP_SIGNALS] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < STOP_SIGNALS; i++)
+        if (!on)
+            sigaction(sigs[i], &old[i], NULL);
+        else if (sigaction(sigs[i], NULL, &old[i]) == 0 && old[i].sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+}
 
 typedef struct {
     const char *scenario, *device, *db, *format, *keys, *baseline, *baselines;
@@ -202,6 +229,10 @@ static int feed_log(recorder *r, int src, int fd, const char *path, char *buf)
         }
         if (got == 0)
             break;
+        if (ingest_stop) {
+            rc = EXIT_FAIL; /* interrupted: the caller says so */
+            break;
+        }
         const char *text;
         size_t len;
         if (log_decode(&dec, buf, (size_t)got, &text, &len)) {
@@ -254,11 +285,16 @@ static int record_logs(store *st, const scenario *s, const ingest_args *a, const
     rec_extra(&r, "recorded_by", "harness ingest");
     int rc = 0, read_rc = 0;
     char why[4300] = "";
+    struct sigaction old[STOP_SIGNALS];
+    catch_stops(1, old);
     for (int i = 0; i < a->n_logs && !rc && !read_rc; i++) {
         int src = rec_source_add(&r, a->logs[i], a->n_logs > 1 ? i : -1);
         if (src < 0)
             rc = EXIT_FAIL;
-        else if ((read_rc = feed_log(&r, src, fds[i], a->logs[i], buf)))
+        else if ((read_rc = feed_log(&r, src, fds[i], a->logs[i], buf)) && ingest_stop)
+            snprintf(why, sizeof why, "interrupted by signal %d (%s) while reading %s",
+                     (int)ingest_stop, strsignal((int)ingest_stop), a->logs[i]);
+        else if (read_rc)
             snprintf(why, sizeof why, "reading %s failed", a->logs[i]);
         char key[32];
         snprintf(key, sizeof key, "log.%d", i);
@@ -266,6 +302,7 @@ static int record_logs(store *st, const scenario *s, const ingest_args *a, const
     }
     free(buf);
     rc = rec_finish(&r, !read_rc, why, stdout) || rc;
+    catch_stops(0, old);
     rec_free(&r);
     return read_rc ? read_rc : rc;
 }

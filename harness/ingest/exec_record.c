@@ -338,7 +338,7 @@ static void take_step(recorder *r, const lp_step *s, int line_rank)
         return;
     if (!r->failed && store_put_step(r->st, r->run_id, m))
         r->failed = 1;
-    if (s->has & LP_LOSS)
+    if (!r->failed && (s->has & LP_LOSS)) /* counted when stored: none after a refused write */
         count_step(r, m);
 }
 
@@ -603,7 +603,12 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
         store_set_run_identity(r->st, r->run_id, NULL, NULL, NULL, r->ranks_seen, 0))
         r->failed = 1;
     r->diverged_step = step_set_first_bad(&r->steps_seen);
-    if (r->diverged_step) {
+    if (r->failed) { /* a write the store refused: what came after it is not in the store */
+        status = "failed";
+        snprintf(error, sizeof error, "recording stopped when the store refused a write (the "
+                 "message above): the run's steps after the %d recorded were not kept",
+                 r->steps_stored);
+    } else if (r->diverged_step) {
         status = "diverged";
         snprintf(error, sizeof error, "NaN/Inf loss at step %d", r->diverged_step);
     } else if (!r->steps_stored) {
@@ -625,10 +630,13 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
         status = "failed";
         failure_text(r, why, error, sizeof error);
     }
-    int bad = store_finish_run(r->st, r->run_id, status, error[0] ? error : NULL) || r->failed;
-    fprintf(out, "run %lld: %s, %d steps, final loss %.6f (format %s)%s%s\n",
+    int unfinished = store_finish_run(r->st, r->run_id, status, error[0] ? error : NULL);
+    int bad = unfinished || r->failed;
+    fprintf(out, "run %lld: %s, %d steps, final loss %.6f (format %s)%s%s%s\n",
             (long long)r->run_id, status, r->steps_stored, r->final_loss,
-            r->reader.locked ? r->reader.locked->name : "none", error[0] ? ": " : "", error);
+            r->reader.locked ? r->reader.locked->name : "none", error[0] ? ": " : "", error,
+            unfinished ? " (the store refused this status too: the run stays 'running' there)"
+                       : "");
     return strcmp(status, "ok") == 0 && !bad ? 0 : 1;
 }
 

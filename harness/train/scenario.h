@@ -9,6 +9,7 @@
 #include "models/models.h"
 
 #define SCN_STR 256
+#define SCN_DESC 4096 /* a description: a paragraph (the shipped 7B scenarios' run to 622 bytes) */
 #define SCN_MAX_BLEND 16 /* datasets one megatron data.blend may mix */
 #define SCENARIO_MAX_ACCUM 65536 /* train.gradient_accumulation_steps */
 #define SCENARIO_MAX_WORLD 65536 /* world_size */
@@ -19,7 +20,7 @@
 typedef struct {
     char path[PATH_MAX];        /* the file it was read from */
     char name[SCN_STR];         /* "name" (required) */
-    char description[SCN_STR];  /* optional */
+    char description[SCN_DESC]; /* optional */
 
     /* "model": {"family": "gpt2", "config": {...} | "config_path": "dir/config.json",
      *           "overrides": {...} | "overrides_path": "override_config.json"} */

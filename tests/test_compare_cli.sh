@@ -26,6 +26,12 @@ cd "$T"   # no ./baselines here: the committed file is found next to the scenari
 # ---- usage errors
 section "usage errors"
 for c in compare baseline report; do expect 0 "$c --help" -- "$H" $c --help; done
+# labels --baseline could never name again (a run id, a file) are refused before the store opens
+for l in 77 a/b lbl.baseline; do
+  expect 2 "import --label $l" -- "$H" baseline import "$committed" --label "$l" --db "$T/labels.db"; says "would never find it"
+  expect 2 "record --label $l" -- "$H" baseline record 1 --label "$l" --db "$T/labels.db"; says "would never find it"
+done
+[ ! -e "$T/labels.db" ] && pass || fail "a refused label made the store"
 expect 2 "compare without run" -- "$H" compare --db "$db"
 expect 2 "compare abc" -- "$H" compare abc --db "$db"; says "abc"
 expect 2 "compare no db" -- "$H" compare 1 --db "$T/none.db"; says "no database"

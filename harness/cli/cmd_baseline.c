@@ -154,6 +154,7 @@ static int check_record_place(const bl_args *a)
 }
 
 static int record_ensemble(const bl_args *a);
+static int label_findable(const char *label);
 
 /* a member of an ensemble trained with a perturbed GEMM order: not a baseline of its own (its
  * ensemble is, recorded by record --ensemble). 0, or 2 after a message (1, 2: no such run) */
@@ -177,6 +178,8 @@ static int record(const bl_args *a)
         return record_ensemble(a);
     if (a->n_pos != 2 || !a->label || !a->label[0])
         return cmd_usage_error("baseline", "record needs a run id and --label NAME");
+    if (label_findable(a->label))
+        return EXIT_USAGE;
     if (a->out && a->dir)
         return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
     int rc = cmd_run_id("baseline", "record RUN", a->pos[1], &id);
@@ -307,6 +310,23 @@ static int save_ensemble(const bl_args *a, store *st, baseline *b)
     return rc;
 }
 
+/* a label `--baseline` can name: all digits there is a run id, one with '/' or ending in
+ * ".baseline" a file (docs/compare.md), so such a label could be stored but never found. 0 or 2 */
+static int label_findable(const char *label)
+{
+    size_t n = strlen(label);
+    const char *what = n && strspn(label, "0123456789") == n ? "is all digits (a run id there)"
+                       : strchr(label, '/')                   ? "holds '/' (a file there)"
+                       : n >= 9 && strcmp(label + n - 9, ".baseline") == 0
+                           ? "ends in .baseline (a file there)"
+                           : NULL;
+    if (!what)
+        return 0;
+    return cmd_usage_error("baseline", "label '%s' %s: `--baseline %s` would never find it; "
+                                       "choose another", term_safe(label), what,
+                           term_safe(label));
+}
+
 static int record_ensemble(const bl_args *a)
 {
     double members = 0;
@@ -315,6 +335,8 @@ static int record_ensemble(const bl_args *a)
     if (a->n_pos != 2 || !a->label || !a->label[0])
         return cmd_usage_error("baseline", "record --ensemble needs a scenario file and --label "
                                            "NAME");
+    if (label_findable(a->label))
+        return EXIT_USAGE;
     if (a->out && a->dir)
         return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
     if (!a->ensemble[0] || strspn(a->ensemble, "0123456789") != strlen(a->ensemble))
@@ -403,6 +425,8 @@ static int import_path(const bl_args *a, const char *path)
     store *st = NULL;
     if (!b.label[0])
         rc = cmd_usage_error("baseline", "%s has no label: give --label NAME", path);
+    else if (label_findable(b.label))
+        rc = EXIT_USAGE;
     else if ((rc = store_open(a->db, &st)) == 0)
         rc = import_locked(a, st, &b, path);
     store_close(st);

@@ -60,6 +60,16 @@ ln -s "$T/nowhere.json" "$T/wp/tokenizer_config.json"
 expect 2 "a dangling tokenizer_config.json beside vocab.txt" -- "$H" preprocess --input "$corpus" --output-prefix "$T/p" --tokenizer "wordpiece:$T/wp/vocab.txt"
 says "tokenizer_config.json"
 
+# transformers' tokenizer_config.json holds "model_max_length": 1000000000000000019884624838656, past
+# a 64-bit integer: read as it is (BPE and WordPiece); one that is JSON but no object says what it is
+big='{"model_max_length": 1000000000000000019884624838656, "clean_up_tokenization_spaces": false}'
+rm -f "$T/tok/tokenizer_config.json"; printf '%s\n' "$big" >"$T/tok/tokenizer_config.json"
+expect 0 "a BPE tokenizer_config.json with transformers' model_max_length" -- "$H" preprocess --input "$corpus" --output-prefix "$T/p" --tokenizer "bpe:$T/tok"
+rm -f "$T/wp/tokenizer_config.json"; printf '%s\n' "$big" >"$T/wp/tokenizer_config.json"
+expect 0 "a WordPiece tokenizer_config.json with transformers' model_max_length" -- "$H" preprocess --input "$corpus" --output-prefix "$T/p" --tokenizer "wordpiece:$T/wp/vocab.txt"
+printf '[]\n' >"$T/tok/tokenizer_config.json"
+expect 2 "a BPE tokenizer_config.json that is an array" -- "$H" preprocess --input "$corpus" --output-prefix "$T/p" --tokenizer "bpe:$T/tok"; says "must be a JSON object, not an array"
+rm -f "$T/tok/tokenizer_config.json" "$T/wp/tokenizer_config.json"
 echo "# weights holding NaN or an infinity: refused naming the tensor, nothing recorded"
 hlen=$(od -An -tu8 -N8 "$T/init/model.safetensors" | tr -d ' ')
 first=$(head -c $((8 + hlen)) "$T/init/model.safetensors" | grep -ao '"[^"]*":{[^}]*"data_offsets":\[0,' | sed 's/":{.*//; s/^"//')

@@ -61,10 +61,16 @@ static int read_config(bpe *b, const char *path)
         return EXIT_USAGE;
     }
     json_error_t e;
-    json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    /* integers as doubles: transformers writes "model_max_length": 1000000000000000019884624838656
+     * (its "no limit"), past a 64-bit integer; only strings and booleans are read here */
+    json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &e);
     free(text);
+    if (!cfg) {
+        log_error("%s: line %d: not JSON: %s", path, e.line, e.text);
+        return EXIT_USAGE;
+    }
     if (!json_is_object(cfg)) {
-        log_error("%s: line %d: %s", path, e.line, cfg ? "must be a JSON object" : "not JSON");
+        log_error("%s: must be a JSON object, not %s", path, json_type_name(cfg));
         json_decref(cfg);
         return EXIT_USAGE;
     }

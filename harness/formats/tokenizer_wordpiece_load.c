@@ -32,7 +32,8 @@ __attribute__((format(printf, 2, 3))) static int bad(const char *where, const ch
     return EXIT_USAGE;
 }
 
-static json_t *load_json(const char *path, int *rc)
+/* flags: jansson decoding flags beyond JSON_REJECT_DUPLICATES */
+static json_t *load_json(const char *path, int flags, int *rc)
 {
     char why[INPUT_WHY_LEN];
     size_t len = 0;
@@ -42,7 +43,7 @@ static json_t *load_json(const char *path, int *rc)
         return NULL;
     }
     json_error_t e;
-    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES | flags, &e);
     free(text);
     *rc = 0;
     if (!j) {
@@ -57,7 +58,7 @@ static json_t *load_json(const char *path, int *rc)
 int tokenizer_json_model_type(const char *path, char *type, size_t cap)
 {
     int rc;
-    json_t *root = load_json(path, &rc);
+    json_t *root = load_json(path, 0, &rc);
     if (rc)
         return rc;
     json_t *t = json_object_get(json_object_get(root, "model"), "type");
@@ -418,7 +419,7 @@ int wp_load_json(wordpiece *w, const char *path)
 {
     defaults(w);
     int rc;
-    json_t *root = load_json(path, &rc);
+    json_t *root = load_json(path, 0, &rc);
     if (rc)
         return rc;
     rc = read_json_root(w, root, path);
@@ -464,10 +465,13 @@ static int read_config(wordpiece *w, const char *vocab_path, json_t **cfg)
     if (lstat(path, &st) != 0)
         return 0; /* none (a dangling link is something: its reader refuses it) */
     int rc;
-    if (!(*cfg = load_json(path, &rc)))
+    /* integers as doubles: transformers writes "model_max_length":
+     * 1000000000000000019884624838656 (its "no limit"), past a 64-bit integer; only booleans
+     * and token names are read from this file */
+    if (!(*cfg = load_json(path, JSON_DECODE_INT_AS_REAL, &rc)))
         return rc;
     if (!json_is_object(*cfg))
-        return bad(path, "must be a JSON object");
+        return bad(path, "must be a JSON object, not %s", json_type_name(*cfg));
     rc = config_flag(*cfg, "do_lower_case", 1, &w->lowercase, path);
     if (!rc)
         rc = config_flag(*cfg, "strip_accents", w->lowercase, &w->strip_accents, path);

@@ -87,6 +87,23 @@ static void test_parse_good(void **state)
     free(im.buf);
 }
 
+/* "__metadata__": null, which the safetensors library reads as no metadata */
+static void test_parse_null_metadata(void **state)
+{
+    (void)state;
+    float v[1] = {3.0f};
+    image im = craft("{\"__metadata__\": null, \"a\": {\"dtype\": \"F32\", \"shape\": [1], "
+                     "\"data_offsets\": [0, 4]}}",
+                     v, sizeof v);
+    st_file f;
+    char err[512];
+    assert_int_equal(st_parse(im.buf, im.len, "t", &f, err, sizeof err), 0);
+    assert_int_equal(f.n, 1);
+    assert_null(f.metadata);
+    st_close(&f);
+    free(im.buf);
+}
+
 static void test_parse_bad(void **state)
 {
     (void)state;
@@ -484,6 +501,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_parse_null_metadata),
         cmocka_unit_test(test_parse_bad),
         cmocka_unit_test(test_f16_bf16),
         cmocka_unit_test(test_write_read),

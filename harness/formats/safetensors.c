@@ -150,6 +150,8 @@ static int parse_entry(const ctx *c, const char *key, json_t *v, uint64_t data_l
 
 static int parse_metadata(const ctx *c, json_t *v, st_file *f)
 {
+    if (json_is_null(v)) /* as the safetensors library reads it: no metadata */
+        return 0;
     if (!json_is_object(v))
         return bad(c, "__metadata__ must be an object of strings");
     const char *k;

@@ -165,6 +165,15 @@ ln -s "$T/victim" "$T/o/tokenizer.json"
 expect 0 "run --save beside planted links" -- "$H" run "$bpe_scn" --steps 1 --db "$T/ok.db" --save "$T/o" --quiet
 [ "$(cat "$T/victim")" = "keep me" ] && [ ! -L "$T/o/config.json" ] && [ ! -L "$T/o/tokenizer.json" ] && pass || fail "--save wrote through a planted link"
 
+# a tokenizer file left from before that this tokenizer lacks is removed: a stale tokenizer.json
+# beside the new vocab.json + merges.txt would be read first, by the harness and by transformers
+sed 's#bpe512/tokenizer.json#bpe512/vocab.json#' "$bpe_scn" >"$T/vm.json"
+rm -rf "$T/stale"; mkdir -p "$T/stale"; printf '{"stale": true}\n' >"$T/stale/tokenizer.json"
+expect 0 "init over a stale tokenizer.json" -- "$H" init "$T/vm.json" "$T/stale"
+[ ! -e "$T/stale/tokenizer.json" ] && [ -s "$T/stale/vocab.json" ] && [ -s "$T/stale/merges.txt" ] && pass || fail "init left the stale tokenizer.json beside the new vocab.json"
+printf '{"stale": true}\n' >"$T/stale/tokenizer.json"
+expect 0 "run --save over a stale tokenizer.json" -- "$H" run "$T/vm.json" --steps 1 --db "$T/ok.db" --save "$T/stale" --quiet
+[ ! -e "$T/stale/tokenizer.json" ] && pass || fail "--save left the stale tokenizer.json"
 ln -s "$T/nowhere" "$T/dangling-out"
 expect 2 "init into a dangling link" -- "$H" init "$bpe_scn" "$T/dangling-out"; says "target is missing"
 rm -f "$T/r.db"

@@ -4,11 +4,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model_dir.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "model_config.h"
@@ -106,16 +108,38 @@ static int copy_file(const char *from, const char *dir, const char *name)
 }
 
 /* base/name as DIR/name when anything is there (lstat: a link whose target is missing is
- * refused by copy_file, not skipped) */
-static int copy_if_present(const char *base, const char *name, const char *dir)
+ * refused by copy_file, not skipped); *copied says whether it was */
+static int copy_if_present(const char *base, const char *name, const char *dir, int *copied)
 {
     char from[PATH_MAX + 64];
     struct stat st;
+    *copied = 0;
     if (snprintf(from, sizeof from, "%s/%s", base, name) >= (int)sizeof from) {
         log_error("%.64s...: the tokenizer's path is too long", base);
         return EXIT_USAGE;
     }
-    return lstat(from, &st) == 0 ? copy_file(from, dir, name) : 0;
+    if (lstat(from, &st) != 0)
+        return 0;
+    *copied = 1;
+    return copy_file(from, dir, name);
+}
+
+/* a tokenizer file DIR holds from before that this tokenizer does not have is removed: a stale
+ * tokenizer.json beside a new vocab.json would be read first (by the harness and by
+ * transformers), so the directory would tokenize otherwise than the run did */
+static int remove_stale(const char *dir, const char *name)
+{
+    char at[PATH_MAX + 64];
+    struct stat st;
+    snprintf(at, sizeof at, "%s/%s", dir, name);
+    if (lstat(at, &st) != 0 || S_ISDIR(st.st_mode))
+        return 0; /* none, or a folder: the harness would refuse to read it as a tokenizer */
+    if (unlink(at) != 0) {
+        log_error("%s: cannot remove the tokenizer file left from before: %s", at,
+                  strerror(errno));
+        return EXIT_USAGE;
+    }
+    return 0;
 }
 
 int model_dir_copy_tokenizer(const char *kind, const char *path, const char *dir)
@@ -127,19 +151,24 @@ int model_dir_copy_tokenizer(const char *kind, const char *path, const char *dir
     int bpe = kind && strcmp(kind, "bpe") == 0;
     if (!bpe && !(kind && strcmp(kind, "wordpiece") == 0))
         return 0; /* the byte tokenizer has no files */
-    int rc = 0;
+    const char *const *names = bpe ? bpe_files : wp_files;
+    int rc = 0, copied[4] = {0};
     if (is_directory(path)) {
-        for (const char *const *n = bpe ? bpe_files : wp_files; *n && !rc; n++)
-            rc = copy_if_present(path, *n, dir);
-        return rc;
+        for (int i = 0; names[i] && !rc; i++)
+            rc = copy_if_present(path, names[i], dir, &copied[i]);
+    } else { /* one file: under the name the harness reads it as, the files beside it too */
+        int is_vocab = ends_with(path, bpe ? "vocab.json" : ".txt");
+        char base[PATH_MAX];
+        path_dirname(path, base, sizeof base);
+        rc = copy_file(path, dir, is_vocab ? names[1] : names[0]);
+        copied[is_vocab ? 1 : 0] = 1;
+        if (!rc && bpe && is_vocab)
+            rc = copy_if_present(base, "merges.txt", dir, &copied[2]);
+        if (!rc)
+            rc = copy_if_present(base, "tokenizer_config.json", dir, &copied[bpe ? 3 : 2]);
     }
-    /* one file: under the name the harness reads it as, the files it reads beside it too */
-    const char *vocab = bpe ? "vocab.json" : "vocab.txt";
-    int is_vocab = ends_with(path, bpe ? "vocab.json" : ".txt");
-    char base[PATH_MAX];
-    path_dirname(path, base, sizeof base);
-    rc = copy_file(path, dir, is_vocab ? vocab : "tokenizer.json");
-    if (!rc && bpe && is_vocab)
-        rc = copy_if_present(base, "merges.txt", dir);
-    return rc ? rc : copy_if_present(base, "tokenizer_config.json", dir);
+    for (int i = 0; names[i] && !rc; i++)
+        if (!copied[i])
+            rc = remove_stale(dir, names[i]);
+    return rc;
 }

@@ -231,4 +231,11 @@ st="$(sqlite3 "$T/sig.db" "select status from runs")"
 if [ "$st" = ok ] && [ "$got" = 0 ]; then echo "$NAME: the ingest finished before the signal (a fast machine): nothing to check"
 else [ "$got" = 1 ] && [ "$st" = failed ] && grep -q "interrupted by signal 15" "$T/sig.out" && pass || fail "ingest after SIGTERM: exit $got, status '$st': $(tail -1 "$T/sig.out")"; fi
 
+# JSON's \uXXXX escapes (Python's json.dumps writes non-ASCII so) are stored as UTF-8, a surrogate
+# pair as one character, a lone surrogate as U+FFFD
+printf '%s\n' 'HARNESS_META {"v": 1, "device_name": "\u6469\u5c14 MTT S4000 \ud83d\ude00 \ud800x"}' \
+  'HARNESS_STEP {"v": 1, "step": 1, "loss": 2}' >"$T/utf.log"
+expect 0 "ingest a log with \\u escapes" -- "$H" ingest "$T/utf.log" --device x --db "$T/utf.db"
+[ "$(sqlite3 "$T/utf.db" "select device_name from runs")" = "摩尔 MTT S4000 😀 �x" ] && pass || fail "\\u escapes stored as '$(sqlite3 "$T/utf.db" "select device_name from runs")'"
+
 finish

@@ -189,6 +189,61 @@ int lp_key_is(const char *key, size_t klen, const char *name)
     return strlen(name) == klen && memcmp(key, name, klen) == 0;
 }
 
+/* the 4 hex digits at p as a number, or -1 */
+static long hex4(const char *p, size_t left)
+{
+    long v = 0;
+    for (int k = 0; k < 4; k++) {
+        if ((size_t)k >= left)
+            return -1;
+        char c = p[k];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* a \uXXXX escape at v->p[*i] (the 'u'), a surrogate pair's second half too, as its code point
+ * (U+FFFD for a lone surrogate or bad digits); *i left on its last character */
+static long unicode_escape(const lp_value *v, size_t *i)
+{
+    long cp = hex4(v->p + *i + 1, v->len - *i - 1);
+    if (cp < 0)
+        return 0xFFFD;
+    *i += 4;
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return 0xFFFD;
+    if (cp < 0xD800 || cp > 0xDBFF)
+        return cp;
+    long lo = *i + 6 < v->len && v->p[*i + 1] == '\\' && v->p[*i + 2] == 'u'
+                  ? hex4(v->p + *i + 3, v->len - *i - 3) : -1;
+    if (lo < 0xDC00 || lo > 0xDFFF)
+        return 0xFFFD;
+    *i += 6;
+    return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+}
+
+/* cp as UTF-8 into out[*o..n-1), whole or not at all */
+static void put_utf8(long cp, char *out, size_t *o, size_t n)
+{
+    unsigned char b[4];
+    size_t k = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (k == 1)
+        b[0] = (unsigned char)(cp < 0x20 ? ' ' : cp);
+    else {
+        for (size_t j = k - 1; j > 0; j--, cp >>= 6)
+            b[j] = (unsigned char)(0x80 | (cp & 0x3F));
+        b[0] = (unsigned char)((k == 2 ? 0xC0 : k == 3 ? 0xE0 : 0xF0) | cp);
+    }
+    if (*o + k < n) {
+        memcpy(out + *o, b, k);
+        *o += k;
+    }
+}
+
 void lp_value_text(const lp_value *v, char *out, size_t n)
 {
     size_t o = 0;
@@ -200,9 +255,11 @@ void lp_value_text(const lp_value *v, char *out, size_t n)
         char c = v->p[i];
         if (c == '\\' && i + 1 < v->len) {
             c = v->p[++i];
-            c = c == 'n' ? ' ' : c == 't' ? ' ' : c == 'u' ? '?' : c;
-            if (v->p[i] == 'u')
-                i += i + 4 < v->len ? 4 : 0;
+            if (c == 'u') { /* JSON's \uXXXX (Python's json.dumps writes non-ASCII so) */
+                put_utf8(unicode_escape(v, &i), out, &o, n);
+                continue;
+            }
+            c = strchr("ntrbf", c) ? ' ' : c;
         }
         out[o++] = (unsigned char)c < 0x20 ? ' ' : c;
     }

@@ -170,6 +170,10 @@ gzip -c range.log > range.log.gz
 expect 2 "ingest a gzip'd log" -- "$H" ingest range.log.gz --device x --db z.db
 says "range.log.gz: binary file (gzip?): not a text log"
 [ ! -e z.db ] && pass || fail "a store was created for a gzip'd log"
+# a harness store (its raw logs inside would parse) and a program are refused by what they are
+expect 2 "ingest a harness store" -- "$H" ingest k.db --device x --db z.db; says "an SQLite database, a harness store"
+expect 2 "ingest a program" -- "$H" ingest "$H" --device x --db z.db; says "an ELF program"
+[ ! -e z.db ] && pass || fail "a store was created for a binary file"
 head -c 4000 /dev/urandom > noise.bin
 expect 1 "ingest binary noise" -- "$H" ingest noise.bin --device x --db z.db
 # the message is text: the noise's bytes that are no UTF-8 are '?', not printed raw

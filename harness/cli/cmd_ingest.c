@@ -106,14 +106,16 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
     return 0;
 }
 
-/* the compressed format whose magic bytes start the file at fd, or NULL (a text log) */
-static const char *compressed_format(int fd)
+/* the binary format whose magic bytes start the file at fd (compressed, a database such as a
+ * harness store, a program, an image), or NULL (a text log) */
+static const char *binary_format(int fd)
 {
     static const struct { const char *name; const char *magic; size_t len; } kinds[] = {
         {"gzip", "\x1f\x8b", 2}, {"zstd", "\x28\xb5\x2f\xfd", 4},
         {"xz", "\xfd\x37\x7a\x58\x5a\x00", 6}, {"bzip2", "BZh", 3},
-        {"zip", "PK\x03\x04", 4}};
-    unsigned char head[8];
+        {"zip", "PK\x03\x04", 4}, {"an SQLite database, a harness store", "SQLite format 3\0", 16},
+        {"an ELF program", "\x7f" "ELF", 4}, {"a PNG image", "\x89PNG\r\n\x1a\n", 8}};
+    unsigned char head[16];
     ssize_t got;
     while ((got = pread(fd, head, sizeof head, 0)) < 0 && errno == EINTR)
         ;
@@ -134,10 +136,11 @@ static int open_logs(const ingest_args *a, int *fds)
             log_error("ingest: %s: %s", a->logs[i], why);
             return EXIT_USAGE;
         }
-        const char *packed = compressed_format(fds[i]);
-        if (packed) {
-            log_error("ingest: %s: binary file (%s?): not a text log; decompress it first",
-                      a->logs[i], packed);
+        const char *kind = binary_format(fds[i]);
+        if (kind) {
+            int packed = strchr(kind, ' ') == NULL; /* the compressed ones: one word */
+            log_error("ingest: %s: binary file (%s?): not a text log%s", a->logs[i], kind,
+                      packed ? "; decompress it first" : "");
             return EXIT_USAGE;
         }
     }

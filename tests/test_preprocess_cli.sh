@@ -26,6 +26,10 @@ expect 0 "--json-key names the output" -- pre --input "$M/docs.jsonl" --output-p
 
 echo "# bad arguments and bad input: exit 2, nothing written, earlier files kept"
 expect 2 "no --input" -- "$H" preprocess --output-prefix "$T/x" --tokenizer byte
+# an output named as the input would replace it: refused, the input kept
+printf '{"text": "hello"}\n' >"$T/q_text_document.bin"
+expect 2 "an output prefix whose .bin is the input" -- "$H" preprocess --input "$T/q_text_document.bin" --output-prefix "$T/q" --tokenizer byte
+says "this preprocess reads"; [ "$(cat "$T/q_text_document.bin")" = '{"text": "hello"}' ] && pass || fail "preprocess replaced its own input"
 expect 2 "--eod-token without --append-eod" -- "$H" preprocess --input "$M/docs.jsonl" --output-prefix "$T/x" --tokenizer byte --eod-token a
 expect 2 "an unknown tokenizer" -- "$H" preprocess --input "$M/docs.jsonl" --output-prefix "$T/x" --tokenizer sentencepiece
 expect 2 "the byte tokenizer has no EOD" -- "$H" preprocess --input "$M/docs.jsonl" --output-prefix "$T/x" --tokenizer byte --append-eod

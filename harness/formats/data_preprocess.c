@@ -9,6 +9,7 @@
 
 #include "data_mmidx.h"
 #include "tokenizer.h"
+#include "util/output_target.h"
 #include "util/util.h"
 
 /* the documents' ids, one after another, and where each ends */
@@ -143,6 +144,15 @@ static int write_docs(const preprocess_options *o, tokenizer *t, const doc_list 
         return EXIT_USAGE;
     }
     snprintf(prefix, sizeof prefix, "%s_%s_document", o->output_prefix, o->json_key);
+    for (int k = 0; k < 2; k++) { /* never replace what this run read: the input, the tokenizer */
+        char out[4300];
+        snprintf(out, sizeof out, "%s.%s", prefix, k ? "idx" : "bin");
+        if (output_is_input(out)) {
+            log_error("%s: is a file this preprocess reads (its input or tokenizer): writing "
+                      "it would replace it; choose another --output-prefix", out);
+            return EXIT_USAGE;
+        }
+    }
     mmidx_writer w;
     int rc = mmidx_writer_open(&w, prefix, mmidx_dtype_for_vocab(tokenizer_vocab_size(t)));
     for (size_t i = 0, from = 0; !rc && i < d->n; from = d->ends[i++])

@@ -75,4 +75,15 @@ id=$(grep -o "^run [0-9]*: ok" "$T/err" | grep -o "[0-9]*")
 expect 0 "show it" -- "$H" show "$id" --db "$db"
 grep -q "routing:" "$T/out" && fail "a bad field was recorded" || pass
 grep -Eq "^ +1 +2.5 " "$T/out" && pass || fail "the step was not kept"
+# expert counts of another shape at a later step are left out with a warning: the run stays one
+# table of layers x experts, so show, report and baseline record read it
+printf '%s\n' 'HARNESS_STEP {"v":1,"step":1,"loss":2,"expert_tokens":[[1,2],[3,4]]}' \
+  'HARNESS_STEP {"v":1,"step":2,"loss":2,"expert_tokens":[[1,2,3],[3,4,5]]}' \
+  'HARNESS_STEP {"v":1,"step":3,"loss":2,"expert_tokens":[[1,2],[3,4],[5,6]]}' >"$T/shape.log"
+expect 0 "exec of counts that change shape" -- "$H" exec --db "$T/shape.db" -- cat "$T/shape.log"
+says "step 2: expert_tokens left out: 2 layers x 3 experts"; says "step 3: expert_tokens left out: 3 layers x 2 experts"
+expect 0 "show it" -- "$H" show 1 --db "$T/shape.db"
+expect 0 "show --json of it" -- "$H" show 1 --json --db "$T/shape.db"
+expect 0 "report of it" -- "$H" report 1 --no-plots --out "$T/shape-rep" --db "$T/shape.db"
+
 finish

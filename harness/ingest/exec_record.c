@@ -223,6 +223,15 @@ static void take_routing(recorder *r, const lp_step *s, step_record *m)
         log_warn("step %d: expert_tokens left out: %s", s->step, why);
         return;
     }
+    if (r->routing_layers && (layers != r->routing_layers || experts != r->routing_experts)) {
+        /* a run's counts are one table of layers x experts: another shape is not that run's */
+        log_warn("step %d: expert_tokens left out: %d layers x %d experts, where the run's "
+                 "earlier steps have %d x %d", s->step, layers, experts, r->routing_layers,
+                 r->routing_experts);
+        return;
+    }
+    r->routing_layers = layers;
+    r->routing_experts = experts;
     m->moe_layers = layers;
     m->moe_experts = experts;
     m->expert_tokens = r->routing;

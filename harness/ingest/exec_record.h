@@ -70,6 +70,7 @@ typedef struct {
     int saw_nul;             /* a NUL byte came: binary data, not a text log */
     int64_t *routing;        /* rank 0's expert counts of the newest step (HARNESS_STEP) */
     size_t routing_cap;
+    int routing_layers, routing_experts; /* the counts' shape, from the first step with them */
 } recorder;
 
 /* starts on a begun run; 0 or 2 (bad --format/--keys, message printed) */

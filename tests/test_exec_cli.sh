@@ -238,4 +238,16 @@ printf '%s\n' 'HARNESS_META {"v": 1, "device_name": "\u6469\u5c14 MTT S4000 \ud8
 expect 0 "ingest a log with \\u escapes" -- "$H" ingest "$T/utf.log" --device x --db "$T/utf.db"
 [ "$(sqlite3 "$T/utf.db" "select device_name from runs")" = "摩尔 MTT S4000 😀 �x" ] && pass || fail "\\u escapes stored as '$(sqlite3 "$T/utf.db" "select device_name from runs")'"
 
+# a metadata line's keys past 32, keys of 64 bytes or more and values past 255 bytes: warned about
+python3 -c "
+import json
+d = {'v': 1}
+d.update({'k%02d' % i: str(i) for i in range(40)})
+d['K' * 100] = 'x'
+d['device_name'] = 'D' * 300
+print('HARNESS_META ' + json.dumps(d))
+print('HARNESS_STEP {\"v\": 1, \"step\": 1, \"loss\": 2}')" >"$T/meta.log"
+expect 0 "ingest an over-full metadata line" -- "$H" ingest "$T/meta.log" --device x --db "$T/meta.db"
+says "keys left out and 1 values cut"
+
 finish

@@ -141,6 +141,11 @@ static int extra_key(const char *key, int own, char *out, size_t n)
 /* the workload's self-report: the runs columns it names, and every key in run_extra */
 static void take_meta(recorder *r, const lp_event *ev)
 {
+    if ((ev->meta_left_out || ev->meta_cut) && !r->warned_meta_line)
+        log_warn("a metadata line had %d keys left out and %d values cut: a line keeps at most "
+                 "%d keys of at most %d bytes, values of at most %d bytes (said once)",
+                 ev->meta_left_out, ev->meta_cut, LP_MAX_META, LP_KEY - 1, LP_VALUE - 1);
+    r->warned_meta_line |= ev->meta_left_out || ev->meta_cut;
     for (int i = 0; i < ev->n_meta; i++) {
         const lp_kv *kv = &ev->meta[i];
         char key[LP_KEY + 16];

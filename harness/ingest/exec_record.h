@@ -58,6 +58,7 @@ typedef struct {
     int n_lossy, lossy_rank; /* how many ranks did; the highest of them */
     int series_rank;         /* the rank whose steps are the run's: 0, or the only lossy one */
     int n_meta_keys, warned_meta; /* keys the workload added; the cap was reported */
+    int warned_meta_line;         /* a line's keys left out or values cut was reported */
     char tail[REC_TAIL][160];
     int n_tail;
     char keys[REC_MAX_KEYS][LP_KEY + 16]; /* run_extra keys so far: the first value is kept */

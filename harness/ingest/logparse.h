@@ -41,7 +41,7 @@ typedef struct {
     double rejected_value[LP_N_FIELDS];
 } lp_step;
 
-#define LP_MAX_META 16
+#define LP_MAX_META 32 /* keys a line keeps; more, or a key of LP_KEY bytes or more, are counted left out */
 #define LP_KEY 64
 #define LP_VALUE 256
 typedef struct {
@@ -55,6 +55,7 @@ typedef struct {
     int n_meta;
     lp_kv meta[LP_MAX_META];
     int meta_from_workload; /* the metadata is the workload's own (HARNESS_META), not a parser's */
+    int meta_left_out, meta_cut; /* keys past LP_MAX_META or too long; values cut to LP_VALUE - 1 */
 } lp_event;
 
 #define LP_MAX_RANKS 1024 /* ranks 0..1023 are kept; a line of a higher rank is skipped */

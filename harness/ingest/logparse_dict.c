@@ -277,8 +277,10 @@ const char *lp_find_text(const char *s, size_t len, const char *needle)
 
 void lp_meta_add(lp_event *ev, const char *key, const char *value)
 {
-    if (ev->n_meta >= LP_MAX_META)
+    if (ev->n_meta >= LP_MAX_META) {
+        ev->meta_left_out++;
         return;
+    }
     lp_kv *kv = &ev->meta[ev->n_meta++];
     snprintf(kv->key, sizeof kv->key, "%s", key);
     snprintf(kv->value, sizeof kv->value, "%s", value);

@@ -43,8 +43,10 @@ static int on_meta_pair(const char *key, size_t klen, const lp_value *v, void *a
 {
     walk *w = arg;
     char name[LP_KEY], text[LP_VALUE];
-    if (klen >= sizeof name)
+    if (klen >= sizeof name) {
+        w->ev->meta_left_out++;
         return 0;
+    }
     memcpy(name, key, klen);
     name[klen] = 0;
     if (strcmp(name, "v") == 0 && v->type == LPV_NUM) {
@@ -57,6 +59,7 @@ static int on_meta_pair(const char *key, size_t klen, const lp_value *v, void *a
         strcpy(text, v->num ? "true" : "false");
     else
         lp_value_text(v, text, sizeof text);
+    w->ev->meta_cut += v->type == LPV_STR && strlen(text) + 8 >= sizeof text; /* at the cap */
     lp_meta_add(w->ev, name, text);
     return 0;
 }

@@ -52,6 +52,10 @@ prints "the baseline records no loss at any of the 8 steps it has in common with
 prints "max |diff| none"; lacks_out "(step 0)"
 # no step in common at all
 edit b.baseline far.baseline far '$1 = $1 + 100'
+# a committed-file place that holds a FIFO or a device is that baseline, refused by what it is
+mkdir -p "$T/bfifo"; mkfifo "$T/bfifo/t32.q.baseline"; ln -s /dev/zero "$T/bfifo/t32.z.baseline"
+expect 2 "a committed baseline that is a FIFO" -- timeout 60 "$H" compare 2 --baseline q --baselines "$T/bfifo" --db "$db"; says "it is a FIFO"
+expect 2 "a committed baseline that is a device" -- timeout 60 "$H" compare 2 --baseline z --baselines "$T/bfifo" --db "$db"; says "character device"
 expect 1 "no step in common" -- "$H" compare 2 --baseline far.baseline --db "$db"
 prints "no step in common with the baseline (8 run steps, 8 baseline steps)"; prints "max |diff| none"
 expect 1 "report: JUnit says none, not 0" -- "$H" report 2 --baseline far.baseline --out rf --no-plots --db "$db"

@@ -302,10 +302,12 @@ static int use_file(store *st, judgement *j, const char *path, int set_label)
     return rc ? EXIT_USAGE : 0;
 }
 
+/* anything at path but a folder (a FIFO, a device, a dangling link: found, and then refused by
+ * the reader naming what it is, never passed over for a later place) */
 static int file_exists(const char *path)
 {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    return lstat(path, &sb) == 0 && !(stat(path, &sb) == 0 && S_ISDIR(sb.st_mode));
 }
 
 /* Lexically removes "." components and "NAME/.." pairs from path (in place): "scenarios/../
@@ -371,8 +373,15 @@ int find_file(const baseline_query *q, const char *scenario, const char *label,
         baseline_file_name(dirs[i], scenario, label, out, len);
         if (file_exists(out))
             return 1;
+        int again = 0; /* the same place reached twice (./baselines is the source tree's) */
+        for (int k = 0; k < i && !again; k++) {
+            char before[PATH_MAX + 256];
+            baseline_file_name(dirs[k], scenario, label, before, sizeof before);
+            again = strcmp(before, out) == 0;
+        }
         size_t used = strlen(tried);
-        snprintf(tried + used, tlen - used, "%s%s", i ? ", " : "", out);
+        if (!again)
+            snprintf(tried + used, tlen - used, "%s%s", used ? ", " : "", out);
     }
     return 0;
 }

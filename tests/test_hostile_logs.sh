@@ -148,7 +148,7 @@ expect 0 "ingest 64 logs" -- "$H" ingest $(for i in $(seq 0 63); do echo "r$i.lo
 echo "exec: a script whose interpreter is missing is exit 2 and leaves no store behind"
 printf '#!/nonexistent/interpreter\necho hi\n' > noint.sh && chmod 755 noint.sh
 expect 2 "exec a script without its interpreter" -- "$H" exec --db e.db -- ./noint.sh
-says "cannot run './noint.sh'"
+says "cannot run './noint.sh': its #! interpreter '/nonexistent/interpreter' is not there"
 [ ! -e e.db ] && [ ! -e e.db-wal ] && [ ! -e e.db-shm ] && pass || fail "the refused exec created the store: $(ls e.db*)"
 expect 1 "exec true (no step)" -- "$H" exec --db e.db -- true
 sum=$(sha256sum e.db)

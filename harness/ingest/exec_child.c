@@ -19,6 +19,8 @@
 
 static volatile sig_atomic_t child_group, last_forwarded;
 
+static int script_interpreter(const char *path, char *out, size_t n);
+
 static const int forwarded_sigs[] = {SIGINT, SIGTERM, SIGHUP};
 #define N_FORWARDED (sizeof forwarded_sigs / sizeof forwarded_sigs[0])
 /* the signals the harness inherited as ignored (nohup's SIGHUP, SIGINT of a script's background
@@ -139,11 +141,32 @@ int child_start(char *const argv[], child_proc *c, char *err, size_t n)
     c->out_fd = out[0];
     c->err_fd = errp[0];
     if (got == (ssize_t)sizeof e) { /* execvp failed: nothing ran */
-        snprintf(err, n, "cannot run '%s': %s", argv[0], strerror(e));
+        char interp[256];
+        if (e == ENOENT && script_interpreter(argv[0], interp, sizeof interp))
+            snprintf(err, n, "cannot run '%s': its #! interpreter '%s' is not there", argv[0],
+                     interp);
+        else
+            snprintf(err, n, "cannot run '%s': %s", argv[0], strerror(e));
         child_pump(c, NULL, NULL);
         return 2;
     }
     return 0;
+}
+
+/* the interpreter a script that is there names in its "#!" line (ENOENT from execvp then means
+ * that one is missing, not the script); 0 when path is no such script */
+static int script_interpreter(const char *path, char *out, size_t n)
+{
+    FILE *f = strchr(path, '/') ? fopen(path, "rb") : NULL; /* a bare name: found in PATH */
+    char line[256] = "";
+    int ok = f && fgets(line, sizeof line, f) && line[0] == '#' && line[1] == '!';
+    if (f)
+        fclose(f);
+    if (!ok)
+        return 0;
+    const char *p = line + 2 + strspn(line + 2, " \t");
+    snprintf(out, n, "%.*s", (int)strcspn(p, " \t\r\n"), p);
+    return out[0] != 0;
 }
 
 /* an executable regular file (execvp refuses a directory, even one with its x bits set) */

@@ -167,6 +167,8 @@ expect 0 "history: too few runs" -- "$H" compare 2 --history --db "$T/hist.db"; 
 
 # ---- report: every file, JUnit through an XML parser, PNG and SVG
 expect 1 "report (a failing run inside)" -- "$H" report 1 "$lr_run" "$div_run" --out "$T/rep" --db "$db" --force
+grep -q 'name="forced" value=' "$T/rep/junit.xml" && pass || fail "junit.xml lacks the forced property"
+head -1 "$T/rep/report.csv" | tr -d '\r' | grep -q ',forced$' && pass || fail "report.csv lacks the forced column"
 for f in report.md report.html report.csv junit.xml plots/loss_1.png plots/dloss_1.svg plots/throughput.png plots/memory.svg; do
   [ -s "$T/rep/$f" ] && pass || fail "report lacks $f"
 done

@@ -40,6 +40,7 @@ static void junit_properties(FILE *f, const report_row *w)
         property(f, "baseline_host", text);
         property(f, "same_host", w->same_host ? "true" : "false");
         property(f, "throughput_gated", w->cfg.min_throughput_ratio >= 0 ? "true" : "false");
+        property(f, "forced", w->forced ? "true" : "false"); /* compared despite the scenarios */
     }
     fputs("      </properties>\n", f);
 }

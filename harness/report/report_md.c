@@ -198,6 +198,7 @@ static void csv_row(FILE *f, const report_row *w)
     fprintf(f, b && w->base_at.threads > 0 ? ",%d" : ",", w->base_at.threads);
     fprintf(f, b ? ",%d,%d" : ",,", w->same_host, w->cfg.min_throughput_ratio >= 0);
     csv_routing(f, w);
+    fputs(b ? (w->forced ? ",1" : ",0") : ",", f);
     fputs("\r\n", f);
 }
 
@@ -211,7 +212,7 @@ int report_csv(const report *r, const char *path)
           "steps_compared,max_abs_dloss,max_rel_dloss,first_failing_step,throughput_ratio,"
           "memory_ratio,reason,run_host,run_threads,baseline_host,baseline_threads,same_host,"
           "throughput_gated,routing_steps,first_routing_diff_step,max_abs_expert_tokens,"
-          "max_rel_expert_tokens,first_routing_failing_step\r\n",
+          "max_rel_expert_tokens,first_routing_failing_step,forced\r\n",
           f);
     for (int i = 0; i < r->n; i++)
         csv_row(f, &r->rows[i]);

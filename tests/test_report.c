@@ -287,7 +287,7 @@ static void test_report_hostile_names(void **state)
     free(junit);
     char *csv = read_file(out_path(dir, "report.csv"), NULL);
     assert_non_null(csv);
-    assert_non_null(strstr(csv, ",hostA,4,hostB,16,0,0,0,,,,\r\n"));
+    assert_non_null(strstr(csv, ",hostA,4,hostB,16,0,0,0,,,,,0\r\n"));
     free(csv);
     /* every plot script starts with the shared style of reports/style.gp */
     char *gp = read_file(out_path(dir, "plots/plots_0.gp"), NULL);

@@ -120,8 +120,9 @@ AMX_TARGET static void amx_transpose16(const float *in, long ldi, float *out, in
 }
 
 /* x = hi + mid + lo exactly, each a bf16 (returned as fp32 bits, low halves zero): hi is x cut
- * to 8 significant bits, mid the rest rounded to 8, lo what is left (at most 8 bits: exact, its
- * low half zero without a mask) */
+ * to 8 significant bits, mid the rest rounded to 8, lo what is left (at most 8 bits: exact for a
+ * normal x; for a subnormal one lo may hold bits below bf16's, so it is masked too: they would
+ * land in the other half of a tile word, the pair's other term) */
 AMX_TARGET static inline void amx_split(__m512 x, __m512i *hi, __m512i *mid, __m512i *lo)
 {
     const __m512i top = _mm512_set1_epi32((int)0xffff0000u), one = _mm512_set1_epi32(1);
@@ -134,7 +135,7 @@ AMX_TARGET static inline void amx_split(__m512 x, __m512i *hi, __m512i *mid, __m
     __m512 r2 = _mm512_sub_ps(r1, _mm512_castsi512_ps(m));
     *hi = h;
     *mid = m;
-    *lo = _mm512_castps_si512(r2);
+    *lo = _mm512_and_si512(_mm512_castps_si512(r2), top);
 }
 
 /* Within a chunk of 32 terms, tile pair i holds terms i and i + 16 (the bf16 in the low half of

@@ -291,6 +291,8 @@ static void test_malformed(void **state)
     expect_bad(HEAD "steps: x\n", "bad.baseline:7: steps: 'x' is not a whole number");
     expect_bad(HEAD "steps: -1\n", "steps: '-1' is not a whole number");
     expect_bad("format: harness-baseline 1\nworld_size: 0\n", "bad.baseline:2: world_size:");
+    expect_bad("format: harness-baseline 1\ndate: yesterday\n", "bad.baseline:2: date: 'yesterday' is not");
+    expect_bad("format: harness-baseline 1\nfinished_at: 2026-11-21 23:03:45\n", "finished_at:");
     expect_bad(HEAD "world_size: 2\n", "bad.baseline:7: world_size: given twice");
     expect_bad(HEAD "source: a\nsource: b\n", "bad.baseline:8: source: given twice");
     expect_bad(HEAD "status: diverged\n", "status: 'diverged': a baseline is a finished run");

@@ -315,6 +315,29 @@ static int set_int_field(parser *ps, int fi, const char *v)
     return 0;
 }
 
+/* "YYYY-MM-DDTHH:MM:SS", a fraction of a second, then "Z" or "+HH:MM" / "-HH:MM" (either
+ * optional): what runs and baseline files write, and what report --since orders by */
+static int is_iso8601(const char *v)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    size_t i = 0;
+    for (; shape[i]; i++)
+        if (shape[i] == 'd' ? !(v[i] >= '0' && v[i] <= '9') : v[i] != shape[i])
+            return 0;
+    if (v[i] == '.') {
+        size_t digits = strspn(v + i + 1, "0123456789");
+        if (!digits)
+            return 0;
+        i += 1 + digits;
+    }
+    if (v[i] == 'Z')
+        return v[i + 1] == 0;
+    if (v[i] == '+' || v[i] == '-')
+        return strlen(v + i + 1) == 5 && v[i + 3] == ':' &&
+               strspn(v + i + 1, "0123456789") == 2 && strspn(v + i + 4, "0123456789") == 2;
+    return v[i] == 0;
+}
+
 static int set_known(parser *ps, int fi, const char *v)
 {
     const meta_field *f = &fields[fi];
@@ -342,6 +365,9 @@ static int set_known(parser *ps, int fi, const char *v)
         ps->dtype_line = ps->line;
     if (strcmp(f->key, "status") == 0 && strcmp(v, "ok") != 0)
         return perr(ps, f->key, "'%.20s': a baseline is a finished run, status ok", v);
+    if ((strcmp(f->key, "date") == 0 || strcmp(f->key, "finished_at") == 0) && v[0] &&
+        !is_iso8601(v))
+        return perr(ps, f->key, "'%.40s' is not a UTC ISO 8601 time (2026-11-21T23:03:45Z)", v);
     if (strcmp(f->key, "dtype") == 0 && strcmp(v, "fp64") != 0 && strcmp(v, "fp32") != 0 &&
         strcmp(v, "bf16") != 0 && strcmp(v, "fp16") != 0)
         return perr(ps, f->key, "'%.20s' is not fp64, fp32, bf16 or fp16", v);

@@ -250,4 +250,10 @@ print('HARNESS_STEP {\"v\": 1, \"step\": 1, \"loss\": 2}')" >"$T/meta.log"
 expect 0 "ingest an over-full metadata line" -- "$H" ingest "$T/meta.log" --device x --db "$T/meta.db"
 says "keys left out and 1 values cut"
 
+# show: a value never recorded is '-', a recorded NaN stays nan
+printf '%s\n' 'HARNESS_STEP {"v":1,"step":1,"loss":2,"grad_norm":NaN}' 'HARNESS_STEP {"v":1,"step":2,"loss":2}' >"$T/nn.log"
+expect 0 "ingest a NaN and a missing grad norm" -- "$H" ingest "$T/nn.log" --device x --db "$T/nn.db"
+expect 0 "show them" -- "$H" show 1 --db "$T/nn.db"
+grep -Eq '^ +1 +2 +nan ' "$T/out" && grep -Eq '^ +2 +2 +- ' "$T/out" && pass || fail "show does not tell a recorded NaN from a value never recorded: $(tail -2 "$T/out")"
+
 finish

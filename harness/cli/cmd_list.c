@@ -377,11 +377,18 @@ static void show_steps(const step_record *s, int n)
     printf(scaled ? " %11s %7s\n" : "\n", "loss_scale", "skipped");
     for (int i = 0; i < n; i++) {
         char loss[32], gn[32], lr[32], ms[32], tps[32], peak[32];
+        unsigned none = s[i].unrecorded; /* never recorded: '-', a recorded NaN stays nan */
         fmt_num(loss, sizeof loss, "%.9g", s[i].loss);
         fmt_num(gn, sizeof gn, "%.6g", s[i].grad_norm);
         fmt_num(lr, sizeof lr, "%.6g", s[i].lr);
         fmt_num(ms, sizeof ms, "%.3f", s[i].step_ms);
         fmt_num(tps, sizeof tps, "%.1f", s[i].tokens_per_s);
+        const unsigned bits[] = {STEP_NO_LOSS, STEP_NO_GRAD_NORM, STEP_NO_LR, STEP_NO_STEP_MS,
+                                 STEP_NO_TOKENS_PER_S};
+        char *cells[] = {loss, gn, lr, ms, tps};
+        for (int k = 0; k < 5; k++)
+            if (none & bits[k])
+                snprintf(cells[k], 32, "-");
         fmt_num(peak, sizeof peak, "%.1f", s[i].mem_peak_bytes / 1048576.0);
         char th[16] = "-";
         if (s[i].threads > 0)

@@ -50,6 +50,7 @@ refused qwen2-layer-types-entry "{\"model_type\": \"qwen2\", $base, \"layer_type
 refused qwen2-layer-types-length "{\"model_type\": \"qwen2\", $base, \"layer_types\": [\"full_attention\", \"full_attention\"]}" "layer_types: has 2 entries for num_hidden_layers 1"
 refused window-1 "{\"model_type\": \"mistral\", $base, \"sliding_window\": 1}" "use sliding_window null, or one >= seq_len"
 refused mixtral-513 "{\"model_type\": \"mixtral\", $base, \"num_local_experts\": 513, \"num_experts_per_tok\": 2}" "num_local_experts: must be in [1, 512]"
+refused init-range-1e38 "{$base, \"initializer_range\": 1e38}" "initializer_range: must be in [0, 1e30]"
 refused qwen2-max-window-type "{\"model_type\": \"qwen2\", $base, \"max_window_layers\": \"28\"}" "max_window_layers"
 echo "qwen2's window only on layers i >= max_window_layers (or layer_types' sliding ones), as Qwen2Config"
 ok qwen2-window-unused "{\"model_type\": \"qwen2\", $base, \"use_sliding_window\": true, \"sliding_window\": 8}"

@@ -272,8 +272,9 @@ int bert_config_validate(const bert_config *c, const char *where)
         return rc;
     if (!(c->layer_norm_eps > 0) || !isfinite(c->layer_norm_eps))
         return config_error(where, "layer_norm_eps", "must be > 0, got %g", c->layer_norm_eps);
-    if (!(c->initializer_range >= 0) || !isfinite(c->initializer_range))
-        return config_error(where, "initializer_range", "must be >= 0, got %g",
+    /* at most 1e30: the normal draws (a few sigma) times it stay finite in fp32 */
+    if (!(c->initializer_range >= 0 && c->initializer_range <= 1e30))
+        return config_error(where, "initializer_range", "must be in [0, 1e30], got %g",
                          c->initializer_range);
     return check_dropouts(c, where);
 }

@@ -426,8 +426,9 @@ int gpt2_config_validate(const gpt2_config *c, const char *where)
     if (!(c->layer_norm_epsilon > 0) || !isfinite(c->layer_norm_epsilon))
         return config_error(where, "layer_norm_epsilon", "must be > 0, got %g",
                          c->layer_norm_epsilon);
-    if (!(c->initializer_range >= 0) || !isfinite(c->initializer_range))
-        return config_error(where, "initializer_range", "must be >= 0, got %g",
+    /* at most 1e30: the normal draws (a few sigma) times it stay finite in fp32 */
+    if (!(c->initializer_range >= 0 && c->initializer_range <= 1e30))
+        return config_error(where, "initializer_range", "must be in [0, 1e30], got %g",
                          c->initializer_range);
     if (!config_dtype_name(c->torch_dtype))
         return config_error(where, "torch_dtype", "unknown dtype \"%s\"", c->torch_dtype);

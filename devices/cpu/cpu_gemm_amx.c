@@ -47,13 +47,21 @@ typedef struct {
     uint8_t rows[16];
 } __attribute__((packed)) amx_tilecfg;
 
-/* CPUID leaf 7: AMX-TILE, AMX-BF16, AVX512F and AVX512BW */
+/* CPUID leaf 7: AMX-TILE, AMX-BF16, AVX512F and AVX512BW; and the OS saving the AVX-512 state
+ * (XCR0's SSE, AVX, opmask and both ZMM halves: a hypervisor may turn them off while CPUID
+ * still lists the instructions) */
 static int amx_cpu_has(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
         return 0;
-    return (d >> 24 & 1) && (d >> 22 & 1) && (b >> 16 & 1) && (b >> 30 & 1);
+    int listed = (d >> 24 & 1) && (d >> 22 & 1) && (b >> 16 & 1) && (b >> 30 & 1);
+    unsigned a1, b1, c1, d1;
+    if (!listed || !__get_cpuid(1, &a1, &b1, &c1, &d1) || !(c1 >> 27 & 1)) /* OSXSAVE */
+        return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xE6) == 0xE6;
 }
 
 static int amx_probe(void)
@@ -292,15 +300,15 @@ AMX_TARGET static void amx_pack_block(const amx_job *j)
  * order: lo.hi, mid.hi, hi.hi, hi.lo, hi.mid, mid.mid (mid.lo, lo.mid and lo.lo, below 2^-24 of
  * the product, are left out). zero: start from 0 instead of loading w */
 AMX_TARGET static void amx_block(const uint16_t *a0, const uint16_t *b0, int chunks, float *w,
-                                 int ldw, int zero)
+                                 long ldw, int zero)
 {
     const uint16_t *a1 = a0 + (size_t)chunks * PARTS_ELEMS, *b1 = b0 + (size_t)chunks * PARTS_ELEMS;
-    int stride = ldw * (int)sizeof(float);
+    long stride = ldw * (long)sizeof(float); /* in long: an ldc of 2^27 and more fits */
     if (zero) {
         _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
     } else {
         _tile_loadd(0, w, stride); _tile_loadd(1, w + 16, stride);
-        _tile_loadd(2, w + 16 * ldw, stride); _tile_loadd(3, w + 16 * ldw + 16, stride);
+        _tile_loadd(2, w + 16L * ldw, stride); _tile_loadd(3, w + 16L * ldw + 16, stride);
     }
     for (int ch = 0; ch < chunks; ch++) {
         const uint16_t *A0 = a0 + ch * PARTS_ELEMS, *A1 = a1 + ch * PARTS_ELEMS;
@@ -320,7 +328,7 @@ AMX_TARGET static void amx_block(const uint16_t *a0, const uint16_t *b0, int chu
         AMX_DP4();
     }
     _tile_stored(0, w, stride); _tile_stored(1, w + 16, stride);
-    _tile_stored(2, w + 16 * ldw, stride); _tile_stored(3, w + 16 * ldw + 16, stride);
+    _tile_stored(2, w + 16L * ldw, stride); _tile_stored(3, w + 16L * ldw + 16, stride);
 }
 
 /* C's 32 x 32 block (bm, bn) over the current K block; an edge block through a bounce copy */
@@ -333,7 +341,7 @@ AMX_TARGET static void amx_c_block(const amx_job *j, int bm, int bn)
     int cols = j->N - bn * 32 < 32 ? j->N - bn * 32 : 32;
     float *cb = j->c + (bm * 32) * j->ldc + bn * 32;
     if (rows == 32 && cols == 32) {
-        amx_block(a0, b0, j->chunks, cb, (int)j->ldc, zero);
+        amx_block(a0, b0, j->chunks, cb, j->ldc, zero);
         return;
     }
     float bounce[32 * 32] = {0};

@@ -126,8 +126,9 @@ static void test_dtype_fits_scenario(void **state)
     char *text = to_text(&a, &len);
     const char *edits[][3] = {{"dtype: fp32", "dtype: bf16", "dtype: 'bf16' is not what a run"},
                               {"dtype: fp32", "dtype: fp16", "dtype: 'fp16' is not what a run"},
-                              {"dtype: fp32", "dtype: fp64", NULL}}; /* cpu64's: fits */
-    for (int i = 0; i < 3; i++) {
+                              {"dtype: fp32", "dtype: fp64", NULL}, /* cpu64's: fits */
+                              {"world_size: 2", "world_size: 8", NULL}}; /* a job's own count */
+    for (int i = 0; i < 4; i++) {
         char *copy = strdup(text), *at = strstr(copy, edits[i][0]);
         assert_non_null(at);
         memcpy(at, edits[i][1], strlen(edits[i][1])); /* same lengths */

@@ -242,22 +242,22 @@ static void gemm_k_range(device *d, int transA, int transB, int M, int N, int k0
                          real alpha, const real *a, int lda, const real *b, int ldb, real beta,
                          real *c, int ldc)
 {
+    /* A's and B's first term of the range */
+    const real *ak = a + (transA ? (size_t)k0 * lda : (size_t)k0);
+    const real *bk = b + (transB ? (size_t)k0 : (size_t)k0 * ldb);
 #ifndef CPU_REAL_DOUBLE
     if (cpu_amx_fits(M, N, k1 - k0, alpha)) { /* where the machine has AMX (docs/ops.md) */
-        const real *ak = a + (transA ? (size_t)k0 * lda : (size_t)k0);
-        const real *bk = b + (transB ? (size_t)k0 : (size_t)k0 * ldb);
         cpu_amx_gemm(d, transA, transB, M, N, k1 - k0, ak, lda, bk, ldb, beta, c, ldc);
         return;
     }
 #endif
 #ifdef CPU_GEMM_ONEDNN
+    (void)ak, (void)bk; /* the tiles offset A and B themselves */
     gemm_onednn_tiled(d, transA, transB, M, N, k0, k1, alpha, a, lda, b, ldb, beta, c, ldc);
 #else
     (void)d;
     enum CBLAS_TRANSPOSE ta = transA ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE tb = transB ? CblasTrans : CblasNoTrans;
-    const real *ak = a + (transA ? (size_t)k0 * lda : (size_t)k0);
-    const real *bk = b + (transB ? (size_t)k0 : (size_t)k0 * ldb);
     cblas_real_gemm(CblasRowMajor, ta, tb, M, N, k1 - k0, alpha, ak, lda, bk, ldb, beta, c, ldc);
 #endif
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "logparse.h"
 #include "util/json_util.h"
@@ -226,19 +227,13 @@ static long unicode_escape(const lp_value *v, size_t *i)
     return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 }
 
-/* cp as UTF-8 into out[*o..n-1), whole or not at all */
+/* cp as UTF-8 (utf8proc's encoder) into out[*o..n-1), whole or not at all; a control
+ * character a space, as every other one of the value */
 static void put_utf8(long cp, char *out, size_t *o, size_t n)
 {
-    unsigned char b[4];
-    size_t k = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-    if (k == 1)
-        b[0] = (unsigned char)(cp < 0x20 ? ' ' : cp);
-    else {
-        for (size_t j = k - 1; j > 0; j--, cp >>= 6)
-            b[j] = (unsigned char)(0x80 | (cp & 0x3F));
-        b[0] = (unsigned char)((k == 2 ? 0xC0 : k == 3 ? 0xE0 : 0xF0) | cp);
-    }
-    if (*o + k < n) {
+    utf8proc_uint8_t b[4];
+    size_t k = (size_t)utf8proc_encode_char((utf8proc_int32_t)(cp < 0x20 ? ' ' : cp), b);
+    if (k && *o + k < n) {
         memcpy(out + *o, b, k);
         *o += k;
     }

@@ -653,39 +653,27 @@ static int check_hash(parser *ps)
     return 0;
 }
 
-/* the scenario_json, when given with a "name", must name the scenario the file says it is of
- * (compare looks a label up by that name) */
-static int check_scenario_name(parser *ps)
-{
-    baseline *b = ps->b;
-    json_t *root = b->scenario_json ? json_loads(b->scenario_json, 0, NULL) : NULL;
-    json_t *name = json_object_get(root, "name");
-    int rc = 0;
-    if (json_is_string(name) && strcmp(json_string_value(name), b->scenario) != 0) {
-        parser at_name = *ps; /* the message names the scenario line, not the file's end */
-        at_name.line = ps->scenario_line;
-        rc = perr(&at_name, "scenario", "'%.80s' is not the name in scenario_json ('%.80s')",
-                  b->scenario, json_string_value(name));
-    }
-    json_decref(root);
-    return rc;
-}
-
-/* dtype, which sets the tolerances and a golden's standing, must be what a run of the
- * scenario_json (when given) records: its dtype (fp32 when absent), or fp64 from the golden
- * device, which computes in fp64 whatever the scenario says. (world_size is not held to the
- * JSON: an exec'd job reports its own, HARNESS_META's world_size of a torchrun.) */
-static int check_dtype(parser *ps)
+/* the scenario_json, when given, read once for what the header must agree with: its "name" is
+ * the scenario the file says it is of (compare looks a label up by that name); dtype, which sets
+ * the tolerances and a golden's standing, is what a run of it records: its dtype (fp32 when
+ * absent), or fp64 from the golden device, which computes in fp64 whatever the scenario says.
+ * (world_size is not held to the JSON: an exec'd job reports its own, HARNESS_META's world_size
+ * of a torchrun.) */
+static int check_scenario_fields(parser *ps)
 {
     baseline *b = ps->b;
     json_t *root = b->scenario_json ? json_loads(b->scenario_json, 0, NULL) : NULL;
     if (!root)
         return 0;
-    json_t *dt = json_object_get(root, "dtype");
+    json_t *name = json_object_get(root, "name"), *dt = json_object_get(root, "dtype");
     const char *want_dt = json_is_string(dt) ? json_string_value(dt) : "fp32";
+    parser at = *ps; /* the message names the line at fault, not the file's end */
     int rc = 0;
-    if (strcmp(b->dtype, want_dt) != 0 && strcmp(b->dtype, "fp64") != 0) {
-        parser at = *ps;
+    if (json_is_string(name) && strcmp(json_string_value(name), b->scenario) != 0) {
+        at.line = ps->scenario_line;
+        rc = perr(&at, "scenario", "'%.80s' is not the name in scenario_json ('%.80s')",
+                  b->scenario, json_string_value(name));
+    } else if (strcmp(b->dtype, want_dt) != 0 && strcmp(b->dtype, "fp64") != 0) {
         at.line = ps->dtype_line;
         rc = perr(&at, "dtype", "'%s' is not what a run of scenario_json (dtype '%.16s') records "
                                 "(that, or fp64 on the golden device): one of them was edited",
@@ -765,9 +753,7 @@ static int parse_lines(parser *ps)
     ps->line++; /* messages about what is missing point after the last line */
     if ((rc = check_complete(ps, part != IN_HEADER)) || (rc = check_routing(ps, part == IN_ROUTING)))
         return rc;
-    if (check_hash(ps) || check_scenario_name(ps))
-        return EXIT_USAGE;
-    return check_dtype(ps);
+    return check_hash(ps) ? EXIT_USAGE : check_scenario_fields(ps);
 }
 
 /* A baseline is a finished run, never a diverged one, so a column that is nan at every step

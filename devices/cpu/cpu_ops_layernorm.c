@@ -44,7 +44,9 @@ static void cpu_layernorm_forward(device *d, dten out, dten mean, dten rstd, dte
     }
 }
 
-/* rows [0, n) of dinp += rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)) */
+/* rows [0, n) of dinp += rstd * (dnorm - mean(dnorm) - xhat * mean(dnorm * xhat)): the
+ * products in the element type (as PyTorch's fp32 kernel; on 16 lanes, not 8), the two row
+ * means summed in double */
 CPU_CLONES static void ln_backward_rows(real *restrict dx, const real *restrict dy,
                                         const real *restrict x, const real *restrict w,
                                         const real *restrict mu, const real *restrict rs, long n,
@@ -52,15 +54,15 @@ CPU_CLONES static void ln_backward_rows(real *restrict dx, const real *restrict 
 {
     for (long r = 0; r < n; r++) {
         const real *xr = x + (size_t)r * C, *gr = dy + (size_t)r * C;
-        double m = mu[r], s = rs[r], m1, m2;
-        CPU_LANE_SUM(m1, C, (double)gr[i] * w[i]);
-        CPU_LANE_SUM(m2, C, (double)gr[i] * w[i] * ((xr[i] - m) * s));
-        m1 /= C;
-        m2 /= C;
+        real m = mu[r], s = rs[r];
+        double m1, m2;
+        CPU_LANE_SUM(m1, C, (double)(gr[i] * w[i]));
+        CPU_LANE_SUM(m2, C, (double)(gr[i] * w[i] * ((xr[i] - m) * s)));
+        real a = (real)(m1 / C), b = (real)(m2 / C);
         real *dr = dx + (size_t)r * C;
         for (int c = 0; c < C; c++) {
-            double xhat = (xr[c] - m) * s;
-            dr[c] += (real)(((double)gr[c] * w[c] - m1 - xhat * m2) * s);
+            real xhat = (xr[c] - m) * s;
+            dr[c] += (gr[c] * w[c] - a - xhat * b) * s;
         }
     }
 }

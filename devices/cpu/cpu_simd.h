@@ -78,17 +78,17 @@ static inline double cpu_vexp(double x)
     double r2 = -(n * 1.42860682030941723212E-6); /* tiny */
     double r = r1 + r2, r_lo = r2 - (r - r1); /* r + r_lo = r1 + r2 exactly (|r1| >= |r2|) */
     double p = 1.6059043836821613e-10; /* sum of r^(k-2) / k! for k = 2..13, Horner */
-    p = p * r + 2.08767569878681e-09;
-    p = p * r + 2.505210838544172e-08;
-    p = p * r + 2.755731922398589e-07;
-    p = p * r + 2.7557319223985893e-06;
-    p = p * r + 2.48015873015873e-05;
-    p = p * r + 0.0001984126984126984;
-    p = p * r + 0.001388888888888889;
-    p = p * r + 0.008333333333333333;
-    p = p * r + 0.041666666666666664;
-    p = p * r + 0.16666666666666666;
-    p = p * r + 0.5;
+    p = __builtin_fma(p, r, 2.08767569878681e-09);
+    p = __builtin_fma(p, r, 2.505210838544172e-08);
+    p = __builtin_fma(p, r, 2.755731922398589e-07);
+    p = __builtin_fma(p, r, 2.7557319223985893e-06);
+    p = __builtin_fma(p, r, 2.48015873015873e-05);
+    p = __builtin_fma(p, r, 0.0001984126984126984);
+    p = __builtin_fma(p, r, 0.001388888888888889);
+    p = __builtin_fma(p, r, 0.008333333333333333);
+    p = __builtin_fma(p, r, 0.041666666666666664);
+    p = __builtin_fma(p, r, 0.16666666666666666);
+    p = __builtin_fma(p, r, 0.5);
     double s = r * r * p, t = r + s, t_lo = s - (t - r);   /* t + t_lo = r + s (|r| >= |s|) */
     double hi = 1.0 + t, lo = (1.0 - hi) + t + (t_lo + r_lo); /* 1 + t exact as hi + lo */
     double e = hi + lo; /* one rounding of the whole: about 0.5 ulp */

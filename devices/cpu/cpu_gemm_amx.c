@@ -277,11 +277,13 @@ AMX_TARGET static void amx_pack_block(const amx_job *j, int t, int of)
         for (int m = lo; m < hi; m++)
             amx_pack_a_rows(j, m);
     } else {
+        /* chunk by chunk, its tiles in order: the 32 source rows of a chunk are read along
+         * their length (tile by tile they would be 64 bytes of 32 rows lda apart) */
         amx_share(j->mtiles * j->chunks, t, of, &lo, &hi);
         for (int i = lo; i < hi; i++) {
-            int tile = i / j->chunks, ch = i % j->chunks;
+            int tile = i % j->mtiles, ch = i / j->mtiles;
             amx_gather(&j->a, tile * 16, j->k0 + ch * 32, 16, 32, rows);
-            amx_pack_a_tile(rows, j->ap + (size_t)i * PARTS_ELEMS);
+            amx_pack_a_tile(rows, j->ap + ((size_t)tile * j->chunks + ch) * PARTS_ELEMS);
         }
     }
     if (!j->b.trans) {

@@ -5,7 +5,8 @@
 
 #include <math.h>
 
-/* rows [0, n) of the forward: y = (x - mean) * rstd * w + b, mean and rstd kept */
+/* rows [0, n) of the forward: y = (x - mean) * rstd * w + b, mean and rstd summed in double,
+ * then rounded to the element type and kept; y in the element type from them (16 lanes) */
 CPU_CLONES static void ln_forward_rows(real *restrict y, real *restrict mu, real *restrict rs,
                                        const real *restrict x, const real *restrict wt,
                                        const real *restrict bs, long n, int C, double eps)
@@ -17,11 +18,11 @@ CPU_CLONES static void ln_forward_rows(real *restrict y, real *restrict mu, real
         m /= C;
         CPU_LANE_SUM(v, C, ((double)xr[i] - m) * ((double)xr[i] - m));
         double s = 1.0 / sqrt(v / C + eps);
-        real *yr = y + (size_t)r * C;
+        real *yr = y + (size_t)r * C, mr = (real)m, sr = (real)s; /* as saved for the backward */
         for (int c = 0; c < C; c++)
-            yr[c] = (real)((xr[c] - m) * s) * wt[c] + bs[c];
-        mu[r] = (real)m;
-        rs[r] = (real)s;
+            yr[c] = (xr[c] - mr) * sr * wt[c] + bs[c];
+        mu[r] = mr;
+        rs[r] = sr;
     }
 }
 

@@ -89,6 +89,16 @@ CPU_CLONES static void visible_row(real *restrict wr, const real *restrict prow,
         wr[s] = (s < send) & (!km || km[s] != 0) ? prow[s] : 0;
 }
 
+/* xt[d][s] = x[s][d] for the T rows (ld apart) of one head's hs channels: its keys (or values)
+ * transposed, so the products with them are NN ones (OpenBLAS 0.3.21's small NT kernel ran
+ * these 32 x keys x 64 shapes at 79-94 GFLOP/s, its NN kernel at 168-196) */
+static void head_transposed(real *restrict xt, const real *restrict x, int T, int hs, int ld)
+{
+    for (int s = 0; s < T; s++)
+        for (int d = 0; d < hs; d++)
+            xt[(size_t)d * T + s] = x[(size_t)s * ld + d];
+}
+
 /* Queries per block of the per-head GEMMs. Causal, the queries of a block see only the keys up
  * to the block's last row, so the GEMMs leave out the blocks above the diagonal (about 3/8 of
  * the work at T = 128): the terms left out are the zeros of P, so each sum is the same. Not
@@ -114,12 +124,13 @@ static att_block block_at(int r0, int T, int causal)
  * (ATT_ROW_BLOCK) at a time. */
 static void att_head_forward(real *o, real *p, const real *x, int T, int C, int hs, int causal,
                              real scale, const int32_t *km, const att_drop *dr, size_t base,
-                             real *pd)
+                             real *pd, real *kt)
 {
     int C3 = 3 * C;
+    head_transposed(kt, x + C, T, hs, C3);
     for (att_block k = block_at(0, T, causal); k.r0 < T; k = block_at(k.r1, T, causal)) {
-        cblas_real_gemm(CblasRowMajor, NT, TR, k.r1 - k.r0, k.keys, hs, scale,
-                        x + (size_t)k.r0 * C3, C3, x + C, C3, 0, p + (size_t)k.r0 * T, T);
+        cblas_real_gemm(CblasRowMajor, NT, NT, k.r1 - k.r0, k.keys, hs, scale,
+                        x + (size_t)k.r0 * C3, C3, kt, T, 0, p + (size_t)k.r0 * T, T);
         for (int t = k.r0; t < k.r1; t++)
             cpu_softmax_row(p + (size_t)t * T, T, causal ? t + 1 : T, km);
     }
@@ -157,23 +168,25 @@ static void attention_forward_op(device *d, const char *op, dten out, dten att, 
 #pragma omp parallel
     {
         real *pd = dr ? malloc(TT * sizeof *pd) : NULL; /* this thread's dropped P */
-        if (dr && !pd) {
+        real *kt = malloc((size_t)hs * T * sizeof *kt); /* and its transposed keys */
+        if ((dr && !pd) || !kt) {
 #pragma omp atomic write
             short_of_memory = 1;
         }
 #pragma omp for schedule(static)
         for (long bh = 0; bh < heads; bh++) {
             size_t b = (size_t)(bh / NH), h = (size_t)(bh % NH) * hs;
-            if (!dr || pd)
+            if ((!dr || pd) && kt)
                 att_head_forward(o + b * T * C + h, a + bh * TT, x + 3 * b * T * C + h, T, C,
                                  hs, causal, scale, mask_row(keymask, b, T), dr,
-                                 (size_t)bh * TT, pd);
+                                 (size_t)bh * TT, pd, kt);
         }
         free(pd);
+        free(kt);
     }
     if (short_of_memory)
-        device_fail(d, "%s: %s: no memory for a %dx%d dropped attention block", d->backend, op,
-                    T, T);
+        device_fail(d, "%s: %s: no memory for a thread's working space (%dx%d transposed keys, "
+                    "a %dx%d dropped attention block)", d->backend, op, hs, T, T, T);
 }
 
 static void cpu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,
@@ -212,14 +225,15 @@ static void att_key_blocks(real *dst, const real *w, const real *src, int lds, i
  * block's last key. */
 static void att_head_backward(real *dx, real *w, const real *x, const real *g, const real *p,
                               int T, int C, int hs, int causal, real scale, const int32_t *km,
-                              const att_drop *dr, size_t base)
+                              const att_drop *dr, size_t base, real *vt)
 {
     int C3 = 3 * C;
+    head_transposed(vt, x + 2 * C, T, hs, C3);
     for (att_block k = block_at(0, T, causal); k.r0 < T; k = block_at(k.r1, T, causal)) {
         int rows = k.r1 - k.r0;
         real *wb = w + (size_t)k.r0 * T;
-        cblas_real_gemm(CblasRowMajor, NT, TR, rows, k.keys, hs, 1, g + (size_t)k.r0 * C, C,
-                        x + 2 * C, C3, 0, wb, T);
+        cblas_real_gemm(CblasRowMajor, NT, NT, rows, k.keys, hs, 1, g + (size_t)k.r0 * C, C, vt,
+                        T, 0, wb, T);
         for (int t = k.r0; t < k.r1; t++) {
             int send = causal ? t + 1 : T;
             real *wr = w + (size_t)t * T;
@@ -259,13 +273,28 @@ static void attention_backward_op(device *d, const char *op, dten dqkv, dten scr
     real *dx = RP(dqkv), *work = RP(scratch);
     long heads = (long)B * NH;
     size_t TT = (size_t)T * T;
-#pragma omp parallel for schedule(static)
-    for (long bh = 0; bh < heads; bh++) {
-        size_t b = (size_t)(bh / NH), off = 3 * b * T * C + (size_t)(bh % NH) * hs;
-        att_head_backward(dx + off, work + bh * TT, x + off,
-                          g + b * T * C + (size_t)(bh % NH) * hs, a + bh * TT, T, C, hs, causal,
-                          scale, mask_row(keymask, b, T), dr, (size_t)bh * TT);
+    int short_of_memory = 0;
+#pragma omp parallel
+    {
+        real *vt = malloc((size_t)hs * T * sizeof *vt); /* this thread's transposed values */
+        if (!vt) {
+#pragma omp atomic write
+            short_of_memory = 1;
+        }
+#pragma omp for schedule(static)
+        for (long bh = 0; bh < heads; bh++) {
+            size_t b = (size_t)(bh / NH), off = 3 * b * T * C + (size_t)(bh % NH) * hs;
+            if (vt)
+                att_head_backward(dx + off, work + bh * TT, x + off,
+                                  g + b * T * C + (size_t)(bh % NH) * hs, a + bh * TT, T, C, hs,
+                                  causal, scale, mask_row(keymask, b, T), dr, (size_t)bh * TT,
+                                  vt);
+        }
+        free(vt);
     }
+    if (short_of_memory)
+        device_fail(d, "%s: %s: no memory for a thread's %dx%d transposed values", d->backend, op,
+                    hs, T);
 }
 
 static void cpu_attention_backward(device *d, dten dqkv, dten scratch, dten dout, dten qkv,

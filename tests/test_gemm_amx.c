@@ -186,6 +186,39 @@ static void test_amx_same_bits_any_threads(void **state)
     free_operands(&o);
 }
 
+/* a product asked for from inside a parallel region (a team of one, while the thread count
+ * says 2): still exact on integers, every shape (the split plan's panels are per thread; a team
+ * cut short runs the shared way in the full ones) */
+static void test_amx_team_cut_short(void **state)
+{
+    (void)state;
+    skip_without_amx();
+    int saved = omp_get_max_threads(), levels = omp_get_max_active_levels();
+    omp_set_num_threads(2);
+    omp_set_max_active_levels(1);
+    for (size_t n = 0; n < sizeof SHAPES / sizeof SHAPES[0]; n++) {
+        const shape *s = &SHAPES[n];
+        operands o;
+        make_operands(s, &o, 1);
+        float *got = NULL;
+#pragma omp parallel num_threads(2)
+        {
+#pragma omp master
+            got = run_gemm(s, &o);
+        }
+        for (int i = 0; i < s->M; i++)
+            for (int j = 0; j < s->N; j++)
+                if (got[(size_t)i * o.ldc + j] != (float)reference(s, &o, i, j))
+                    fail_msg("shape %zu (%c%c %dx%dx%d) in a team of one: C[%d][%d] %.9g, want "
+                             "%.9g", n, s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, i,
+                             j, got[(size_t)i * o.ldc + j], reference(s, &o, i, j));
+        free(got);
+        free_operands(&o);
+    }
+    omp_set_max_active_levels(levels);
+    omp_set_num_threads(saved);
+}
+
 /* a NaN or Inf in A makes its row of C non-finite; finite rows stay finite */
 static void test_amx_non_finite_inputs(void **state)
 {
@@ -253,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_amx_exact_on_integers),
         cmocka_unit_test(test_amx_fp32_accuracy),
         cmocka_unit_test(test_amx_same_bits_any_threads),
+        cmocka_unit_test(test_amx_team_cut_short),
         cmocka_unit_test(test_amx_non_finite_inputs),
         cmocka_unit_test(test_amx_subnormal_inputs),
         cmocka_unit_test(test_amx_named),

@@ -422,14 +422,14 @@ AMX_TARGET static void amx_run(const amx_job *job, int t, int of)
  * the shorter side in full (packed once per thread), with no barrier until the end. The bits
  * are the same either way: each block of C sums its K blocks and chunks in one order. */
 typedef struct {
-    int split, rows;     /* split (else shared); stripes of rows (else of columns) */
-    size_t a_elems, b_elems; /* one thread's packed panels (bf16) */
+    int split, rows, threads; /* split (else shared); stripes of rows (else of columns); for */
+    size_t a_elems, b_elems;  /* one thread's packed panels (bf16) */
 } amx_plan;
 
 static amx_plan amx_plan_for(const amx_job *j, int threads)
 {
     int chunks = AMX_KBLOCK / 32;
-    amx_plan p = {threads > 1 && threads <= AMX_SPLIT_MAX_THREADS, j->M >= j->N, 0, 0};
+    amx_plan p = {threads > 1 && threads <= AMX_SPLIT_MAX_THREADS, j->M >= j->N, threads, 0, 0};
     int bms = j->mtiles / 2, bns = j->ntiles / 2;
     int mt = p.split && p.rows ? (bms + threads - 1) / threads * 2 : j->mtiles;
     int nt = p.split && !p.rows ? (bns + threads - 1) / threads * 2 : j->ntiles;
@@ -476,7 +476,7 @@ AMX_TARGET static int amx_thread(const amx_job *j, const amx_plan *p, uint16_t *
         cfg.rows[t] = 16, cfg.colsb[t] = 64;
     _tile_loadconfig(&cfg);
     int t = omp_get_thread_num(), of = omp_get_num_threads();
-    if (p->split && of > 1) {
+    if (p->split && of == p->threads) { /* (a team cut short runs shared, in the full panels) */
         uint16_t *ap = scratch + (size_t)t * (p->a_elems + p->b_elems);
         amx_job s = amx_stripes(j, p, t, of, ap, ap + p->a_elems);
         if (s.M > 0 && s.N > 0)
@@ -500,12 +500,16 @@ void cpu_amx_gemm(device *d, int transA, int transB, int M, int N, int K, const 
     j.ntiles = (N + 31) / 32 * 2;
     int threads = omp_get_max_threads();
     amx_plan p = amx_plan_for(&j, threads);
+    /* the split plan's panels, each thread's, or the shared plan's (all of A, all of B: no
+     * more than the split plan's, whose stripes cover A or B and whose copies each hold all
+     * of the other) */
+    size_t full_a = (size_t)j.mtiles * (AMX_KBLOCK / 32) * PARTS_ELEMS;
     size_t copies = p.split ? (size_t)threads : 1, elems = copies * (p.a_elems + p.b_elems);
     float *scratch = cpu_scratch(d, (elems + 1) / 2); /* kept: no page faults per call */
     if (!scratch)
         return; /* the device failed, naming the allocation */
     j.ap = (uint16_t *)scratch;
-    j.bp = j.ap + p.a_elems;
+    j.bp = j.ap + full_a;
     int failed = 0;
 #pragma omp parallel num_threads(threads) reduction(| : failed)
     failed |= amx_thread(&j, &p, (uint16_t *)scratch);

@@ -120,8 +120,8 @@ static att_block block_at(int r0, int T, int causal)
  * dropout dr O = Pd V, Pd = dropout(P) made in pd ([T,T]; base: the flat index of P[0,0] in
  * att). x points at the head's q channels of row 0 (k at +C, v at +2C, rows 3C apart), o at
  * its output channels (rows C apart), p at its [T,T] att block, km at the sequence's key mask
- * row (or NULL). The GEMMs run single-threaded inside the parallel loop, a block of queries
- * (ATT_ROW_BLOCK) at a time. */
+ * row (or NULL), kt at the thread's [hs,T] buffer for the keys transposed. The GEMMs run
+ * single-threaded inside the parallel loop, a block of queries (ATT_ROW_BLOCK) at a time. */
 static void att_head_forward(real *o, real *p, const real *x, int T, int C, int hs, int causal,
                              real scale, const int32_t *km, const att_drop *dr, size_t base,
                              real *pd, real *kt)
@@ -185,8 +185,8 @@ static void attention_forward_op(device *d, const char *op, dten out, dten att, 
         free(kt);
     }
     if (short_of_memory)
-        device_fail(d, "%s: %s: no memory for a thread's working space (%dx%d transposed keys, "
-                    "a %dx%d dropped attention block)", d->backend, op, hs, T, T, T);
+        device_fail(d, "%s: %s: no memory for a thread's working space (%dx%d transposed keys%s)",
+                    d->backend, op, hs, T, dr ? ", a dropped attention block" : "");
 }
 
 static void cpu_attention_forward(device *d, dten out, dten att, dten qkv, int B, int T, int C,
@@ -218,7 +218,8 @@ static void att_key_blocks(real *dst, const real *w, const real *src, int lds, i
 }
 
 /* Backward of one head (pointers as in att_head_forward; g at its dout channels, w its [T,T]
- * scratch), a block of queries at a time: w = dO V^T (with dropout dr: w = dropout(w), the
+ * scratch, vt the thread's [hs,T] buffer for the values transposed), a block of queries at a
+ * time: w = dO V^T (with dropout dr: w = dropout(w), the
  * forward's keep decisions); the softmax backward scaled by 1/sqrt(hs): w[t,s] = scale *
  * P[t,s] (w[t,s] - sum_s' P[t,s'] w[t,s']); dQ += w K; then dK += w^T Q; then w = P (masked;
  * with dr dropout(P)) and dV += w^T dO. Causal, w is written and read only left of each

@@ -1,5 +1,6 @@
-/* devices/cpu/cpu_ops_optim.c: the cpu backend's fused AdamW step (PyTorch's order, in the
- * element type) and the sum / sum-of-squares reductions (double, in a fixed chunk order). */
+/* devices/cpu/cpu_ops_optim.c: the cpu backend's fused AdamW step (PyTorch's order, in double
+ * but for cpu's float sqrt and division) and the sum / sum-of-squares reductions (double, in a
+ * fixed chunk order). */
 #include "cpu_real.h"
 #include "cpu_simd.h"
 
@@ -12,23 +13,35 @@ typedef struct {
     double beta1, beta2, eps, step_size, decay, bc2_sqrt;
 } adamw_consts;
 
-/* one chunk of the AdamW step, element by element in the element type, as PyTorch's fp32 step
- * computes in fp32 (in double it was compute-bound: sqrt and divide on 8 lanes instead of 16,
- * 3.0 ms a step for gpt2-small's 3.3M parameters against 1.6); cpu64 computes in double */
+/* one chunk of the AdamW step, element by element in double, as the other devices' kernels
+ * (acc_t) compute it. On cpu the sqrt and the division are in float (16 lanes, not 8; in double
+ * they made the step compute-bound, 3.0 ms for gpt2-small's 3.3M parameters against 1.5): the
+ * update m / denom to float's 2^-24 of itself, about 1e-10 of the parameter at AdamW's
+ * learning rates, while every rounding of the parameter and the moments stays in double (all
+ * of the step in float moved qwen2-tiny's grad norm out of its baseline's tolerance). cpu64
+ * computes all of it in double. */
 CPU_CLONES static void adamw_kernel(real *restrict pp, real *restrict mp, real *restrict vp,
                                     const real *restrict gp, long n, const adamw_consts *k)
 {
-    const real beta1 = (real)k->beta1, beta2 = (real)k->beta2, eps = (real)k->eps;
-    const real step_size = (real)k->step_size, decay = (real)k->decay;
-    const real bc2_sqrt = (real)k->bc2_sqrt, c1 = (real)(1 - k->beta1), c2 = (real)(1 - k->beta2);
+    const double beta1 = k->beta1, beta2 = k->beta2, step_size = k->step_size, decay = k->decay;
+#ifdef CPU_REAL_DOUBLE
+    const double eps = k->eps, bc2_sqrt = k->bc2_sqrt;
+#else
+    const float eps = (float)k->eps, bc2_sqrt = (float)k->bc2_sqrt;
+#endif
     for (long i = 0; i < n; i++) {
-        real gi = gp[i];
-        real mi = beta1 * mp[i] + c1 * gi;
-        real vi = beta2 * vp[i] + c2 * gi * gi;
-        real denom = R_SQRT(vi) / bc2_sqrt + eps;
-        pp[i] = pp[i] * decay - step_size * mi / denom;
-        mp[i] = mi;
-        vp[i] = vi;
+        double gi = gp[i];
+        double mi = beta1 * mp[i] + (1 - beta1) * gi;
+        double vi = beta2 * vp[i] + (1 - beta2) * gi * gi;
+#ifdef CPU_REAL_DOUBLE
+        double denom = sqrt(vi) / bc2_sqrt + eps;
+        pp[i] = (real)(pp[i] * decay - step_size * mi / denom);
+#else
+        float q = (float)mi / (sqrtf((float)vi) / bc2_sqrt + eps);
+        pp[i] = (real)(pp[i] * decay - step_size * q);
+#endif
+        mp[i] = (real)mi;
+        vp[i] = (real)vi;
     }
 }
 

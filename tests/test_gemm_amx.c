@@ -111,6 +111,18 @@ static void skip_without_amx(void)
     }
 }
 
+/* every element of got (shape n of SHAPES, run as `where` says) equal to the exact sum */
+static void assert_exact(size_t n, const shape *s, const operands *o, const float *got,
+                         const char *where)
+{
+    for (int i = 0; i < s->M; i++)
+        for (int j = 0; j < s->N; j++)
+            if (got[(size_t)i * o->ldc + j] != (float)reference(s, o, i, j))
+                fail_msg("shape %zu (%c%c %dx%dx%d)%s: C[%d][%d] %.9g, want %.9g", n,
+                         s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, where, i, j,
+                         got[(size_t)i * o->ldc + j], reference(s, o, i, j));
+}
+
 /* small integers are bf16 values and their sums exact in fp32: every element must come out
  * exactly, so a tile, pair or transpose put in the wrong place cannot hide in a tolerance */
 static void test_amx_exact_on_integers(void **state)
@@ -122,12 +134,7 @@ static void test_amx_exact_on_integers(void **state)
         operands o;
         make_operands(s, &o, 1);
         float *got = run_gemm(s, &o);
-        for (int i = 0; i < s->M; i++)
-            for (int j = 0; j < s->N; j++)
-                if (got[(size_t)i * o.ldc + j] != (float)reference(s, &o, i, j))
-                    fail_msg("shape %zu (%c%c %dx%dx%d): C[%d][%d] %.9g, want %.9g", n,
-                             s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, i, j,
-                             got[(size_t)i * o.ldc + j], reference(s, &o, i, j));
+        assert_exact(n, s, &o, got, "");
         for (int i = 0; i < s->M; i++) /* the padding of C's rows untouched */
             for (int j = s->N; j < o.ldc; j++)
                 assert_memory_equal(&got[(size_t)i * o.ldc + j], &o.c[(size_t)i * o.ldc + j],
@@ -206,12 +213,7 @@ static void test_amx_team_cut_short(void **state)
 #pragma omp master
             got = run_gemm(s, &o);
         }
-        for (int i = 0; i < s->M; i++)
-            for (int j = 0; j < s->N; j++)
-                if (got[(size_t)i * o.ldc + j] != (float)reference(s, &o, i, j))
-                    fail_msg("shape %zu (%c%c %dx%dx%d) in a team of one: C[%d][%d] %.9g, want "
-                             "%.9g", n, s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->M, s->N, s->K, i,
-                             j, got[(size_t)i * o.ldc + j], reference(s, &o, i, j));
+        assert_exact(n, s, &o, got, " in a team of one");
         free(got);
         free_operands(&o);
     }

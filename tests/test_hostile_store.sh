@@ -293,4 +293,16 @@ grep -qF "(median tokens/s after 39 and 39 warm-up steps)" "$T/out" && pass || f
 expect 2 "baseline" -- "$H" baseline
 says "record, import, list, pull or push"
 
+# ---- an empty (0-byte) --db is no store yet: the commands that read runs refuse it and leave
+# it empty (compare made it a store, schema and all, before saying 'no run 1'); a run whose
+# baseline cannot be found leaves it empty too
+: >"$T/zero.db"
+expect 2 "compare on an empty file" -- "$H" compare 1 --db "$T/zero.db"; says "an empty file, not a harness store yet"
+expect 2 "report on an empty file" -- "$H" report --db "$T/zero.db" --out "$T/zero-report"; says "not a harness store yet"
+expect 2 "baseline record on an empty file" -- "$H" baseline record 1 --label x --db "$T/zero.db" --out "$T/zero.baseline"
+says "not a harness store yet"
+expect 2 "run --compare, no such baseline, on an empty file" -- "$H" run "$tiny" --steps 2 --compare --baseline nosuch --db "$T/zero.db"
+[ ! -s "$T/zero.db" ] && pass || fail "an empty --db was written: $(stat -c %s "$T/zero.db") bytes"
+[ ! -e "$T/zero-report" ] && [ ! -e "$T/zero.baseline" ] && pass || fail "a refused command on an empty store wrote its output"
+
 finish

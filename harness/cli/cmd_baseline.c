@@ -185,7 +185,7 @@ static int record(const bl_args *a)
     int rc = cmd_run_id("baseline", "record RUN", a->pos[1], &id);
     store *st = NULL;
     if (rc || (rc = check_record_place(a)) || (rc = need_existing_db(a->db)) ||
-        (rc = store_open(a->db, &st)))
+        (rc = store_open_existing(a->db, &st)))
         return rc;
     baseline b;
     char path[4200];

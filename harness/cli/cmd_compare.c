@@ -152,7 +152,7 @@ static int open_existing(const char *path, store **st)
         log_error("no database at %s (see --db)", path);
         return EXIT_USAGE;
     }
-    return store_open(path, st);
+    return store_open_existing(path, st);
 }
 
 static int compare_history(store *st, const compare_args *a, int warmup)

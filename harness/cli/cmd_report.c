@@ -396,7 +396,7 @@ int cmd_report(int argc, char **argv)
         log_error("no database at %s (see --db)", a.db);
         return EXIT_USAGE;
     }
-    if ((rc = store_open(a.db, &st)) != 0)
+    if ((rc = store_open_existing(a.db, &st)) != 0)
         return rc;
     if (golden_arg_check("report", st, a.golden)) {
         store_close(st);

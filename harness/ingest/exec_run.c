@@ -71,8 +71,7 @@ int exec_baseline_known(const char *db, const scenario *s, const char *name,
 {
     baseline_query q = {baseline, s ? s->path : NULL, baselines, 0, -1, NULL, NULL, NULL};
     store *st = NULL;
-    struct stat sb;
-    int rc = stat(db, &sb) == 0 ? store_open(db, &st) : 0;
+    int rc = store_file_has_data(db) ? store_open(db, &st) : 0;
     if (!rc)
         rc = judge_baseline_known(st, &q, s ? s->name : name, s ? s->json : NULL,
                                   s ? s->hash : NULL, s ? s->dtype : "");

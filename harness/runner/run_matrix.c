@@ -161,8 +161,7 @@ static int baseline_ready(recorder *r, const scenario *s, judge_failure *why)
 {
     const run_args *a = r->a;
     baseline_query q = cell_query(a, s);
-    struct stat sb;
-    int rc = !r->st && stat(a->db, &sb) == 0 ? store_open(a->db, &r->st) : 0;
+    int rc = !r->st && store_file_has_data(a->db) ? store_open(a->db, &r->st) : 0;
     *why = JUDGE_OK;
     if (rc)
         return rc;

@@ -144,6 +144,7 @@ struct store {
     char *path;
     int readonly;
     int write_protected; /* the file or its folder is not writable here: read-only whatever asked */
+    int must_hold_store;  /* store_open_existing: a database without the schema is refused */
     sqlite3_stmt *add_step; /* prepared once: store_add_step runs every training step */
 };
 
@@ -164,6 +165,13 @@ static int exec(store *st, const char *sql, const char *what, int code)
     if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(st, what, code);
     return 0;
+}
+
+/* whether the file at path is there and holds no byte */
+static int empty_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && sb.st_size == 0;
 }
 
 /* 0 when path is absent (and may be), empty, or starts with the SQLite header; else 2. Reads
@@ -419,6 +427,12 @@ static int open_connection(store *st)
     int version = 0;
     if (check_schema(st, &version))
         return 2;
+    if (version == 0 && st->must_hold_store) {
+        log_error("%s: %s, not a harness store yet (no runs): 'harness run', 'exec' or "
+                  "'ingest' make one; left as it was",
+                  st->path, empty_file(st->path) ? "an empty file" : "an empty SQLite database");
+        return 2;
+    }
     if (st->readonly)
         return version < SCHEMA_VERSION ? old_schema_error(st, version) : 0;
     if (version > 0 && check_not_damaged(st))
@@ -433,10 +447,15 @@ static int open_connection(store *st)
     return 0;
 }
 
-static int open_store(const char *path, int readonly, store **out)
+/* how open_store opens: creating the schema where there is none, only an existing store (made
+ * and migrated as needed), or only reading */
+enum { OPEN_CREATE, OPEN_EXISTING, OPEN_READONLY };
+
+static int open_store(const char *path, int how, store **out)
 {
+    int readonly = how == OPEN_READONLY;
     *out = NULL;
-    if (check_file(path, readonly))
+    if (check_file(path, how != OPEN_CREATE))
         return 2;
     store *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(path))) {
@@ -446,6 +465,7 @@ static int open_store(const char *path, int readonly, store **out)
     }
     st->write_protected = write_protected(path);
     st->readonly = readonly || st->write_protected;
+    st->must_hold_store = how != OPEN_CREATE;
     if (open_connection(st)) {
         store_close(st);
         return 2;
@@ -456,12 +476,23 @@ static int open_store(const char *path, int readonly, store **out)
 
 int store_open(const char *path, store **out)
 {
-    return open_store(path, 0, out);
+    return open_store(path, OPEN_CREATE, out);
+}
+
+int store_open_existing(const char *path, store **out)
+{
+    return open_store(path, OPEN_EXISTING, out);
 }
 
 int store_open_readonly(const char *path, store **out)
 {
-    return open_store(path, 1, out);
+    return open_store(path, OPEN_READONLY, out);
+}
+
+int store_file_has_data(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && sb.st_size > 0;
 }
 
 void store_close(store *st)

@@ -12,6 +12,14 @@ typedef struct store store;
  * a message naming the file (not a database, newer schema than this harness knows, ...). */
 int store_open(const char *path, store **out);
 void store_close(store *st);
+/* Opens a store that must already exist, for commands that read its runs and write beside them
+ * (compare's verdicts, report, baseline record): as store_open (migrating an older schema), but
+ * a missing file, an empty file or a SQLite database without the schema is refused (2, with a
+ * message) and left as it was. */
+int store_open_existing(const char *path, store **out);
+/* 1 when a file with at least one byte is at path: a store to look a baseline up in before a
+ * run (an empty file is a store not made yet, as a missing one) */
+int store_file_has_data(const char *path);
 /* Opens an existing store for reading only: never creates, migrates or writes the file. Returns
  * 0, or 2 after a message ("no database at FILE", not a database, an older or newer schema). The
  * write functions refuse (1) on a store opened this way. */

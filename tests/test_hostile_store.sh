@@ -305,4 +305,22 @@ expect 2 "run --compare, no such baseline, on an empty file" -- "$H" run "$tiny"
 [ ! -s "$T/zero.db" ] && pass || fail "an empty --db was written: $(stat -c %s "$T/zero.db") bytes"
 [ ! -e "$T/zero-report" ] && [ ! -e "$T/zero.baseline" ] && pass || fail "a refused command on an empty store wrote its output"
 
+# ---- an output named like the store: baseline record --out the store (or its -wal, or a link
+# to it) renamed the baseline text over the store; report --out DIR with the store at one of
+# the report's names, or inside DIR/plots, wrote over it. Each is refused, the store unchanged.
+snapshot
+expect 2 "baseline record --out the store" -- "$H" baseline record 1 --label z --out "$db" --db "$db"; says "is the store"
+expect 2 "baseline record --out the store's -wal" -- "$H" baseline record 1 --label z --out "$db-wal" --db "$db"; says "is the store"
+ln -sf "$db" "$T/store-link.db"
+expect 2 "baseline record --out a link to the store" -- "$H" baseline record 1 --label z --out "$T/store-link.db" --db "$db"; says "is the store"
+unchanged "baseline record --out the store"
+mkdir -p "$T/inrep/plots"; cp "$db" "$T/inrep/report.csv"; cp "$db" "$T/inrep/plots/loss_1.png"
+sum_before="$(cat "$T/inrep/report.csv" "$T/inrep/plots/loss_1.png" | sha256sum)"
+expect 2 "report with the store at report.csv" -- "$H" report 1 --out "$T/inrep" --db "$T/inrep/report.csv" --no-plots; says "is the store"
+expect 2 "report with the store in plots/" -- "$H" report 1 --out "$T/inrep" --db "$T/inrep/plots/loss_1.png"; says "where the report writes its plots"
+cp "$db" "$T/inrep/transitions.md"
+expect 2 "report --since with the store at transitions.md" -- "$H" report --since 1 --out "$T/inrep" --db "$T/inrep/transitions.md"; says "is the store"
+[ "$(cat "$T/inrep/report.csv" "$T/inrep/plots/loss_1.png" | sha256sum)" = "$sum_before" ] && pass || fail "report wrote over a store in its --out"
+[ ! -e "$T/inrep/report.md" ] && pass || fail "a refused report wrote report.md"
+
 finish

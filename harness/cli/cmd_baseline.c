@@ -13,6 +13,7 @@
 
 #include "judge/judge.h"
 #include "runner/runner.h"
+#include "util/output_target.h"
 #include "util/util.h"
 #include "commands.h"
 
@@ -98,6 +99,11 @@ static int record_path(const bl_args *a, const baseline *b, char *out, size_t le
                   term_safe(b->scenario), strlen(base), NAME_MAX);
         return EXIT_USAGE;
     }
+    if (output_names_store(out, a->db)) {
+        log_error("baseline record: %s is the store (--db %s) or one of its files: give --out "
+                  "FILE", out, a->db);
+        return EXIT_USAGE;
+    }
     if (baseline_file_of_other_scenario(out, b)) {
         log_error("baseline record: %s holds another baseline (another scenario or label whose "
                   "name makes the same file name as label '%s' of '%s'): give --out FILE", out,
@@ -127,6 +133,10 @@ static int check_record_place(const bl_args *a)
     struct stat sb;
     if (a->out) {
         path_dirname(a->out, parent, sizeof parent);
+        if (output_names_store(a->out, a->db))
+            return cmd_usage_error("baseline", "--out %s is the store (--db %s) or one of its "
+                                               "files: the baseline would be written over it",
+                                   a->out, a->db);
         if (stat(a->out, &sb) == 0 && S_ISDIR(sb.st_mode))
             return cmd_usage_error("baseline", "--out %s is a folder: give a file name (or "
                                                "--dir DIR)", a->out);

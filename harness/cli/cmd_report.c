@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/output_target.h"
 #include "util/util.h"
 #include "commands.h"
 #include "judge/baseline_args.h"
@@ -230,6 +231,29 @@ static int write_files(report *r)
 /* The report's names in dir are free to be written: dir, when it exists, is a folder, each
  * file name is not a folder and "plots" (when given) is not a file. Checked before anything is
  * made, so a name in the way is an input error that leaves no half-written report. 0 or 2. */
+/* the store (db) must not be among the files the report writes: one of them, or inside its plots
+ * folder (gnuplot's images); 0, or 2 after a message */
+static int check_out_store(const char *db, const char *dir, const char *const *files, int n,
+                           const char *plots)
+{
+    char path[4200], db_dir[4200];
+    for (int k = 0; k < n; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        if (output_names_store(path, db))
+            return cmd_usage_error("report", "%s is the store (--db %s): the report would write "
+                                             "its %s over it; name another --out", path, db,
+                                   files[k]);
+    }
+    const char *slash = strrchr(db, '/');
+    snprintf(db_dir, sizeof db_dir, "%.*s", slash ? (int)(slash - db) + (slash == db) : 1,
+             slash ? db : ".");
+    snprintf(path, sizeof path, "%s/%s", dir, plots ? plots : "");
+    if (plots && same_file_path(path, db_dir))
+        return cmd_usage_error("report", "the store (--db %s) is in %s, where the report writes "
+                                         "its plots; name another --out", db, path);
+    return 0;
+}
+
 static int check_out_names(const char *dir, const char *const *files, int n, const char *plots)
 {
     char path[4200];
@@ -334,6 +358,8 @@ static int make_report(store *st, const report_args *a, report *r, char *out_dir
     if (!rc)
         rc = check_out_names(out_dir, REPORT_FILES, 4, a->no_plots ? NULL : "plots");
     if (!rc)
+        rc = check_out_store(a->db, out_dir, REPORT_FILES, 4, a->no_plots ? NULL : "plots");
+    if (!rc)
         rc = make_dir(out_dir);
     r->out_dir = out_dir;
     plotter *p = NULL;
@@ -367,7 +393,8 @@ static int report_since(store *st, const report_args *a)
     baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, NULL, a->golden,
                         a->verdict};
     transitions t;
-    if (a->out && check_out_names(a->out, TRANSITION_FILES, 3, NULL))
+    if (a->out && (check_out_names(a->out, TRANSITION_FILES, 3, NULL) ||
+                   check_out_store(a->db, a->out, TRANSITION_FILES, 3, NULL)))
         return EXIT_USAGE;
     int rc = transitions_build(st, a->since, &q, &t);
     if (!rc) {

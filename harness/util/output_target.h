@@ -26,6 +26,10 @@ int output_dir_probe(const char *dir);
  * after a message. */
 int output_check_target(const char *option, const char *path);
 
+/* 1 when path names the SQLite store at db or one of its companion files (db-wal, db-shm,
+ * db-journal), links followed: writing there would destroy the store or lose the output */
+int output_names_store(const char *path, const char *db);
+
 /* 1 when path names an existing file this process has read as an input (input_was_read) */
 int output_is_input(const char *path);
 

@@ -267,6 +267,24 @@ static void expect_bad(const char *text, const char *want)
 #define HEAD "format: harness-baseline 1\nscenario: t\nscenario_hash: " HASH "\n" \
              "device: cpu\ndtype: fp32\nworld_size: 1\n"
 
+/* a time with an offset or a leap day is taken, and kept as UTC */
+static void test_dates_to_utc(void **state)
+{
+    (void)state;
+    const char *given[][2] = {{"2028-02-29T23:30:00.25-01:00", "2028-03-01T00:30:00.25Z"},
+                              {"2026-01-01T00:30:00+01:00", "2025-12-31T23:30:00Z"},
+                              {"2026-06-30T12:00:00", "2026-06-30T12:00:00Z"},
+                              {"2024-02-29T00:00:00Z", "2024-02-29T00:00:00Z"}};
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, HEAD "date: %s\nsteps: 1\nstep loss\n1 2.0\n", given[i][0]);
+        baseline b;
+        assert_int_equal(baseline_parse(text, strlen(text), "t.baseline", &b), 0);
+        assert_string_equal(b.date, given[i][1]);
+        baseline_free(&b);
+    }
+}
+
 static void test_malformed(void **state)
 {
     expect_bad("", "bad.baseline:1: format: missing");
@@ -294,6 +312,15 @@ static void test_malformed(void **state)
     expect_bad("format: harness-baseline 1\nworld_size: 0\n", "bad.baseline:2: world_size:");
     expect_bad("format: harness-baseline 1\ndate: yesterday\n", "bad.baseline:2: date: 'yesterday' is not");
     expect_bad("format: harness-baseline 1\nfinished_at: 2026-11-21 23:03:45\n", "finished_at:");
+    /* the shape right, a field out of its range (they were stored as written) */
+    const char *impossible[] = {"2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "0000-00-00T00:00:00Z",
+                                "2026-01-01T24:00:00Z", "2026-01-01T00:60:00Z", "2026-01-01T00:00:60Z",
+                                "2026-04-31T00:00:00Z", "2026-01-01T00:00:00+24:00", "2026-01-01T00:00:00-01:60"};
+    for (size_t i = 0; i < sizeof impossible / sizeof impossible[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "format: harness-baseline 1\ndate: %s\n", impossible[i]);
+        expect_bad(text, "bad.baseline:2: date: '");
+    }
     expect_bad(HEAD "world_size: 2\n", "bad.baseline:7: world_size: given twice");
     expect_bad(HEAD "source: a\nsource: b\n", "bad.baseline:8: source: given twice");
     expect_bad(HEAD "status: diverged\n", "status: 'diverged': a baseline is a finished run");
@@ -637,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_byte_order_mark),
         cmocka_unit_test(test_copy_no_steps),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_dates_to_utc),
         cmocka_unit_test(test_ensemble_format),
         cmocka_unit_test(test_ensemble_malformed),
         cmocka_unit_test(test_fuzz),

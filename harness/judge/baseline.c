@@ -316,7 +316,10 @@ static int set_int_field(parser *ps, int fi, const char *v)
 
 /* "YYYY-MM-DDTHH:MM:SS", a fraction of a second, then "Z" or "+HH:MM" / "-HH:MM" (either
  * optional): what runs and baseline files write, and what report --since orders by */
-static int is_iso8601(const char *v)
+/* an ISO 8601 time as the baseline format takes it (YYYY-MM-DDTHH:MM:SS, a fraction of a second,
+ * then Z, +HH:MM, -HH:MM or nothing), every field in its range; *offset_min the offset's minutes
+ * east of UTC. 1 when it is one. */
+static int is_iso8601(const char *v, long *offset_min)
 {
     static const char shape[] = "dddd-dd-ddTdd:dd:dd";
     size_t i = 0;
@@ -329,12 +332,31 @@ static int is_iso8601(const char *v)
             return 0;
         i += 1 + digits;
     }
+    *offset_min = 0;
+    if (!iso_fields_in_range(v, 19))
+        return 0;
     if (v[i] == 'Z')
         return v[i + 1] == 0;
-    if (v[i] == '+' || v[i] == '-')
-        return strlen(v + i + 1) == 5 && v[i + 3] == ':' &&
-               strspn(v + i + 1, "0123456789") == 2 && strspn(v + i + 4, "0123456789") == 2;
+    if (v[i] == '+' || v[i] == '-') {
+        const char *o = v + i + 1;
+        if (strlen(o) != 5 || o[2] != ':' || strspn(o, "0123456789") != 2 ||
+            strspn(o + 3, "0123456789") != 2)
+            return 0;
+        int hh = (o[0] - '0') * 10 + (o[1] - '0'), mm = (o[3] - '0') * 10 + (o[4] - '0');
+        *offset_min = (v[i] == '+' ? 1 : -1) * (hh * 60L + mm);
+        return hh <= 23 && mm <= 59;
+    }
     return v[i] == 0;
+}
+
+/* v (is_iso8601, offset_min east of UTC) as UTC with a Z into out: the clock shifted back by the
+ * offset, the fraction of a second kept */
+static void iso8601_to_utc(const char *v, long offset_min, char *out, size_t len)
+{
+    char utc[20];
+    iso_shift_minutes(v, -offset_min, utc);
+    size_t frac = v[19] == '.' ? 1 + strspn(v + 20, "0123456789") : 0;
+    snprintf(out, len, "%s%.*sZ", utc, (int)frac, v + 19);
 }
 
 static int set_known(parser *ps, int fi, const char *v)
@@ -364,9 +386,16 @@ static int set_known(parser *ps, int fi, const char *v)
         ps->dtype_line = ps->line;
     if (strcmp(f->key, "status") == 0 && strcmp(v, "ok") != 0)
         return perr(ps, f->key, "'%.20s': a baseline is a finished run, status ok", v);
-    if ((strcmp(f->key, "date") == 0 || strcmp(f->key, "finished_at") == 0) && v[0] &&
-        !is_iso8601(v))
-        return perr(ps, f->key, "'%.40s' is not a UTC ISO 8601 time (2026-11-21T23:03:45Z)", v);
+    long offset_min = 0;
+    char utc[96];
+    int is_time = strcmp(f->key, "date") == 0 || strcmp(f->key, "finished_at") == 0;
+    if (is_time && v[0] && !is_iso8601(v, &offset_min))
+        return perr(ps, f->key, "'%.40s' is not an ISO 8601 time with every field in its range "
+                                "(2026-11-21T23:03:45Z)", v);
+    if (is_time && v[0] && v[strlen(v) - 1] != 'Z' && strlen(v) < sizeof utc - 2) {
+        iso8601_to_utc(v, offset_min, utc, sizeof utc); /* the store keeps UTC */
+        v = utc;
+    }
     if (strcmp(f->key, "dtype") == 0 && strcmp(v, "fp64") != 0 && strcmp(v, "fp32") != 0 &&
         strcmp(v, "bf16") != 0 && strcmp(v, "fp16") != 0)
         return perr(ps, f->key, "'%.20s' is not fp64, fp32, bf16 or fp16", v);

@@ -12,25 +12,6 @@
 /* ---- the point in time -------------------------------------------------------------------- */
 
 /* the two digits at s as a number */
-static int two_digits(const char *s)
-{
-    return (s[0] - '0') * 10 + (s[1] - '0');
-}
-
-/* 1 when the fields present are a real time: month 1-12, a day of that month, hour 0-23,
- * minutes and seconds 0-59 */
-static int date_in_range(const char *s, size_t n)
-{
-    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int year = atoi(s), month = two_digits(s + 5), day = two_digits(s + 8);
-    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    if (month < 1 || month > 12 || day < 1 || day > days[month - 1] + (month == 2 && leap))
-        return 0;
-    if (n >= 16 && (two_digits(s + 11) > 23 || two_digits(s + 14) > 59))
-        return 0;
-    return n < 19 || two_digits(s + 17) <= 59;
-}
-
 /* YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (prefixes of the store's started_at),
  * every field in its range; seconds without the Z are refused, as the help names no such form */
 static int is_date(const char *s)
@@ -42,7 +23,7 @@ static int is_date(const char *s)
     for (size_t i = 0; i < n; i++)
         if (pattern[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pattern[i])
             return 0;
-    return date_in_range(s, n);
+    return iso_fields_in_range(s, n);
 }
 
 static int parse_since(store *st, const char *spec, transitions *t)

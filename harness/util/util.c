@@ -104,6 +104,44 @@ void iso_time_now(char *out, size_t len)
     strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+static int two_digits(const char *s)
+{
+    return (s[0] - '0') * 10 + (s[1] - '0');
+}
+
+int iso_fields_in_range(const char *s, size_t n)
+{
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int year = two_digits(s) * 100 + two_digits(s + 2), month = two_digits(s + 5);
+    int day = two_digits(s + 8), leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (month < 1 || month > 12 || day < 1 || day > days[month - 1] + (month == 2 && leap))
+        return 0;
+    if (n >= 16 && (two_digits(s + 11) > 23 || two_digits(s + 14) > 59))
+        return 0;
+    return n < 19 || two_digits(s + 17) <= 59;
+}
+
+/* days from 1970-01-01 to year-month-day of the proleptic Gregorian calendar */
+static long days_from_civil(long y, long m, long d)
+{
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400, yoe = y - era * 400;
+    long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+void iso_shift_minutes(const char *s, long minutes, char out[20])
+{
+    long secs = (days_from_civil(two_digits(s) * 100 + two_digits(s + 2), two_digits(s + 5),
+                                 two_digits(s + 8)) * 24 + two_digits(s + 11)) * 3600 +
+                two_digits(s + 14) * 60L + two_digits(s + 17) + minutes * 60;
+    time_t t = (time_t)secs;
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(out, 20, "%Y-%m-%dT%H:%M:%S", &tm) != 19)
+        memcpy(out, s, 19); /* out of time_t's or the 4-digit year's range: as given */
+    out[19] = 0;
+}
+
 void host_name(char *out, size_t len)
 {
     if (gethostname(out, len) != 0)

@@ -46,6 +46,13 @@ void path_join(const char *base, const char *rel, char *out, size_t len);
 
 double now_ms(void);                        /* monotonic clock */
 void iso_time_now(char *out, size_t len);   /* UTC, ISO 8601 */
+/* s begins with the digits of YYYY-MM-DDTHH:MM:SS (its shape checked by the caller), n of those
+ * characters present (10, 16 or 19): 1 when each field present is a real time (month 1-12, a
+ * day of that month, hour 0-23, minutes and seconds 0-59) */
+int iso_fields_in_range(const char *s, size_t n);
+/* the UTC time of YYYY-MM-DDTHH:MM:SS (fields in range) shifted by minutes, as the same form
+ * into out[20] */
+void iso_shift_minutes(const char *s, long minutes, char out[20]);
 void host_name(char *out, size_t len);
 /* lowercase hex sha256 of data into out[65] */
 void sha256_hex(const void *data, size_t len, char out[65]);

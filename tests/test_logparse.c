@@ -617,6 +617,11 @@ static void test_fractional_steps_skipped(void **state)
         " iteration      1.5/ 100 | lm loss: 2.5 |",
         "iteration      2.5/ 100 | lm loss: 2.5 |",
         ":::MLLOG {\"key\":\"train_loss\",\"value\":2.5,\"metadata\":{\"step\":2.5}}",
+        /* a negative, huge or quoted step was given the line's running count instead */
+        ":::MLLOG {\"key\":\"train_loss\",\"value\":2.5,\"metadata\":{\"step\":-4}}",
+        ":::MLLOG {\"key\":\"train_loss\",\"value\":2.5,\"metadata\":{\"step\":1e300}}",
+        ":::MLLOG {\"key\":\"train_loss\",\"value\":2.5,\"metadata\":{\"step\":\"5\"}}",
+        ":::MLLOG {\"key\":\"train_loss\",\"value\":2.5,\"metadata\":{\"step_num\":[1]}}",
         "[Rank 0] step=1.5, skipped=0, lr=[0.001], mom=[(0.9, 0.999)]",
         "epoch=0/micro_step=3/global_step=2.5, RunningAvgSamplesPerSec=1, MaxMemAllocated=1GB",
         "{'loss': 2.5, 'step': 3.5}",

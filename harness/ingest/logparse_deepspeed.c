@@ -88,7 +88,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     if (lp_find_text(line, len, "lm loss:"))
         return parse_megatron(line, len, ev);
     if (number_after(line, len, "/global_step=", &step)) {
-        if (number_after(line, len, "MaxMemAllocated=", &v) && v >= 0 && v < 1e9)
+        if (number_after(line, len, "MaxMemAllocated=", &v)) /* out of range: said, left out */
             lp_step_set(&ev->step, "mem_peak_bytes", v * 1073741824.0);
         return set_step(ev, step);
     }

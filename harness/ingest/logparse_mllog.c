@@ -40,14 +40,18 @@ static int on_top(const char *key, size_t klen, const lp_value *v, void *arg)
 typedef struct {
     double step, samples, epoch;
     int has_step, has_samples;
+    int bad_step; /* a step key that is not a number (a string, a list): the line is no step */
 } mllog_meta;
 
 static int on_meta(const char *key, size_t klen, const lp_value *v, void *arg)
 {
     mllog_meta *m = arg;
-    if (v->type != LPV_NUM)
+    int is_step = lp_key_is(key, klen, "step") || lp_key_is(key, klen, "step_num");
+    if (v->type != LPV_NUM) {
+        m->bad_step |= is_step && v->type != LPV_NULL;
         return 0;
-    if (lp_key_is(key, klen, "step") || lp_key_is(key, klen, "step_num"))
+    }
+    if (is_step)
         m->step = v->num, m->has_step = 1;
     else if (lp_key_is(key, klen, "samples_count"))
         m->samples = v->num, m->has_samples = 1;
@@ -67,15 +71,15 @@ static int on_stats(const char *key, size_t klen, const lp_value *v, void *arg)
 /* the step a loss belongs to: metadata step, else samples / global batch, else a count */
 static int step_of(const mllog_line *l, lp_state *st)
 {
-    mllog_meta m = {0, 0, 0, 0, 0};
+    mllog_meta m = {0, 0, 0, 0, 0, 0};
     if (l->meta && lp_dict_each(l->meta, l->meta_len, on_meta, &m) != 0)
-        m.has_step = m.has_samples = 0;
+        m.has_step = m.has_samples = m.bad_step = 0;
     /* the line's rank's count, or its file's; none past LP_MAX_RANKS (never another rank's) */
     int *count = st->mem_rank < LP_MAX_RANKS ? &st->mllog_losses[st->mem_rank] : NULL;
     if (count && *count < LP_MAX_STEP) /* counted no further: never an overflow */
         ++*count;
-    if (m.has_step && m.step >= 0 && m.step < 2e9 && m.step != floor(m.step))
-        return -1; /* 2.5 is no step: the line is skipped, never truncated */
+    if (m.bad_step || (m.has_step && !(m.step >= 0 && m.step < 2e9 && m.step == floor(m.step))))
+        return -1; /* 2.5, -4, 1e300 or "5" is no step: the line is skipped, never guessed */
     if (m.has_step && m.step >= 0 && m.step < 2e9)
         return (int)m.step; /* 0-based series are shifted by the reader */
     if (m.has_samples && st->mllog_batch > 0 && m.samples >= 0 &&

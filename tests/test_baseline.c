@@ -472,6 +472,28 @@ static void test_scenario_diff_cut(void **state)
     assert_true(((unsigned char)cut[-1] & 0xC0) != 0xC0); /* no lead byte left alone */
     assert_true(((unsigned char)cut[-2] == 0xc3 && (unsigned char)cut[-1] == 0xa9) ||
                 (unsigned char)cut[-1] == '"');
+    /* more fields than fit: whole fields, then how many more (the list was cut mid-name) */
+    char many_a[2048] = "{", many_b[2048] = "{";
+    for (int i = 0; i < 40; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "%s\"field_number_%02d\": %d", i ? ", " : "", i, i);
+        strcat(many_a, f);
+        snprintf(f, sizeof f, "%s\"field_number_%02d\": %d", i ? ", " : "", i, i + 100);
+        strcat(many_b, f);
+    }
+    strcat(many_a, "}");
+    strcat(many_b, "}");
+    char small[200];
+    assert_int_equal(scenario_json_diff(many_a, many_b, small, sizeof small), 40);
+    char *more = strstr(small, ", and ");
+    assert_non_null(more);
+    assert_true(more[-1] == ')'); /* the last field shown is whole */
+    int shown = 0;
+    for (const char *p = small; (p = strstr(p, "field_number_")) != NULL; p++)
+        shown++;
+    char want[32];
+    snprintf(want, sizeof want, ", and %d more", 40 - shown);
+    assert_string_equal(more, want);
 }
 
 /* a scenario line that is not the name in scenario_json is refused, naming its line */

@@ -1140,8 +1140,10 @@ char *scenario_canonical_json(const char *json)
 typedef struct {
     char *out;
     size_t len, used;
-    int count;
+    int count, shown; /* fields that differ, and those written whole into out */
 } diff_list;
+
+#define DIFF_MORE_RESERVE 24 /* out's bytes kept for ", and N more" */
 
 #define DIFF_VALUE_MAX 60 /* bytes of a value shown in a scenario diff */
 
@@ -1169,10 +1171,13 @@ static void diff_add(diff_list *d, const char *path, const json_t *a, const json
     char ca[DIFF_VALUE_MAX + 4], cb[DIFF_VALUE_MAX + 4];
     diff_value(va, ca);
     diff_value(vb, cb);
-    if (d->used < d->len) {
-        int n = snprintf(d->out + d->used, d->len - d->used, "%s%s (%s vs %s)",
-                         d->count ? ", " : "", path, ca, cb);
-        d->used += n > 0 ? (size_t)n : 0;
+    /* a field is written whole or not at all: never cut in the middle of a name */
+    int n = snprintf(NULL, 0, "%s%s (%s vs %s)", d->shown ? ", " : "", path, ca, cb);
+    if (n > 0 && d->used + (size_t)n + DIFF_MORE_RESERVE < d->len && d->shown == d->count) {
+        snprintf(d->out + d->used, d->len - d->used, "%s%s (%s vs %s)", d->shown ? ", " : "",
+                 path, ca, cb);
+        d->used += (size_t)n;
+        d->shown++;
     }
     d->count++;
     free(va);
@@ -1212,10 +1217,13 @@ int scenario_json_diff(const char *a, const char *b, char *out, size_t len)
     json_t *ja = a ? json_loads(a, 0, &e) : NULL, *jb = b ? json_loads(b, 0, &e) : NULL;
     int n = -1;
     if (ja && jb) {
-        diff_list d = {out, len, 0, 0};
+        diff_list d = {out, len, 0, 0, 0};
         if (len)
             out[0] = 0;
         diff_values(&d, "", ja, jb);
+        if (d.count > d.shown && d.used < len)
+            snprintf(out + d.used, len - d.used, "%sand %d more", d.shown ? ", " : "",
+                     d.count - d.shown);
         n = d.count;
     }
     json_decref(ja);

@@ -289,4 +289,18 @@ sleep 0.3; kill -TERM "$pid"; wait "$pid"; code=$?
 [ "$code" = 143 ] && pass || fail "SIGTERM during setup (existing store): exit $code, want 143"
 [ "$(sha256sum "$db")" = "$before" ] && pass || fail "SIGTERM during setup changed the store"
 
+echo "# outputs that only fail when written: a directory at a checkpoint file's temporary twin,"
+echo "# a file of /proc (root opens it for writing, the write fails): refused before the run"
+mkdir -p "$T/tmpdir/model.safetensors.tmp"
+hostile "--save over a directory at model.safetensors.tmp" "model.safetensors.tmp is a directory" -- run "$tiny" --steps 1 --save "$T/tmpdir"
+mkdir -p "$T/tmpinit/config.json.tmp"
+expect 2 "init over a directory at config.json.tmp" -- "$H" init "$tiny" "$T/tmpinit"; says "config.json.tmp is a directory"
+[ ! -e "$T/tmpinit/model.safetensors" ] && pass || fail "init left model.safetensors without config.json"
+hostile "--dump-batches at /proc/version" "a file of the kernel's /proc or /sys" -- run "$tiny" --steps 1 --dump-batches /proc/version
+
+echo "# model_type of another JSON type is refused for every family (gpt2 and bert took it)"
+sed 's/"config": {/"config": {"model_type": 1, /' "$tiny" >"$T/mtype.json"
+grep -q '"model_type": 1' "$T/mtype.json" && pass || fail "mtype.json lacks its model_type"
+hostile "model_type 1" "model_type: must be a string, not an integer" -- run "$T/mtype.json" --steps 1
+
 finish

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,6 +261,46 @@ static void test_bad_vocab_txt(void **state)
     assert_int_equal(tokenizer_open("wordpiece", tu_source_path("tests/data"), &t), 2);
 }
 
+/* vocab.txt with the tokenizer_config.json text cfg beside it in a folder of its own: what
+ * tokenizer_open returns */
+static int open_with_config(const char *cfg)
+{
+    char dir[256], vocab[300], config[300];
+    snprintf(dir, sizeof dir, "%s", tu_temp_path(".wpcfg"));
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(vocab, sizeof vocab, "%s/vocab.txt", dir);
+    snprintf(config, sizeof config, "%s/tokenizer_config.json", dir);
+    FILE *f = fopen(vocab, "wb");
+    assert_non_null(f);
+    fputs("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n", f);
+    fclose(f);
+    assert_non_null(f = fopen(config, "wb"));
+    fputs(cfg, f);
+    fclose(f);
+    tokenizer *t = NULL;
+    int rc = tokenizer_open("wordpiece", vocab, &t);
+    tokenizer_free(t);
+    remove(config);
+    remove(vocab);
+    rmdir(dir);
+    return rc;
+}
+
+/* a special token tokenizer_config.json names is the vocabulary's or an error: a mask_token or
+ * pad_token not in it was replaced by [MASK] / [PAD] without a word; a number was ignored */
+static void test_config_special_tokens(void **state)
+{
+    (void)state;
+    assert_int_equal(open_with_config("{\"mask_token\": \"[NOPE]\"}"), 2);
+    assert_int_equal(open_with_config("{\"pad_token\": \"[NOPE]\"}"), 2);
+    assert_int_equal(open_with_config("{\"unk_token\": 5}"), 2);
+    assert_int_equal(open_with_config("{\"cls_token\": [\"[CLS]\"]}"), 2);
+    assert_int_equal(open_with_config("{\"mask_token\": {\"content\": 7}}"), 2);
+    assert_int_equal(open_with_config("{\"mask_token\": \"the\", \"pad_token\": null}"), 0);
+    assert_int_equal(open_with_config("{\"mask_token\": {\"content\": \"[MASK]\"}}"), 0);
+    assert_int_equal(open_with_config("{}"), 0);
+}
+
 static void test_bad_tokenizer_json(void **state)
 {
     (void)state;
@@ -330,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_probe_uncased),
         cmocka_unit_test(test_probe_keep_accents),
         cmocka_unit_test(test_published_minilm),
+        cmocka_unit_test(test_config_special_tokens),
         cmocka_unit_test(test_bad_vocab_txt),
         cmocka_unit_test(test_bad_tokenizer_json),
         cmocka_unit_test(test_hostile_combining_run),

@@ -434,12 +434,16 @@ int wp_load_json(wordpiece *w, const char *path)
 /* ---- vocab.txt and tokenizer_config.json ------------------------------------------------------ */
 
 /* a special token's name from tokenizer_config.json: a string or {"content": string} */
+/* the special token tokenizer_config.json names under key (a string, or an AddedToken object's
+ * "content"), dflt when it names none (absent or null); NULL when the key holds another type */
 static const char *config_token(json_t *cfg, const char *key, const char *dflt)
 {
     json_t *v = json_object_get(cfg, key);
     if (json_is_object(v))
         v = json_object_get(v, "content");
-    return json_is_string(v) ? json_string_value(v) : dflt;
+    if (!v || json_is_null(v))
+        return dflt;
+    return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 static int config_flag(json_t *cfg, const char *key, int dflt, int *out, const char *where)
@@ -509,14 +513,21 @@ static int read_vocab_lines(wordpiece *w, const char *path, const char *text, si
  * each one present is an added token, matched in the raw text (as BertTokenizer does) */
 static int vocab_specials(wordpiece *w, json_t *cfg, const char *path)
 {
-    const char *names[5] = {config_token(cfg, "unk_token", "[UNK]"),
-                            config_token(cfg, "sep_token", "[SEP]"),
-                            config_token(cfg, "pad_token", "[PAD]"),
-                            config_token(cfg, "cls_token", "[CLS]"),
-                            config_token(cfg, "mask_token", "[MASK]")};
+    static const char *const keys[5] = {"unk_token", "sep_token", "pad_token", "cls_token",
+                                        "mask_token"};
+    static const char *const dflt[5] = {"[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"};
+    const char *names[5];
     int32_t *ids[5] = {&w->unk_id, &w->sep_id, &w->pad_id, &w->cls_id, &w->mask_id};
     for (int i = 0; i < 5; i++) {
+        if (!(names[i] = config_token(cfg, keys[i], dflt[i])))
+            return bad(path, "tokenizer_config.json beside it: %s must be a token (a string or "
+                             "{\"content\": ...}) or null", keys[i]);
         *ids[i] = lookup(w, names[i]);
+        /* a token the config names is the vocabulary's, or an error (a missing [PAD]/[MASK]
+         * by default is no error: the MLM data says what it needs) */
+        if (*ids[i] < 0 && cfg && json_object_get(cfg, keys[i]) && names[i] != dflt[i])
+            return bad(path, "tokenizer_config.json beside it names %s \"%.64s\", which is not "
+                             "in the vocabulary", keys[i], names[i]);
         int rc = *ids[i] >= 0 ? add_special(w, names[i], *ids[i], path) : 0;
         if (rc)
             return rc;

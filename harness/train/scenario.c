@@ -303,6 +303,8 @@ static int exactly_one(const src *mx, json_t *m, const char *a, const char *b, i
 static int check_model_type(const part *cfg, const model_family *f)
 {
     json_t *t = json_object_get(cfg->obj, "model_type");
+    if (t && !json_is_string(t))
+        return fail(&cfg->at, "model_type", "must be a string, not %s", json_type_name(t));
     if (json_is_string(t) && !model_family_reads_type(f, json_string_value(t)))
         return fail(&cfg->at, "model_type", "\"%.64s\" is not a %s config",
                     json_string_value(t), f->name);

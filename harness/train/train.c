@@ -387,6 +387,13 @@ int train_check_save_dir(const char *what, const char *dir)
                       path);
             return EXIT_USAGE;
         }
+        /* each file is written as NAME.tmp, then renamed: a directory there cannot be removed */
+        snprintf(path, sizeof path, "%s/%s.tmp", dir, names[i]);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            log_error("%s %s: %s is a directory, where the checkpoint writes its temporary file",
+                      what, dir, path);
+            return EXIT_USAGE;
+        }
     }
     return 0;
 }

@@ -11,6 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#endif
 
 #include "input_file.h"
 #include "util.h"
@@ -135,6 +139,20 @@ int output_is_input(const char *path)
     return stat(path, &st) == 0 && input_was_read(&st);
 }
 
+/* 1 when path is on procfs or sysfs: such files open for writing as root and then refuse (or
+ * take) what is written, so the run would fail at its first write, or change a kernel setting */
+static int kernel_file(const char *path)
+{
+#ifdef __linux__
+    struct statfs fs;
+    return statfs(path, &fs) == 0 &&
+           (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC);
+#else
+    (void)path;
+    return 0;
+#endif
+}
+
 int output_check_target(const char *what, const char *path)
 {
     struct stat st;
@@ -159,6 +177,11 @@ int output_check_target(const char *what, const char *path)
         log_error("%s: cannot write %s: it is a %s, not a regular file (or a character device "
                   "such as /dev/null)", path, what,
                   S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket" : "block device");
+        return EXIT_USAGE;
+    }
+    if (kernel_file(path)) {
+        log_error("%s: cannot write %s there: it is a file of the kernel's /proc or /sys, not "
+                  "a place for output", path, what);
         return EXIT_USAGE;
     }
     if (input_was_read(&st)) {

@@ -206,10 +206,22 @@ png_ok "$T/lnrep/plots/loss_1.png" && pass || fail "report: loss_1.png is no PNG
 ln -s "$T/nowhere" "$T/dangling-rep"
 expect 2 "report --out a dangling link" -- "$H" report 1 --out "$T/dangling-rep" --db "$db"; says "target is missing"
 expect 2 "report of an unknown run" -- "$H" report 99 --out "$T/rep3" --db "$db"
-# without a usable baseline a run that finished ok is skipped, one that diverged still fails
-expect 0 "report, no usable baseline, a run that finished" -- "$H" report 1 --baseline nosuch --out "$T/rep5" --db "$db" --no-plots
+# without a usable baseline (the scenario's default label is nowhere) a run that finished ok is
+# skipped, one that diverged still fails; a --baseline given that is not there is an input error
+sed 's/"baseline": "cpu"/"baseline": "nolabel"/' "$T/lr.json" >"$T/nolabel.json"
+sed 's/"baseline": "cpu"/"baseline": "nolabel"/' "$T/huge.json" >"$T/nolabel-huge.json"
+grep -q '"nolabel"' "$T/nolabel.json" && grep -q '"nolabel"' "$T/nolabel-huge.json" && pass || fail "the nolabel scenarios name no label nolabel"
+expect 0 "a run of a scenario without baseline" -- "$H" run "$T/nolabel.json" --steps 3 --db "$db" --quiet
+nl_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
+expect 1 "a diverged run of a scenario without baseline" -- "$H" run "$T/nolabel-huge.json" --steps 20 --db "$db" --quiet
+nl_div_run=$(sed -n 's/^run \([0-9]*\):.*/\1/p' "$T/out")
+expect 2 "report --baseline of no such label" -- "$H" report 1 --baseline nosuch --out "$T/rep-nosuch" --db "$db" --no-plots
+says "no baseline 'nosuch'"; [ ! -e "$T/rep-nosuch" ] && pass || fail "report --baseline nosuch made its folder"
+expect 2 "report --baseline of no such run" -- "$H" report 1 --baseline 999 --out "$T/rep-nosuch" --db "$db" --no-plots
+expect 2 "report --since --baseline of no such label" -- "$H" report --since 1 --baseline nosuch --db "$db"
+expect 0 "report, no usable baseline, a run that finished" -- "$H" report "$nl_run" --out "$T/rep5" --db "$db" --no-plots
 grep -q '<skipped' "$T/rep5/junit.xml" && pass || fail "junit: a run without baseline is not skipped"
-expect 1 "report, no usable baseline, a diverged run" -- "$H" report "$div_run" --baseline nosuch --out "$T/rep6" --db "$db" --no-plots
+expect 1 "report, no usable baseline, a diverged run" -- "$H" report "$nl_div_run" --out "$T/rep6" --db "$db" --no-plots
 grep -q '<failure type="diverged" message="the run.s status is diverged' "$T/rep6/junit.xml" && pass || { fail "junit: a diverged run without baseline is no failure"; cat "$T/rep6/junit.xml"; }
 grep -q 'diverged (no baseline)' "$T/rep6/report.md" && pass || fail "report.md: no 'diverged (no baseline)'"
 xml_ok "$T/rep6/junit.xml" && pass || fail "junit.xml of a diverged run without baseline is not XML"

@@ -322,7 +322,9 @@ static int scenario_seen(const run_set *s, int i)
 
 /* What the deciding verdict of each scenario needs beyond its baseline (the golden named or
  * needed, an ensemble baseline), checked before the report makes anything: 0, or 2 after a
- * message. A row without a usable baseline is no error here: it gets its row. */
+ * message. A row without a usable default baseline is no error here: it gets its row; a
+ * --baseline given that is not there for a scenario (no such label or run, unfinished, another
+ * scenario) is, as it is for compare. */
 static int verdict_inputs_ready(store *st, const report_args *a, const run_set *s)
 {
     baseline_query q = {a->baseline, NULL, a->baselines, a->force, -1, NULL, a->golden,
@@ -333,8 +335,12 @@ static int verdict_inputs_ready(store *st, const report_args *a, const run_set *
             continue;
         judge_failure why;
         char *json = store_get_run_json(st, s->rows[i].id);
-        rc = judge_verdict_inputs_known(st, &q, s->rows[i].scenario, json,
-                                        s->rows[i].scenario_hash, s->rows[i].dtype, &why);
+        if (a->baseline)
+            rc = judge_baseline_known(st, &q, s->rows[i].scenario, json,
+                                      s->rows[i].scenario_hash, s->rows[i].dtype);
+        if (!rc)
+            rc = judge_verdict_inputs_known(st, &q, s->rows[i].scenario, json,
+                                            s->rows[i].scenario_hash, s->rows[i].dtype, &why);
         free(json);
     }
     return rc ? EXIT_USAGE : 0;

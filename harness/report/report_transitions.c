@@ -114,18 +114,21 @@ static const char *unjudged_verdict(const char *status)
     return strcmp(status, "diverged") == 0 ? "diverged" : "incomplete";
 }
 
-/* the stored verdict of a comparison with a baseline, else one judged now (not stored); without
- * a usable baseline, unjudged_verdict. 0, or 2 after a message: a golden or a verdict input
- * that was asked for is not there (as compare says it) */
+/* the stored verdict of a comparison with a baseline, else one judged now (not stored); with
+ * --baseline (q->spec) always one judged now against it; without a usable baseline,
+ * unjudged_verdict. 0, or 2 after a message: a golden, a verdict input or the --baseline that
+ * was asked for is not there (as compare says it) */
 static int run_verdict(store *st, int64_t id, const baseline_query *q, char out[16])
 {
-    int rc = store_last_baseline_verdict(st, id, out);
+    int named = q->spec && q->spec[0];
+    int rc = named ? 1 : store_last_baseline_verdict(st, id, out);
     if (rc != 1)
         return rc;
     judgement j;
     int failed = judge_run(st, id, q, &j) != 0;
     int input_error = failed && (j.failure == JUDGE_NO_RUN ||
-                                 judge_failure_is_input_error(j.failure));
+                                 judge_failure_is_input_error(j.failure) ||
+                                 (named && j.failure == JUDGE_NO_BASELINE));
     if (!failed)
         snprintf(out, 16, "%s", verdict_name(j.res.v));
     else if (!input_error)

@@ -323,4 +323,19 @@ expect 2 "report --since with the store at transitions.md" -- "$H" report --sinc
 [ "$(cat "$T/inrep/report.csv" "$T/inrep/plots/loss_1.png" | sha256sum)" = "$sum_before" ] && pass || fail "report wrote over a store in its --out"
 [ ! -e "$T/inrep/report.md" ] && pass || fail "a refused report wrote report.md"
 
+# ---- baseline subcommands take only their own options (import took --json, --device,
+# --ensemble and recorded a run); pull checks its label and store before the network; an
+# over-long --out is a usage error (it was exit 1 after the write failed)
+snapshot
+expect 2 "baseline import --json" -- "$H" baseline import "$SRC/baselines/gpt2-tiny.cpu.baseline" --json --db "$db"; says "--json does not go with 'baseline import'"
+expect 2 "baseline import --device" -- "$H" baseline import "$SRC/baselines/gpt2-tiny.cpu.baseline" --device nosuch --db "$db"; says "--device does not go with"
+expect 2 "baseline list --replace" -- "$H" baseline list --replace --db "$db"; says "--replace does not go with 'baseline list'"
+expect 2 "baseline push --label" -- "$H" baseline push "$SRC/baselines/gpt2-tiny.cpu.baseline" http://127.0.0.1:1/x --label y; says "--label does not go with 'baseline push'"
+expect 2 "baseline pull, a bad label, before the network" -- env HARNESS_BASELINE_CACHE="$T/bcache" "$H" baseline pull http://127.0.0.1:1/x.baseline --sha256 "$(printf '%064d' 0)" --label a/b --db "$db"
+says "label 'a/b' holds '/'"; [ ! -e "$T/bcache" ] && pass || fail "pull with a bad label fetched into the cache"
+echo "not a db" >"$T/notdb.txt"
+expect 2 "baseline pull into a non-store, before the network" -- "$H" baseline pull http://127.0.0.1:1/x.baseline --sha256 "$(printf '%064d' 0)" --db "$T/notdb.txt"; says "not a SQLite database"
+expect 2 "baseline record --out an over-long name" -- "$H" baseline record 1 --label long --out "$T/$(printf 'a%.0s' $(seq 300))" --db "$db"; says "the path is too long"
+unchanged "baseline subcommands with options of others"
+
 finish

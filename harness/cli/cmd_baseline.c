@@ -51,6 +51,7 @@ static void baseline_usage(void)
 typedef struct {
     const char *label, *dir, *out, *db, *sha256, *ensemble, *device;
     int replace, json;
+    int db_given; /* --db was on the command line (else db is the default) */
     const char *pos[3];
     int n_pos;
 } bl_args;
@@ -58,7 +59,6 @@ typedef struct {
 static int parse_bl_args(int argc, char **argv, bl_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->db = DEFAULT_DB;
     const cmd_opt opts[] = {
         {"--label", &a->label, NULL}, {"--dir", &a->dir, NULL},
         {"--out", &a->out, NULL},     {"--db", &a->db, NULL},
@@ -68,6 +68,9 @@ static int parse_bl_args(int argc, char **argv, bl_args *a)
         {NULL, NULL, NULL},
     };
     int rc = cmd_parse(argc, argv, opts, a->pos, 3, &a->n_pos);
+    a->db_given = a->db != NULL;
+    if (!a->db)
+        a->db = DEFAULT_DB;
     if (rc == 1)
         baseline_usage();
     return rc == 1 ? -1 : rc;
@@ -132,6 +135,11 @@ static int check_record_place(const bl_args *a)
     char parent[4200];
     struct stat sb;
     if (a->out) {
+        const char *base = strrchr(a->out, '/') ? strrchr(a->out, '/') + 1 : a->out;
+        if (strlen(a->out) >= PATH_MAX || strlen(base) > NAME_MAX)
+            return cmd_usage_error("baseline", "--out %.64s...: the path is too long (at most "
+                                               "%d bytes, a name at most %d)", a->out,
+                                   PATH_MAX - 1, NAME_MAX);
         path_dirname(a->out, parent, sizeof parent);
         if (output_names_store(a->out, a->db))
             return cmd_usage_error("baseline", "--out %s is the store (--db %s) or one of its "
@@ -458,6 +466,14 @@ static int pull(const bl_args *a)
     if (a->n_pos != 2 || !a->sha256)
         return cmd_usage_error("baseline", "pull needs a URL and --sha256 HEX (its digest, as "
                                            "push printed it)");
+    /* the label and the store first: nothing is fetched (and kept) for an import that would
+     * be refused */
+    if (a->label && label_findable(a->label))
+        return EXIT_USAGE;
+    store *st = NULL;
+    if (store_file_has_data(a->db) && store_open(a->db, &st) != 0)
+        return EXIT_USAGE;
+    store_close(st);
     char path[4096];
     int rc = baseline_url_fetch(a->pos[1], a->sha256, path, sizeof path);
     if (rc)
@@ -560,6 +576,41 @@ static int list(const bl_args *a)
     return rc;
 }
 
+/* every option given goes with the subcommand (the parser is shared: import took --json,
+ * --device and --ensemble and ignored them); 0, or 2 after a message */
+static int check_options_fit(const bl_args *a, const char *sub)
+{
+    static const struct {
+        const char *sub, *allowed;
+    } fits[] = {{"record", " --label --dir --out --db --ensemble --device "},
+                {"import", " --label --replace --db "},
+                {"list", " --db --json "},
+                {"pull", " --sha256 --label --replace --db "},
+                {"push", " "}};
+    const struct {
+        const char *name;
+        int given;
+    } given[] = {{"--label", a->label != NULL},     {"--dir", a->dir != NULL},
+                 {"--out", a->out != NULL},         {"--db", a->db_given},
+                 {"--sha256", a->sha256 != NULL},   {"--ensemble", a->ensemble != NULL},
+                 {"--device", a->device != NULL},   {"--replace", a->replace},
+                 {"--json", a->json}};
+    const char *allowed = NULL;
+    for (size_t i = 0; i < sizeof fits / sizeof fits[0]; i++)
+        if (strcmp(fits[i].sub, sub) == 0)
+            allowed = fits[i].allowed;
+    if (!allowed)
+        return 0; /* an unknown subcommand is said below */
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++) {
+        char padded[32];
+        snprintf(padded, sizeof padded, " %s ", given[i].name);
+        if (given[i].given && !strstr(allowed, padded))
+            return cmd_usage_error("baseline", "%s does not go with 'baseline %s'",
+                                   given[i].name, sub);
+    }
+    return 0;
+}
+
 int cmd_baseline(int argc, char **argv)
 {
     bl_args a;
@@ -568,6 +619,8 @@ int cmd_baseline(int argc, char **argv)
         return rc < 0 ? EXIT_PASS : rc;
     if (a.n_pos == 0)
         return cmd_usage_error("baseline", "give a subcommand: record, import, list, pull or push");
+    if ((rc = check_options_fit(&a, a.pos[0])) != 0)
+        return rc;
     if (strcmp(a.pos[0], "record") == 0)
         return record(&a);
     if (strcmp(a.pos[0], "import") == 0)

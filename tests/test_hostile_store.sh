@@ -144,6 +144,9 @@ if [ -n "$other" ]; then
     expect 1 "baseline record with a write-protected store in $f" -- $other "$H" baseline record 1 --label x --out "$T/rwfolder/x$f.baseline" --db "$T/$f/h.db"
     says "the store is write-protected here"
     [ ! -e "$T/rwfolder/x$f.baseline" ] && pass || fail "baseline record wrote a file it could not label"
+    # ops ran every check, then failed on SQLite's 'attempt to write a readonly database', exit 2
+    expect 1 "ops with a write-protected store in $f" -- $other "$H" ops --device cpu --op add --db "$T/$f/h.db"
+    says "the store is write-protected here"; [ ! -s "$T/out" ] && pass || fail "ops ran its checks before refusing the store"
     sha256sum <"$T/$f/h.db" | cmp -s - "$T/db.sha" && pass || fail "the write-protected store in $f changed"
     ls "$T/$f/h.db-"* >/dev/null 2>&1 && fail "reading a write-protected store left $(ls "$T/$f/h.db-"*)" || pass
   done

@@ -14,6 +14,9 @@ expect 2 "unknown option" -- "$H" ops --bogus; says "--bogus"
 expect 2 "unknown op" -- "$H" ops --op nosuch --device cpu; says "nosuch"
 expect 2 "unknown op in a list" -- "$H" ops --op gelu_forward,nosuch --device cpu; says "nosuch"
 expect 2 "bad mode" -- "$H" ops --mode fast; says "fast"
+# a device list is checked whole before any check runs (cpu's checks ran first, then exit 2)
+expect 2 "an unknown device after a known one" -- "$H" ops --device cpu,nosuch --op add; says "unknown device 'nosuch'"
+[ ! -s "$T/out" ] && pass || fail "ops ran checks before refusing the device list: $(head -3 "$T/out")"
 expect 2 "--mode without value" -- "$H" ops --mode
 expect 2 "--device without value" -- "$H" ops --device
 expect 2 "empty --device" -- "$H" ops --device=

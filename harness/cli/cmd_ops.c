@@ -557,10 +557,19 @@ int cmd_ops(int argc, char **argv)
     int rc = parse_ops_args(argc, argv, &a);
     if (rc)
         return rc < 0 ? EXIT_PASS : rc;
-    if (a.db && opdb_check(a.db)) /* refuse a bad --db before the work, not after */
-        return EXIT_USAGE;
+    if (a.db && (rc = opdb_check(a.db)) != 0) /* refuse a bad --db before the work, not after */
+        return rc;
     if (a.ndev == 0)
         default_devices(&a);
+    for (int k = 0; k < a.ndev; k++) { /* every device opens before any check runs */
+        char err[512];
+        device *d = device_open(a.devices[k], err, sizeof err);
+        if (!d) {
+            log_error("ops: --device %s: %s", a.devices[k], err);
+            return EXIT_USAGE;
+        }
+        device_close(d);
+    }
     device *ref = strcmp(a.mode, "test") == 0 ? open_device(REFERENCE) : NULL;
     if (strcmp(a.mode, "test") == 0 && !ref)
         return EXIT_USAGE;

@@ -98,13 +98,20 @@ static int insert_all(sqlite3 *db, const char *path, const op_row *rows, int n)
 
 /* the store module opens (creating or migrating) the file, so it is a harness store that
  * `harness run` accepts later, and anything else is refused with the store's message */
-/* opens path as a harness store, creating and migrating it as needed; 0, or 2 after a message */
+/* opens path as a harness store, creating and migrating it as needed; 0, 2 after a message,
+ * or 1 when the store is write-protected here (as run says it: the results cannot be kept) */
 static int open_as_store(const char *path)
 {
     store *st = NULL;
     if (store_open(path, &st) != 0)
         return EXIT_USAGE;
+    int protected_here = store_is_readonly(st);
     store_close(st);
+    if (protected_here) {
+        log_error("ops: %s: the store is write-protected here (its file or folder is not "
+                  "writable by this process): the results could not be recorded", path);
+        return EXIT_FAIL;
+    }
     return 0;
 }
 

@@ -341,4 +341,10 @@ expect 2 "baseline pull into a non-store, before the network" -- "$H" baseline p
 expect 2 "baseline record --out an over-long name" -- "$H" baseline record 1 --label long --out "$T/$(printf 'a%.0s' $(seq 300))" --db "$db"; says "the path is too long"
 unchanged "baseline subcommands with options of others"
 
+# ---- an option given another option as its value: the value is said to be missing (report
+# --out --db F said 'no database at harness.db', ingest --device --db F 'F: No such file')
+expect 2 "report --out --db" -- "$H" report 1 --out --db "$db"; says "--out needs a value (the next argument, --db"
+expect 2 "compare --baseline --db" -- "$H" compare 1 --baseline --db "$db"; says "--baseline needs a value"
+expect 2 "ingest --device --db" -- "$H" ingest "$T/none.log" --device --db "$db"; says "--device needs a value"
+
 finish

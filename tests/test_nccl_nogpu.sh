@@ -46,8 +46,11 @@ expect 2 "run --comm without a value" -- "$H" run "$SCN" --comm
 expect 2 "run --compare --comm nccl" -- "$H" run "$SCN" --compare --comm nccl --db "$T/a.db"
 says "--comm goes with one run, not with --compare"
 expect 2 "comm-check --comm bogus" -- "$H" comm-check --comm bogus --db "$T/a.db"
-says "unknown option or bad value: --comm bogus"
+says "comm-check: --comm: 'bogus' is not mpi, nccl or auto"
 expect 2 "comm-check --comm ''" -- "$H" comm-check --comm "" --db "$T/a.db"
+# an unknown option is named alone (the next argument was glued to it), an empty --db is said so
+expect 2 "comm-check --bogus --db F" -- "$H" comm-check --bogus --db "$T/a.db"; says "unknown option '--bogus'"
+expect 2 "comm-check --db ''" -- "$H" comm-check --db ""; says "--db: an empty value"
 nothing_recorded "$T/a.db"
 
 if [ "$have_nccl" = 0 ]; then

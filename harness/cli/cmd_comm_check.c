@@ -25,7 +25,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: harness comm-check [--sizes MIN:MAX] [--op OP|all] [--iters N] [--warmup N]\n"
-            "                          [--values int|float] [--comm mpi|nccl] [--comm-timeout S]\n"
+            "                          [--values int|float] [--comm mpi|nccl|auto] [--comm-timeout S]\n"
             "                          [--device SPEC] [--db FILE]\n\n"
             "Checks the collectives of the communicator the launcher gives (mpirun, srun, or\n"
             "one rank: docs/ranks.md), as nccl-tests does: for each size from MIN to MAX\n"
@@ -41,8 +41,10 @@ static void usage(FILE *f)
             "  --op OP          allreduce, allgather, reducescatter, broadcast or all (default)\n"
             "  --iters N        timed iterations per size (default 5), --warmup N untimed (1)\n"
             "  --values V       int (exact check, default) or float (fp32 bound)\n"
-            "  --comm C         mpi (host memory; the default) or nccl (the cuda device's\n"
-            "                   memory, one GPU per rank: cuda means cuda:LOCAL_RANK)\n"
+            "  --comm C         mpi (host memory), nccl (the cuda device's memory, one GPU\n"
+            "                   per rank: cuda means cuda:LOCAL_RANK) or auto, the default:\n"
+            "                   nccl for a cuda --device with several ranks when this build\n"
+            "                   has it, else mpi\n"
             "  --comm-timeout S the longest wait of any collective (default 300 s)\n"
             "  --device SPEC    the device recorded with the results (default cpu; cuda with\n"
             "                   --comm nccl, whose buffers it holds); mpi moves host memory\n"
@@ -100,10 +102,19 @@ static int parse_fault(cc_args *a)
 
 static int parse_one(cc_args *a, int argc, char **argv, int *i)
 {
-    const char *arg = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    if (!v)
-        return cmd_usage_error("comm-check", "unknown option or missing value: %s", arg);
-    (*i)++;
+    static const char *const known[] = {"--sizes", "--op", "--iters", "--warmup", "--values",
+                                        "--comm-timeout", "--device", "--comm", "--db"};
+    const char *arg = argv[*i];
+    int is_known = 0;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        is_known |= strcmp(arg, known[k]) == 0;
+    if (!is_known)
+        return cmd_usage_error("comm-check", "unknown option '%s'", arg);
+    if (*i + 1 >= argc)
+        return cmd_usage_error("comm-check", "%s needs a value", arg);
+    const char *v = argv[++*i];
+    if (cmd_nonempty("comm-check", arg, v))
+        return EXIT_USAGE;
     if (strcmp(arg, "--sizes") == 0)
         a->sizes = v;
     else if (strcmp(arg, "--op") == 0)
@@ -112,20 +123,22 @@ static int parse_one(cc_args *a, int argc, char **argv, int *i)
         return parse_int_opt(arg, v, 1, 100000, &a->o.iters);
     else if (strcmp(arg, "--warmup") == 0)
         return parse_int_opt(arg, v, 0, 100000, &a->o.warmup);
-    else if (strcmp(arg, "--values") == 0 && (!strcmp(v, "int") || !strcmp(v, "float")))
+    else if (strcmp(arg, "--values") == 0) {
+        if (strcmp(v, "int") != 0 && strcmp(v, "float") != 0)
+            return cmd_usage_error("comm-check", "--values: '%s' is not int or float", v);
         a->o.float_values = strcmp(v, "float") == 0;
-    else if (strcmp(arg, "--comm-timeout") == 0) {
+    } else if (strcmp(arg, "--comm-timeout") == 0) {
         if (parse_double(v, &a->timeout) || !(a->timeout > 0) || a->timeout > 86400)
             return cmd_usage_error("comm-check", "--comm-timeout: '%s' is not seconds in "
                                    "(0, 86400]", v);
-    } else if (strcmp(arg, "--device") == 0 && v[0])
+    } else if (strcmp(arg, "--device") == 0)
         a->device = v;
-    else if (strcmp(arg, "--comm") == 0 && comm_kind_parse(v) >= 0)
+    else if (strcmp(arg, "--comm") == 0) {
+        if (comm_kind_parse(v) < 0)
+            return cmd_usage_error("comm-check", "--comm: '%s' is not mpi, nccl or auto", v);
         a->comm = (comm_kind)comm_kind_parse(v);
-    else if (strcmp(arg, "--db") == 0 && v[0])
+    } else
         a->db = v;
-    else
-        return cmd_usage_error("comm-check", "unknown option or bad value: %s %s", arg, v);
     return 0;
 }
 

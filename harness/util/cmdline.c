@@ -37,6 +37,19 @@ int cmd_nonempty(const char *cmd, const char *what, const char *value)
     return cmd_usage_error(cmd, "%s: an empty value (a path or name must not be \"\")", what);
 }
 
+/* 1 when arg is an option of opts, by itself or as --name=value, or --help / -h */
+static int is_option_of(const char *arg, const cmd_opt *opts)
+{
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+        return 1;
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+    for (const cmd_opt *o = opts; o && o->name; o++)
+        if (strlen(o->name) == len && strncmp(arg, o->name, len) == 0)
+            return 1;
+    return 0;
+}
+
 static int parse_option(const char *cmd, int argc, char **argv, int *i, const cmd_opt *opts)
 {
     const char *arg = argv[*i], *eq = strchr(arg, '=');
@@ -50,6 +63,11 @@ static int parse_option(const char *cmd, int argc, char **argv, int *i, const cm
             *o->flag = 1;
         } else if (eq) {
             *o->value = eq + 1;
+        } else if (*i + 1 < argc && is_option_of(argv[*i + 1], opts)) {
+            /* "--out --db F": the value forgotten, never --db taken as a folder name (the
+             * message was then about F); --out=--db gives such a value on purpose */
+            return cmd_usage_error(cmd, "%s needs a value (the next argument, %s, is one of "
+                                        "this command's options)", o->name, argv[*i + 1]);
         } else if (*i + 1 < argc) {
             *o->value = argv[++*i];
         } else {

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "net/net.h"
 #include "util/util.h"
@@ -94,6 +95,10 @@ int cmd_fetch(int argc, char **argv)
         snprintf(cache_dir, sizeof cache_dir, "%s", cache);
     else if ((rc = hub_cache_default(cache_dir, sizeof cache_dir)))
         return rc;
+    struct stat sb; /* a cache that is there must be a folder: checked before the network */
+    if (stat(cache_dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return cmd_usage_error("fetch", "the cache %s%s is not a folder", cache_dir,
+                               cache ? " (--cache)" : " (HF_HUB_CACHE, HF_HOME or the default)");
     log_quiet = log_quiet || quiet;
     fetch_options o = {endpoint ? endpoint : hub_default_endpoint(), cache_dir, include,
                        hub_offline()};

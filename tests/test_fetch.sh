@@ -52,7 +52,7 @@ expect 2 "fetch a bad revision" -- "$H" fetch 'org/tiny@../x' --cache "$C"; says
 expect 2 "fetch an ftp endpoint" -- "$H" fetch org/tiny --cache "$C" --endpoint ftp://x; says "not an http"
 # a cache that is a file is refused before the network (it went to the server first)
 expect 2 "fetch --cache a file" -- "$H" fetch org/tiny --cache /dev/null --endpoint http://127.0.0.1:1; says "the cache /dev/null (--cache) is not a folder"
-expect 2 "fetch with HF_HUB_CACHE a file" -- env HF_HUB_CACHE=/dev/null "$H" fetch org/tiny --endpoint http://127.0.0.1:1; says "is not a folder (HF_HUB_CACHE"
+expect 2 "fetch with HF_HUB_CACHE a file" -- env HF_HUB_CACHE=/dev/null "$H" fetch org/tiny --endpoint http://127.0.0.1:1; says "the cache /dev/null (HF_HUB_CACHE, HF_HOME or the default) is not a folder"
 expect 0 "fetch org/tiny" -- "$H" fetch org/tiny --cache "$C"
 snap="$(cat "$T/out")"; commit="$(basename "$snap")"; RD="$C/models--org--tiny"
 [ "$snap" = "$RD/snapshots/$commit" ] && pass || fail "stdout is the snapshot folder: $snap"

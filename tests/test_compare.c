@@ -253,6 +253,10 @@ static void test_gates(void **state)
     assert_int_equal(run_compare(N, "ok", c, &r), VERDICT_FAIL);
     assert_true(r.throughput_gate_failed);
     assert_non_null(strstr(r.reason, "throughput 0.500x"));
+    /* a ratio that prints as its gate at 3 decimals gets the digits that tell them apart */
+    c.min_throughput_ratio = 0.5000001;
+    assert_int_equal(run_compare(N, "ok", c, &r), VERDICT_FAIL);
+    assert_non_null(strstr(r.reason, "throughput 0.5000000x of the baseline < 0.5000001x"));
     c = cfg();
     for (int i = 0; i < N; i++)
         run_steps[i].mem_peak_bytes = 3 << 19; /* 1.5x */

@@ -311,4 +311,31 @@ expect 0 "run clip 1.0" -- "$H" run "$T/onef.json" --db "$T/num.db" --quiet
 expect 0 "compare clip 1.0 against clip 1" -- "$H" compare 2 --baseline 1 --db "$T/num.db"
 prints "verdict: pass"
 
+# ---- figures at their edges, as docs/compare.md and docs/report.md define them: an infinite
+# difference is inf in the CSV (the cell was empty, read as unknown), an infinite RMSE is "inf"
+# in --json (it was null), nothing compared is NULL in the comparisons table (it was 0.0), a
+# -0 in a baseline file is the same baseline on every compare (it was imported again each time),
+# a failed gate prints the digits that tell the ratio from the gate
+section "figures at their edges"
+sed -e "s#\"data/corpus.txt\"#\"$SRC/scenarios/data/corpus.txt\"#" -e 's/"steps": 40/"steps": 10/' -e 's/"name": "gpt2-tiny"/"name": "g10"/' "$tiny" >"$T/g10.json"
+expect 0 "g10 run 1" -- "$H" run "$T/g10.json" --db "$T/e.db" --quiet
+expect 0 "g10 run 2" -- "$H" run "$T/g10.json" --db "$T/e.db" --quiet
+expect 0 "g10 golden" -- "$H" run "$T/g10.json" --golden --db "$T/e.db" --quiet
+expect 0 "g10 baseline" -- "$H" baseline record 1 --label cpu --out "$T/g10.baseline" --db "$T/e.db"
+sed '/^label:/d; s/^4 [^ ]*/4 nan/' "$T/g10.baseline" >"$T/g10nan.baseline"
+expect 1 "report against a baseline with a nan loss" -- "$H" report 2 --db "$T/e.db" --baseline "$T/g10nan.baseline" --no-plots --out "$T/repinf"
+grep -q ',fail,(by file),[0-9]*,10,inf,inf,4,' "$T/repinf/report.csv" && pass || fail "report.csv: an infinite max |dloss| is not inf: $(sed -n 2p "$T/repinf/report.csv")"
+grep -q "(by file)" "$T/repinf/report.md" && pass || fail "a baseline file without a label is not said to be by file"
+cp "$T/e.db" "$T/einf.db"; sqlite3 "$T/einf.db" "update steps set loss = 'inf' where run_id = 2 and step = 5"
+expect 1 "error_ratio of a run with an inf loss" -- "$H" compare 2 --db "$T/einf.db" --baseline "$T/g10.baseline" --verdict error_ratio --json
+grep -q '"rmse_run": "inf"' "$T/out" && pass || fail "--json: an infinite rmse_run is not \"inf\": $(grep rmse_run "$T/out")"
+awk '/^[0-9]+ / { if ($1 + 0 <= 6) next } { print }' "$T/g10.baseline" | sed -e '/^label:/d' -e 's/^steps: 10/steps: 4/' >"$T/g10late.baseline"
+cp "$T/e.db" "$T/enone.db"; sqlite3 "$T/enone.db" "delete from steps where run_id = 2 and step > 6"
+expect 1 "no step in common" -- "$H" compare 2 --db "$T/enone.db" --baseline "$T/g10late.baseline"
+[ "$(sqlite3 "$T/enone.db" "select quote(max_abs) || quote(max_rel) || quote(json_extract(details_json, '\$.loss.max_abs_step')) from comparisons")" = NULLNULLNULL ] && pass || fail "nothing compared is stored as $(sqlite3 "$T/enone.db" "select quote(max_abs), quote(max_rel) from comparisons")"
+sed '/^label:/d; s/^3 [^ ]*/3 -0/' "$T/g10.baseline" >"$T/g10neg0.baseline"
+before=$(sqlite3 "$T/e.db" "select count(*) from runs where imported = 1")
+for i in 1 2 3; do "$H" compare 2 --db "$T/e.db" --baseline "$T/g10neg0.baseline" >/dev/null 2>&1; done
+[ "$(sqlite3 "$T/e.db" "select count(*) from runs where imported = 1")" = $((before + 1)) ] && pass || fail "a -0 baseline imported $(( $(sqlite3 "$T/e.db" "select count(*) from runs where imported = 1") - before )) times in 3 compares"
+
 finish

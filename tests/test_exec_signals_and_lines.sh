@@ -86,4 +86,28 @@ full="./cmd.sh $huge"
 [ "${#kept}" = 65536 ] && [ "${kept%...}" != "$kept" ] && [ "${full#"${kept%...}"}" != "$full" ] && pass \
   || fail "the 100 KB command line: ${#kept} bytes kept, ending '${kept: -5}'"
 says "the command line is ${#full} bytes"
+echo "a signal while the harness's own reader has stopped reading: it records and exits, no wait"
+# the pass-through retried its blocked write after the signal: the harness stayed in it (and
+# the run 'running') until the reader went away
+pad=$(head -c 4000 /dev/zero | tr '\0' x)
+workload flood.sh "i=0; while :; do i=\$((i + 1)); echo \"HARNESS_STEP {\\\"v\\\":1,\\\"step\\\":\$i,\\\"loss\\\":2.5}\"; echo $pad; done"
+rm -f flood.rc flood.pid
+( "$H" exec --db flood.db -- ./flood.sh 2>/dev/null & echo $! > flood.pid; wait $!; echo $? > flood.rc ) | sleep $((120 * SLOW)) &
+reader=$!
+wait_until 60 "the flood's first step recorded" -- sh -c "[ -s flood.db ] && [ \"\$(sqlite3 flood.db 'select count(*) from steps' 2>/dev/null)\" -gt 0 ]"
+kill -TERM "$(cat flood.pid)"
+wait_until 20 "the harness to exit after SIGTERM with its reader stalled" -- test -s flood.rc
+[ "$(cat flood.rc 2>/dev/null)" = 1 ] && pass || fail "exec stopped by SIGTERM: exit $(cat flood.rc 2>/dev/null), want 1"
+[ "$(q flood.db 'select status from runs')" = failed ] && pass || fail "the flood run is $(q flood.db 'select status from runs'), want failed"
+pkill -P "$reader" sleep 2>/dev/null; kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null
+echo "exec --compare of a CMD that cannot start: its one error, no judging of a run rolled back"
+printf '#!/nonexistent/python\n' > noint.sh; chmod +x noint.sh
+expect 2 "exec --compare, CMD with a missing interpreter" -- "$H" exec --db noint.db --scenario "$SRC/scenarios/gpt2-tiny.json" --compare --baseline "$SRC/baselines/gpt2-tiny.cpu.baseline" -- ./noint.sh
+says "interpreter '/nonexistent/python' is not there"
+[ "$(grep -c 'error:' err)" = 1 ] && pass || fail "exec --compare of a CMD not started: $(cat err)"
+
+echo "ingest of any number of logs past 64 says so (past 65 it said 'unexpected argument')"
+mkdir -p many; for i in $(seq 0 99); do echo "HARNESS_STEP {\"v\":1,\"step\":1,\"loss\":$i}" > many/r$i.log; done
+expect 2 "ingest of 100 logs" -- "$H" ingest many/*.log --device a --db many.db; says "more than 64 log files"
+[ ! -e many.db ] && pass || fail "ingest of 100 logs made a store"
 finish

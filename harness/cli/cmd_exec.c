@@ -190,11 +190,13 @@ static int begin_and_start(store *st, const scenario *s, const char *name, const
     if (store_write_begin(st, "beginning the run") ||
         exec_begin_run(st, s, name, a->device, 0, run_id)) {
         store_write_end(st, 1);
+        *run_id = 0; /* rolled back: no run to judge */
         log_error("exec: the store cannot take the run; CMD was not run");
         return EXIT_USAGE;
     }
     if (child_start(a->cmd, c, err, sizeof err)) {
         store_write_end(st, 1);
+        *run_id = 0; /* rolled back with CMD not started: --compare has nothing to judge */
         log_error("exec: %s", err);
         *not_started = 1;
         return EXIT_USAGE;

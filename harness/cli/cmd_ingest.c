@@ -88,7 +88,13 @@ static int parse_ingest_args(int argc, char **argv, ingest_args *a)
                             {"--keys", &a->keys, NULL}, {"--baseline", &a->baseline, NULL},
                             {"--baselines", &a->baselines, NULL}, {"--compare", NULL, &a->compare},
                             {NULL, NULL, NULL}};
-    int rc = cmd_parse(argc, argv, opts, a->logs, MAX_LOGS + 1, &a->n_logs);
+    int many = cmd_count_positional(argc, argv, opts) > MAX_LOGS; /* any count past, not one */
+    int rc = many ? 0 : cmd_parse(argc, argv, opts, a->logs, MAX_LOGS + 1, &a->n_logs);
+    for (int i = 1; i < argc && many; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            rc = 1;
+    if (many && !rc)
+        return cmd_usage_error("ingest", "more than %d log files (the ranks of one run)", MAX_LOGS);
     if (rc == 1)
         ingest_usage(stdout);
     if (rc)

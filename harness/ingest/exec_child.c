@@ -203,13 +203,15 @@ int child_findable(const char *prog, char *err, size_t n)
     return 2;
 }
 
-/* writes all of data to fd; a failing terminal only stops the pass-through */
+/* writes all of data to fd; a failing terminal only stops the pass-through, and so does a
+ * signal passed on to CMD: a reader of the harness's output that stopped reading must not hold
+ * the harness in a blocked write (the run stayed 'running' until the reader went away) */
 static void pass_through(int fd, const char *data, size_t len, int *broken)
 {
-    while (len && !*broken) {
+    while (len && !*broken && !last_forwarded) {
         ssize_t w = write(fd, data, len);
         if (w < 0 && errno == EINTR)
-            continue;
+            continue; /* the loop's test ends it when the signal was one passed on */
         if (w <= 0) {
             *broken = 1;
             return;

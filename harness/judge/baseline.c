@@ -532,7 +532,8 @@ static int real_value(parser *ps, const char *name, const char *t, double *out)
         return perr(ps, name, "'%.40s' is out of range for a double", t);
     if (errno == ERANGE && x == 0)
         return perr(ps, name, "'%.40s' is too small for a double (it would read as 0)", t);
-    *out = x;
+    *out = x == 0 ? 0.0 : x; /* -0 is 0: SQLite stores it so, and the stored copy must be the
+                                same baseline (a -0 made a new import on every compare) */
     return 0;
 }
 

@@ -352,6 +352,33 @@ static int gate_failed(const compare_result *o)
     return o->band_failed;
 }
 
+/* the significant digits (at least 3) that print a and b apart: a failed gate never reads
+ * "0.950x < 0.950x" (a ratio of 0.94999999 against 0.95) */
+static int digits_apart(double a, double b)
+{
+    char x[40], y[40];
+    for (int p = 3; p < 17; p++) {
+        snprintf(x, sizeof x, "%.*g", p, a);
+        snprintf(y, sizeof y, "%.*g", p, b);
+        if (strcmp(x, y) != 0)
+            return p;
+    }
+    return 17;
+}
+
+/* a ratio and its gate as "%.3f", unless that prints them alike: then both with the
+ * significant digits that tell them apart (trailing zeros kept) */
+static void ratio_text(double v, double gate, char out[40], char g[40])
+{
+    snprintf(out, 40, "%.3f", v);
+    snprintf(g, 40, "%.3f", gate);
+    if (strcmp(out, g) == 0) {
+        int p = digits_apart(v, gate);
+        snprintf(out, 40, "%#.*g", p, v);
+        snprintf(g, 40, "%#.*g", p, gate);
+    }
+}
+
 static void fail_reason(compare_result *o, const series *run, const compare_config *c)
 {
     if (o->gate != GATE_BAND && gate_failed(o) && gate_reason(o))
@@ -365,24 +392,30 @@ static void fail_reason(compare_result *o, const series *run, const compare_conf
                                   ? &o->loss
                                   : &o->grad_norm;
     const tolerance *t = m == &o->loss ? &c->loss : &c->grad_norm;
+    char ratio[40], gate[40];
+    if (o->throughput_gate_failed)
+        ratio_text(o->throughput_ratio, c->min_throughput_ratio, ratio, gate);
+    else
+        ratio_text(o->memory_ratio, c->max_memory_ratio, ratio, gate);
+    double diff = fabs(m->first_fail_value - m->first_fail_ref);
+    int dp = digits_apart(diff, t->atol + t->rtol * fabs(m->first_fail_ref));
     if (m->first_fail && o->gate == GATE_BAND)
         snprintf(o->reason, sizeof o->reason,
-                 "%s at step %d: %.9g vs %.9g, |diff| %.3g > %.3g + %.3g*|ref|",
+                 "%s at step %d: %.9g vs %.9g, |diff| %.*g > %.3g + %.3g*|ref|",
                  m == &o->loss ? "loss" : "grad_norm", m->first_fail, m->first_fail_value,
-                 m->first_fail_ref, fabs(m->first_fail_value - m->first_fail_ref), t->atol,
-                 t->rtol);
+                 m->first_fail_ref, dp, diff, t->atol, t->rtol);
     else if (o->throughput_gate_failed && !isfinite(o->throughput_ratio))
         snprintf(o->reason, sizeof o->reason, "throughput is gated (>= %.3fx) but the run or "
                  "the baseline records no tokens/s", c->min_throughput_ratio);
     else if (o->throughput_gate_failed)
-        snprintf(o->reason, sizeof o->reason, "throughput %.3fx of the baseline < %.3fx",
-                 o->throughput_ratio, c->min_throughput_ratio);
+        snprintf(o->reason, sizeof o->reason, "throughput %sx of the baseline < %sx", ratio,
+                 gate);
     else if (o->memory_gate_failed && !isfinite(o->memory_ratio))
         snprintf(o->reason, sizeof o->reason, "peak memory is gated (<= %.3fx) but the run or "
                  "the baseline records none", c->max_memory_ratio);
     else if (o->memory_gate_failed)
-        snprintf(o->reason, sizeof o->reason, "peak memory %.3fx of the baseline > %.3fx",
-                 o->memory_ratio, c->max_memory_ratio);
+        snprintf(o->reason, sizeof o->reason, "peak memory %sx of the baseline > %sx", ratio,
+                 gate);
     else if (o->loss.compared == 0 && o->common_steps == 0)
         snprintf(o->reason, sizeof o->reason, "no step in common with the baseline (%d run steps, "
                  "%d baseline steps)", run->n, o->base_steps);

@@ -686,9 +686,10 @@ int judge_store(store *st, const judgement *j)
     json_t *details = judge_json(j);
     char *text = json_dumps_short(details, JSON_COMPACT);
     json_decref(details);
+    const metric_summary *loss = &j->res.loss; /* nothing compared: no difference (NULL) */
     int rc = store_add_comparison(st, j->run_id, j->base_id, verdict_name(j->res.v),
-                                  j->res.first_fail_step, j->res.loss.max_abs,
-                                  j->res.loss.max_rel, text);
+                                  j->res.first_fail_step, loss->compared ? loss->max_abs : NAN,
+                                  loss->compared ? loss->max_rel : NAN, text);
     free(text);
     return rc;
 }
@@ -891,9 +892,11 @@ static json_t *metric_json(const metric_summary *m, tolerance t)
     json_object_set_new(o, "compared", json_integer(m->compared));
     json_object_set_new(o, "failed", json_integer(m->failed));
     json_object_set_new(o, "max_abs", difference_json(m, m->max_abs));
-    json_object_set_new(o, "max_abs_step", json_integer(m->max_abs_step));
+    json_object_set_new(o, "max_abs_step",
+                        m->compared ? json_integer(m->max_abs_step) : json_null());
     json_object_set_new(o, "max_rel", difference_json(m, m->max_rel));
-    json_object_set_new(o, "max_rel_step", json_integer(m->max_rel_step));
+    json_object_set_new(o, "max_rel_step",
+                        m->compared ? json_integer(m->max_rel_step) : json_null());
     json_object_set_new(o, "first_failing_step",
                         m->first_fail ? json_integer(m->first_fail) : json_null());
     json_object_set_new(o, "rtol", json_num(t.rtol));
@@ -1014,8 +1017,8 @@ static json_t *error_ratio_json(const judgement *j)
     json_object_set_new(o, "golden_run", j->golden_id ? json_integer(j->golden_id) : json_null());
     json_object_set_new(o, "golden_origin", json_text(j->golden_origin));
     json_object_set_new(o, "compared", json_integer(e->compared));
-    json_object_set_new(o, "rmse_run", json_num(e->rmse_run));
-    json_object_set_new(o, "rmse_baseline", json_num(e->rmse_ref));
+    json_object_set_new(o, "rmse_run", json_num_inf(e->rmse_run));
+    json_object_set_new(o, "rmse_baseline", json_num_inf(e->rmse_ref));
     json_object_set_new(o, "ratio", e->compared ? json_num_inf(e->ratio) : json_null());
     json_object_set_new(o, "k", json_num(e->k));
     json_object_set_new(o, "floor", json_num(e->floor));

@@ -134,7 +134,9 @@ static void baseline_figures(report_row *row, const judgement *j)
     const baseline *b = &j->base;
     row->has_baseline = 1;
     row->base_id = j->base_id;
-    snprintf(row->label, sizeof row->label, "%s", b->label[0] ? b->label : "(by run id)");
+    /* no label: say how it was named (a file without a label: line was shown as by run id) */
+    const char *how = strncmp(j->origin, "run ", 4) == 0 ? "(by run id)" : "(by file)";
+    snprintf(row->label, sizeof row->label, "%s", b->label[0] ? b->label : how);
     snprintf(row->base_device, sizeof row->base_device, "%s", b->device);
     snprintf(row->base_device_name, sizeof row->base_device_name, "%s", b->device_name);
     row->base_steps = b->n_steps;

@@ -132,10 +132,13 @@ int report_markdown(const report *r, const char *path)
 
 /* ---- CSV ---- */
 
+/* a number; empty when unknown (NaN); inf / -inf as the Markdown and JSON write them */
 static void csv_num(FILE *f, double v)
 {
     if (isfinite(v))
         fprintf(f, ",%.17g", v);
+    else if (isinf(v))
+        fputs(v > 0 ? ",inf" : ",-inf", f);
     else
         fputs(",", f);
 }

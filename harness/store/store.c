@@ -1059,8 +1059,10 @@ int store_add_comparison(store *st, int64_t run_id, int64_t baseline_run_id, con
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 3, verdict, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK && first_failing_step > 0)
         rc = sqlite3_bind_int(s, 4, first_failing_step);
-    if (rc == SQLITE_OK) rc = store_bind_real(s, 5, max_abs);
-    if (rc == SQLITE_OK) rc = store_bind_real(s, 6, max_rel);
+    if (rc == SQLITE_OK) /* NaN: none (nothing compared), NULL */
+        rc = isnan(max_abs) ? sqlite3_bind_null(s, 5) : store_bind_real(s, 5, max_abs);
+    if (rc == SQLITE_OK)
+        rc = isnan(max_rel) ? sqlite3_bind_null(s, 6) : store_bind_real(s, 6, max_rel);
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 7, now, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 8, details_json, -1, SQLITE_STATIC);
     rc = rc == SQLITE_OK ? step_done(st, s, "recording a comparison", 1)

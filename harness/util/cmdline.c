@@ -103,6 +103,26 @@ int cmd_parse(int argc, char **argv, const cmd_opt *opts, const char **pos, int 
     return 0;
 }
 
+int cmd_count_positional(int argc, char **argv, const cmd_opt *opts)
+{
+    int n = 0, only_pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!only_pos && strcmp(a, "--") == 0) {
+            only_pos = 1;
+            continue;
+        }
+        if (only_pos || a[0] != '-' || !a[1]) {
+            n++;
+            continue;
+        }
+        for (const cmd_opt *o = opts; o && o->name; o++) /* an option's value is no argument */
+            if (o->value && strcmp(a, o->name) == 0 && i + 1 < argc)
+                i++;
+    }
+    return n;
+}
+
 int cmd_run_id(const char *cmd, const char *what, const char *s, int64_t *id)
 {
     long v;

@@ -16,6 +16,9 @@ typedef struct {
  * arguments go to pos (at most max_pos). An option value or a positional argument that is ""
  * is a usage error (every value of these commands is a path, a name or a number). Returns 0, 1
  * when --help was asked, 2 after a message. */
+/* how many positional arguments cmd_parse would find in argv (as it skips option values),
+ * however many there are: a command that takes at most N can say so for any count past N */
+int cmd_count_positional(int argc, char **argv, const cmd_opt *opts);
 int cmd_parse(int argc, char **argv, const cmd_opt *opts, const char **pos, int max_pos,
               int *n_pos);
 /* "harness: error: CMD: MESSAGE (see 'harness CMD --help')", never truncated; returns 2 */

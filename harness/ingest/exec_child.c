@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,15 +204,32 @@ int child_findable(const char *prog, char *err, size_t n)
     return 2;
 }
 
-/* writes all of data to fd; a failing terminal only stops the pass-through, and so does a
- * signal passed on to CMD: a reader of the harness's output that stopped reading must not hold
- * the harness in a blocked write (the run stayed 'running' until the reader went away) */
+/* after a signal was passed on: how long a write through waits for the reader */
+#define PASS_THROUGH_STALL_MS 2000
+
+/* writes all of data to fd; a failing terminal only stops the pass-through. Once a signal has
+ * been passed on to CMD, a reader that takes nothing for PASS_THROUGH_STALL_MS stops it too
+ * (pieces of at most PIPE_BUF, each written only when poll says it fits): the harness must not
+ * stay in a blocked write, its run 'running', until a stalled reader goes away; CMD's last words
+ * still reach a reader that reads */
 static void pass_through(int fd, const char *data, size_t len, int *broken)
 {
-    while (len && !*broken && !last_forwarded) {
-        ssize_t w = write(fd, data, len);
+    while (len && !*broken) {
+        size_t n = len;
+        if (last_forwarded) {
+            struct pollfd p = {fd, POLLOUT, 0};
+            int r = poll(&p, 1, PASS_THROUGH_STALL_MS);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0 || !(p.revents & POLLOUT)) {
+                *broken = 1;
+                return;
+            }
+            n = len < PIPE_BUF ? len : PIPE_BUF;
+        }
+        ssize_t w = write(fd, data, n);
         if (w < 0 && errno == EINTR)
-            continue; /* the loop's test ends it when the signal was one passed on */
+            continue;
         if (w <= 0) {
             *broken = 1;
             return;

@@ -940,7 +940,8 @@ static void write_meta(FILE *f, const baseline *b)
         fprintf(f, "ensemble_runs: %d\n", b->ensemble_runs);
 }
 
-/* %.17g, with NaN as "nan" and infinities as "inf" / "-inf" on every C library */
+/* %.17g, with NaN as "nan" and infinities as "inf" / "-inf" on every C library; -0 as 0, as the
+ * store keeps it and a file reads it */
 static void write_real(FILE *f, double x)
 {
     if (isnan(x))
@@ -948,7 +949,7 @@ static void write_real(FILE *f, double x)
     else if (isinf(x))
         fputs(x > 0 ? "inf" : "-inf", f);
     else
-        fprintf(f, "%.17g", x);
+        fprintf(f, "%.17g", x == 0 ? 0.0 : x);
 }
 
 static void write_steps(FILE *f, const baseline *b)

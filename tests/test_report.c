@@ -315,6 +315,16 @@ static void test_escapes(void **state)
     assert_string_equal(buf, "'a''b c`d`'|&lt;a href=&#39;x&#39;&gt;&amp;&quot;\xef\xbf\xbd"
                              "\xc3\xa9\xef\xbf\xbd|\"'=1+2,\"\"x\"\"\"|\\-a\\|b\\*c &lt;");
     free(buf);
+    /* C1 controls (U+0085 NEL, U+009B CSI) are control characters too; U+00A0 is not */
+    f = open_memstream(&buf, &len);
+    esc_html(f, "a\xc2\x85" "b\xc2\xa0");
+    fputc('|', f);
+    esc_csv(f, "c\xc2\x9b" "d");
+    fputc('|', f);
+    esc_gnuplot(f, "e\xc2\x85" "f");
+    fclose(f);
+    assert_string_equal(buf, "a\xef\xbf\xbd" "b\xc2\xa0|c\xef\xbf\xbd" "d|'e f'");
+    free(buf);
     char name[16];
     esc_filename("../a b/c", name, sizeof name);
     assert_string_equal(name, "_._a_b_c");

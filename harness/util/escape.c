@@ -32,6 +32,13 @@ static int xml_char_len(const unsigned char *s, int *allowed)
     return n > 0 ? n : 1;
 }
 
+/* 1 when the n-byte character at s is a C1 control (U+0080..U+009F): a control character like
+ * the C0 ones, which some terminals obey */
+static int is_c1(const unsigned char *s, int n)
+{
+    return n == 2 && s[0] == 0xc2 && s[1] < 0xa0;
+}
+
 /* writes the character at *s HTML-escaped and advances *s past it */
 static void html_char(FILE *f, const unsigned char **s)
 {
@@ -49,7 +56,7 @@ static void html_char(FILE *f, const unsigned char **s)
     case '"': fputs("&quot;", f); break;
     case '\'': fputs("&#39;", f); break;
     default:
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
+        if ((c < 0x20 && c != '\t') || c == 0x7f || is_c1(*s, n))
             fputs("\xef\xbf\xbd", f);
         else
             fwrite(*s, 1, (size_t)n, f);
@@ -100,7 +107,8 @@ void esc_csv(FILE *f, const char *s)
             n = 1;
         } else if (*p == '"') {
             fputs("\"\"", f);
-        } else if ((*p < 0x20 && *p != '\t' && *p != '\r' && *p != '\n') || *p == 0x7f) {
+        } else if ((*p < 0x20 && *p != '\t' && *p != '\r' && *p != '\n') || *p == 0x7f ||
+                   is_c1(p, n)) {
             fputs("\xef\xbf\xbd", f); /* ESC and the like: no terminal codes in a cell */
         } else {
             fwrite(p, 1, (size_t)n, f);
@@ -127,7 +135,7 @@ void esc_gnuplot(FILE *f, const char *s)
             fputs("\xef\xbf\xbd", f);
         } else if (*p == '\'') {
             fputs("''", f);
-        } else if (*p < 0x20 || *p == 0x7f) {
+        } else if (*p < 0x20 || *p == 0x7f || is_c1(p, n)) {
             fputc(' ', f);
         } else if (ends_cdata_mark(p)) {
             fputs("]] ", f); /* the '>' follows as the next character */

@@ -23,7 +23,7 @@ static int take_field(json_t *obj, const char *key, int required, char **out, ch
         snprintf(why, wl, "\"%s\" must be a string, not %s", key, json_type_name(v));
         return EXIT_USAGE;
     } else if (strlen(json_string_value(v)) != json_string_length(v)) {
-        snprintf(why, wl, "\"%s\" contains a NUL character", key);
+        snprintf(why, wl, "\"%s\" contains a NUL character (\\u0000): valid JSON, but a prompt the harness does not build", key);
         return EXIT_USAGE;
     } else {
         *out = strdup(json_string_value(v));
@@ -65,7 +65,7 @@ static int add_record(alpaca_records *rs, json_t *obj, size_t *cap, char *why, s
 static int read_array(const char *path, const char *text, size_t len, alpaca_records *rs)
 {
     json_error_t e;
-    json_t *root = json_loadb(text, len, 0, &e);
+    json_t *root = json_loadb(text, len, JSON_ALLOW_NUL, &e); /* a \u0000 is said below */
     if (!root) {
         log_error("%s:%d:%d: invalid JSON: %s", path, e.line, e.column, e.text);
         return EXIT_USAGE;
@@ -98,7 +98,7 @@ static int read_lines(const char *path, const char *text, size_t len, alpaca_rec
             k++;
         if (k < end) {
             json_error_t e;
-            json_t *obj = json_loadb(text + at, end - at, 0, &e);
+            json_t *obj = json_loadb(text + at, end - at, JSON_ALLOW_NUL, &e);
             int rc = obj ? add_record(rs, obj, &cap, why, sizeof why) : EXIT_USAGE;
             if (!obj)
                 snprintf(why, sizeof why, "invalid JSON at column %d: %s", e.column, e.text);

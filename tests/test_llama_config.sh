@@ -51,6 +51,9 @@ refused qwen2-layer-types-length "{\"model_type\": \"qwen2\", $base, \"layer_typ
 refused window-1 "{\"model_type\": \"mistral\", $base, \"sliding_window\": 1}" "use sliding_window null, or one >= seq_len"
 refused mixtral-513 "{\"model_type\": \"mixtral\", $base, \"num_local_experts\": 513, \"num_experts_per_tok\": 2}" "num_local_experts: must be in [1, 512]"
 refused init-range-1e38 "{$base, \"initializer_range\": 1e38}" "initializer_range: must be in [0, 1e30]"
+refused qwen2-layer-types-unknown "{\"model_type\": \"qwen2\", $base, \"layer_types\": [\"chunked_attention\"]}" "layer_types: entry 0: \"chunked_attention\" is not implemented"
+refused head-dim-0 "{$base, \"head_dim\": 0}" "model.config.head_dim: 0: the rotary embedding needs an even head size"
+refused qwen2-head-dim-null "{\"model_type\": \"qwen2\", $base, \"head_dim\": null}" "model.config.head_dim: null is no head size for Qwen2"
 refused qwen2-max-window-type "{\"model_type\": \"qwen2\", $base, \"max_window_layers\": \"28\"}" "max_window_layers"
 echo "qwen2's window only on layers i >= max_window_layers (or layer_types' sliding ones), as Qwen2Config"
 ok qwen2-window-unused "{\"model_type\": \"qwen2\", $base, \"use_sliding_window\": true, \"sliding_window\": 8}"
@@ -107,4 +110,13 @@ JSON
 expect 0 "overrides" -- "$H" run "$T/ovr.json" --db "$T/ok.db" --quiet; says "no_such_key"
 sed -i 's/"rms_norm_eps": 1e-5/"rms_norm_eps": "small"/' "$T/ovr.json"
 expect 2 "an override of the wrong type" -- "$H" run "$T/ovr.json" --db "$T/no2.db"; says "rms_norm_eps"
+echo "a non-empty rope_scaling replaces rope_parameters whole, as transformers 5 resolves them"
+echo "(its rope_theta was taken from rope_parameters: another model than transformers trains)"
+ok rope-theta-1e4 "{$base, \"rope_theta\": 10000.0}"
+ok rope-scaling-over-params "{$base, \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e6}, \"rope_scaling\": {\"rope_type\": \"default\"}}"
+ok rope-params-1e6 "{$base, \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1e6}}"
+loss_of() { sqlite3 "$T/ok.db" "select loss from steps s join runs r on r.id = s.run_id where r.scenario = '$1'"; }
+[ "$(loss_of rope-scaling-over-params)" = "$(loss_of rope-theta-1e4)" ] && pass || fail "rope_scaling over rope_parameters: loss $(loss_of rope-scaling-over-params), theta 1e4's $(loss_of rope-theta-1e4)"
+[ "$(loss_of rope-params-1e6)" != "$(loss_of rope-theta-1e4)" ] && pass || fail "rope_parameters' theta 1e6 trained as 1e4"
+
 finish

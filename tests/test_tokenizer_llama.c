@@ -406,7 +406,16 @@ static void test_hostile_files(void **state)
     refused("llama2", "model.continuing_subword_prefix", "\"##\"", "continuing_subword_prefix");
     refused("llama2", "added_tokens", "[{\"id\": 1, \"content\": \"<s>\", \"lstrip\": true}]", "lstrip");
     refused("llama2", "added_tokens", "[{\"id\": 1, \"content\": \"<s>\", \"normalized\": 1}]",
-            "added_tokens[0].normalized must be true or false");
+            "added_tokens[0].normalized and .special must be true or false");
+    /* non-boolean flags and a decoder the tokenizers library would not load (they were
+     * ignored: a file transformers refuses trained) */
+    refused("llama2", "added_tokens", "[{\"id\": 1, \"content\": \"<s>\", \"special\": \"yes\"}]",
+            "added_tokens[0].normalized and .special must be true or false");
+    refused("llama2", "model.fuse_unk", "1", "model.ignore_merges and model.fuse_unk must be true or false");
+    refused("llama2", "model.ignore_merges", "\"no\"", "model.ignore_merges and model.fuse_unk must be true or false");
+    refused("llama2", "decoder", "{\"type\": \"Bogus\"}", "decoder: not a decoder the tokenizers library loads");
+    refused("llama2", "decoder", "5", "decoder: not a decoder");
+    refused("llama2", "decoder", "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Nope\"}]}", "decoder: not a decoder");
     refused("llama2", "truncation", "{\"max_length\": 5}", "truncation and padding must be null");
     refused("qwen2", "model.type", "\"Unigram\"", "only a BPE model is supported");
 }

@@ -230,8 +230,11 @@ static int read_model(bpe *b, json_t *model, const char *where)
     if (!is_off(fallback) && !json_is_true(fallback))
         return bad(where, "model.byte_fallback must be true or false");
     b->byte_fallback = json_is_true(fallback);
-    b->ignore_merges = json_is_true(json_object_get(model, "ignore_merges"));
-    b->fuse_unk = json_is_true(json_object_get(model, "fuse_unk"));
+    json_t *ignore = json_object_get(model, "ignore_merges"), *fuse = json_object_get(model, "fuse_unk");
+    if ((!is_off(ignore) && !json_is_true(ignore)) || (!is_off(fuse) && !json_is_true(fuse)))
+        return bad(where, "model.ignore_merges and model.fuse_unk must be true or false");
+    b->ignore_merges = json_is_true(ignore);
+    b->fuse_unk = json_is_true(fuse);
     int rc = read_vocab(b, json_object_get(model, "vocab"), where);
     if (!rc)
         rc = read_merges_json(b, json_object_get(model, "merges"), where);
@@ -279,9 +282,9 @@ static int check_added(json_t *a, size_t i, const char *where)
     if (!is_off(json_object_get(a, "single_word")) || !is_off(json_object_get(a, "lstrip")) ||
         !is_off(json_object_get(a, "rstrip")))
         return bad(where, "added_tokens[%zu]: single_word, lstrip and rstrip are not supported", i);
-    json_t *norm = json_object_get(a, "normalized");
-    if (norm && !json_is_boolean(norm))
-        return bad(where, "added_tokens[%zu].normalized must be true or false", i);
+    json_t *norm = json_object_get(a, "normalized"), *special = json_object_get(a, "special");
+    if ((norm && !json_is_boolean(norm)) || (special && !json_is_boolean(special)))
+        return bad(where, "added_tokens[%zu].normalized and .special must be true or false", i);
     return 0;
 }
 
@@ -327,11 +330,43 @@ static int read_added(bpe *b, json_t *added, const char *where)
     return 0;
 }
 
+/* the decoder turns ids back into text, which training never does: it is not applied, but one
+ * the tokenizers library would not load makes the file no tokenizer (null, or an object of a
+ * decoder type the library knows; a Sequence's decoders each one) */
+static int check_decoder(json_t *d, const char *where, int depth)
+{
+    static const char *const known[] = {"ByteLevel", "WordPiece", "Metaspace", "BPEDecoder",
+                                        "CTC", "Sequence", "Replace", "Fuse", "Strip",
+                                        "ByteFallback"};
+    if (!d || json_is_null(d))
+        return 0;
+    json_t *type = json_object_get(d, "type");
+    int ok = json_is_object(d) && json_is_string(type) && depth < 8;
+    for (size_t k = 0; ok && k < sizeof known / sizeof known[0]; k++)
+        if (strcmp(json_string_value(type), known[k]) == 0)
+            ok = 2;
+    if (ok != 2)
+        return bad(where, "decoder: not a decoder the tokenizers library loads (null, or an "
+                          "object whose type is ByteLevel, Metaspace, Sequence, ...)");
+    if (strcmp(json_string_value(type), "Sequence") != 0)
+        return 0;
+    json_t *list = json_object_get(d, "decoders"), *each;
+    size_t i;
+    if (!json_is_array(list))
+        return bad(where, "decoder: a Sequence needs an array of decoders");
+    json_array_foreach(list, i, each) {
+        int rc = check_decoder(each, where, depth + 1);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int read_rest(json_t *root, const char *where)
 {
     if (!is_off(json_object_get(root, "truncation")) || !is_off(json_object_get(root, "padding")))
         return bad(where, "truncation and padding must be null (the harness tokenizes whole texts)");
-    return 0;
+    return check_decoder(json_object_get(root, "decoder"), where, 0);
 }
 
 /* the normalized added tokens are matched in normalized text: their content normalized too */

@@ -187,11 +187,12 @@ static int set_field(llama_config *c, const field *f, json_t *v, const char *whe
 }
 
 /* rope_scaling / rope_parameters (transformers 5): only the default rope type; rope_theta read
- * from rope_parameters when it gives one */
+ * from the one that counts when it gives one. An empty object is none, as Python's `or` takes
+ * it (rope_parameters = rope_scaling or rope_parameters) */
 static int read_rope(llama_config *c, json_t *obj, const char *key, const char *where)
 {
     json_t *r = json_object_get(obj, key);
-    if (!r || json_is_null(r))
+    if (!r || json_is_null(r) || (json_is_object(r) && json_object_size(r) == 0))
         return 0;
     if (!json_is_object(r))
         return config_error(where, key, "must be an object or null, not %s", json_type_name(r));
@@ -240,7 +241,11 @@ static int read_layer_types(llama_config *c, json_t *obj, const char *where)
         if (!json_is_string(t))
             return config_error(where, "layer_types", "entry %zu must be a string, not %s", i,
                                 json_type_name(t));
-        if (strcmp(json_string_value(t), "sliding_attention") == 0)
+        const char *lt = json_string_value(t);
+        if (strcmp(lt, "full_attention") != 0 && strcmp(lt, "sliding_attention") != 0)
+            return config_error(where, "layer_types", "entry %zu: \"%.32s\" is not "
+                                "implemented (full_attention or sliding_attention)", i, lt);
+        if (strcmp(lt, "sliding_attention") == 0)
             c->layer_types_sliding = 1;
     }
     return 0;
@@ -260,9 +265,20 @@ int llama_config_from_json(llama_config *c, json_t *obj, const char *where)
     }
     if (!rc)
         rc = read_layer_types(c, obj, where);
+    /* Qwen2Config keeps a null head_dim, and Qwen2Attention's getattr then builds None: no
+     * model (Mistral's config and Mixtral's attention derive it instead) */
+    json_t *hd = json_object_get(obj, "head_dim");
+    if (!rc && hd && json_is_null(hd) && c->variant == LLAMA_QWEN2)
+        rc = config_error(where, "head_dim", "null is no head size for Qwen2 (transformers "
+                          "builds Qwen2Attention with head_dim None): give a number or leave "
+                          "the key out");
+    /* a non-empty rope_scaling replaces rope_parameters whole, its rope_theta with it (as
+     * transformers 5 resolves them: the top-level rope_theta, else the default, then) */
+    json_t *scaling = json_object_get(obj, "rope_scaling");
+    int scaling_counts = json_is_object(scaling) && json_object_size(scaling) > 0;
     if (!rc)
         rc = read_rope(c, obj, "rope_scaling", where);
-    if (!rc)
+    if (!rc && !scaling_counts)
         rc = read_rope(c, obj, "rope_parameters", where);
     return rc ? rc : config_read_dtype(c->torch_dtype, sizeof c->torch_dtype, obj, where);
 }
@@ -355,7 +371,7 @@ static int check_sizes(const llama_config *c, const char *where)
         return config_error(where, "hidden_size", "%d is not divisible by num_attention_heads "
                             "(%d)", c->hidden_size, c->num_attention_heads);
     int hd = llama_config_head_dim(c);
-    if ((hd <= 0 || hd % 2 != 0) && c->head_dim > 0)
+    if ((hd <= 0 || hd % 2 != 0) && c->head_dim >= 0) /* given, 0 too: never derived then */
         return config_error(where, "head_dim", "%d: the rotary embedding needs an even head "
                             "size > 0", hd);
     if (hd <= 0 || hd % 2 != 0) /* derived: name the keys it comes from */

@@ -94,6 +94,7 @@ expect 2 "run --help on rank 1 only" -- $MPI bash "$T/rank1.sh" --help "$H" run 
 says "rank 1 stopped before the run (its message says why)"
 expect 2 "run, an unknown option on rank 1 only" -- $MPI bash "$T/rank1.sh" --bogus "$H" run "$T/two4.json" --db "$T/none.db" --quiet $CT
 says "unknown option or missing value: --bogus"
+says "rank 1: run: unknown option or missing value: --bogus" # its own usage error names its rank
 expect 2 "run --comm nccl on rank 1 only (--device cpu)" -- $MPI bash "$T/rank1.sh" "--comm nccl" "$H" run "$T/two4.json" --db "$T/none.db" --quiet $CT
 says "rank 1: run: --comm nccl"
 cat >"$T/world_by_rank.sh" <<WRAP

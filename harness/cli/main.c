@@ -1,6 +1,7 @@
 /* harness/cli/main.c: the `harness` executable: global options and dispatch to the cmd_<name>
  * subcommands. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blas_core.h"
@@ -64,9 +65,27 @@ static int asks_help(int argc, char **argv)
     return 0;
 }
 
+/* the rank a launcher gave this process (mpirun, srun's step, torchrun), 0 when none or not a
+ * whole number: only for the messages' prefix (comm_env_read checks the launcher's variables) */
+static int launcher_rank(void)
+{
+    const char *names[] = {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (i == 1 && !getenv("SLURM_STEP_ID") && !getenv("SLURM_STEPID"))
+            continue; /* a batch script's own process is no rank */
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r < 1000000)
+            return (int)r;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     blas_core_fix(argv); /* before anything: may execute the harness again */
+    log_rank = launcher_rank();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

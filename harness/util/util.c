@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 int log_quiet = 0;
+int log_rank = 0;
 
 /* the message formatted, then written with its control bytes escaped (escape.h's esc_term):
  * a name or a message that quotes user data cannot drive the terminal */
@@ -32,6 +33,11 @@ static void vlog(const char *tag, const char *fmt, va_list ap)
     if (!text)
         text = small; /* out of memory: the message truncated */
     fprintf(stderr, "harness: %s", tag);
+    char rank[32] = "";
+    if (log_rank > 0) /* not twice: some messages name their rank themselves */
+        snprintf(rank, sizeof rank, "rank %d: ", log_rank);
+    if (rank[0] && strncmp(text, rank, strlen(rank)) != 0)
+        fputs(rank, stderr);
     esc_term_n(stderr, text, n < 0 ? 0 : strlen(text));
     fputc('\n', stderr);
     if (text != small)

@@ -35,6 +35,9 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* progress to stderr unless quiet mode */
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int log_quiet;
+/* this process's rank when a launcher started it as one rank other than 0 (main sets it): every
+ * message then begins "rank N: ", so the message of a rank that stops alone says whose it is */
+extern int log_rank;
 
 /* a whole regular file into a NUL-terminated heap buffer, at most input_file.h's INPUT_ANY cap;
  * NULL (and errno) on failure. Readers of user input use input_read, which says why. */

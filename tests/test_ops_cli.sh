@@ -17,6 +17,8 @@ expect 2 "bad mode" -- "$H" ops --mode fast; says "fast"
 # a device list is checked whole before any check runs (cpu's checks ran first, then exit 2)
 expect 2 "an unknown device after a known one" -- "$H" ops --device cpu,nosuch --op add; says "unknown device 'nosuch'"
 [ ! -s "$T/out" ] && pass || fail "ops ran checks before refusing the device list: $(head -3 "$T/out")"
+# a device given twice: refused (perf mode printed the first one's figures in both columns)
+expect 2 "a device given twice" -- "$H" ops --mode perf --device cpu,cpu --op sum; says "--device cpu is given twice"
 expect 2 "--mode without value" -- "$H" ops --mode
 expect 2 "--device without value" -- "$H" ops --device
 expect 2 "empty --device" -- "$H" ops --device=

@@ -90,6 +90,11 @@ grep -q "hs=6  .*PASS" "$T/out" && pass || fail "the out-of-place rope_forward c
 # guard values): the guards differ per tensor, so the copy is caught ----
 expect 1 "gelu_forward writing 5 elements past its view" -- "$H" ops --device "plugin:$B/broken_past.so" --op gelu_forward
 grep -q "wrote outside its view" "$T/out" && pass || { fail "ops passed an op that wrote past its view"; cat "$T/out"; }
+# ---- a backward op with one gradient all NaN before two right ones: grad mode fails it (the
+# NaN was replaced as the worst by the next finite gradient, and the row passed) ----
+expect 1 "layernorm_backward with a NaN dinp in grad mode" -- "$H" ops --mode grad --device "plugin:$B/broken_nangrad.so" --op layernorm_backward --db "$T/nangrad.db"
+grep -q "layernorm_backward .*FAIL" "$T/out" && pass || { fail "grad mode passed a NaN gradient"; cat "$T/out"; }
+[ "$(sqlite3 "$T/nangrad.db" "select status from op_results")" = fail ] && pass || fail "the NaN gradient's row is stored as $(sqlite3 "$T/nangrad.db" "select status from op_results")"
 # ---- an alloc that fails without device_fail: a device error, never a crash or "(null)" ----
 expect 1 "a silent alloc failure in ops" -- "$H" ops --device "plugin:$B/broken_alloc.so" --op add
 grep -q "allocating .* failed (the backend gave no reason)" "$T/out" && pass || { fail "ops: no reason for the failed alloc"; cat "$T/out"; }

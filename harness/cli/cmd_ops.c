@@ -81,7 +81,11 @@ static int add_devices(ops_args *a, const char *list)
             return EXIT_USAGE;
         if (a->ndev == MAX_DEVICES)
             return cmd_usage_error("ops", "more than %d devices: %s", MAX_DEVICES, list);
-        snprintf(a->devices[a->ndev++], sizeof a->devices[0], "%.*s", (int)len, p);
+        snprintf(a->devices[a->ndev], sizeof a->devices[0], "%.*s", (int)len, p);
+        for (int k = 0; k < a->ndev; k++) /* a table has one column per device */
+            if (strcmp(a->devices[k], a->devices[a->ndev]) == 0)
+                return cmd_usage_error("ops", "--device %s is given twice", a->devices[k]);
+        a->ndev++;
         if (!p[len])
             return 0;
         p += len + 1;

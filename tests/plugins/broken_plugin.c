@@ -2,7 +2,9 @@
  * source built thirteen ways: BROKEN_VERSION, BROKEN_SIZE, BROKEN_NO_ENTRY, BROKEN_OP, BROKEN_NAME,
  * BROKEN_ELEMENT, BROKEN_ERR, BROKEN_ALIAS, BROKEN_REOPEN (BROKEN_OP that cannot open again),
  * BROKEN_CRASH (an op that faults), BROKEN_EXIT (an op that calls exit(0)), BROKEN_PAST (an op
- * that writes past its view), BROKEN_ALLOC (alloc fails without saying why). */
+ * that writes past its view), BROKEN_ALLOC (alloc fails without saying why), BROKEN_NANGRAD
+ * (layernorm_backward's dinp all NaN, its other gradients right). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,20 @@ static void gelu_forward_past_end(device *d, dten out, dten inp, int n)
 }
 #endif
 
+#ifdef BROKEN_NANGRAD
+/* the cpu device with layernorm_backward's input gradient all NaN: ops --mode grad must fail
+ * it though dw and db, checked after it, are right */
+static device_i nangrad_ops;
+static void (*cpu_layernorm_backward)(device *, dten, dten, dten, dten, dten, dten, dten, dten,
+                                      int, int);
+static void layernorm_backward_nan(device *d, dten dinp, dten dw, dten db, dten dout, dten inp,
+                                   dten w, dten mean, dten rstd, int N, int C)
+{
+    cpu_layernorm_backward(d, dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    d->ops->scale(d, dinp, NAN, (int)dinp.n);
+}
+#endif
+
 #ifdef BROKEN_ALLOC
 /* the cpu device whose alloc returns NULL without calling device_fail */
 static device_i alloc_ops;
@@ -128,6 +144,14 @@ static device *broken_open(int ordinal, char *err, size_t errlen)
         cpu_rope_forward = alias_ops.rope_forward;
         alias_ops.rope_forward = rope_wrong_in_place;
         d->ops = &alias_ops;
+    }
+#endif
+#ifdef BROKEN_NANGRAD
+    if (d) {
+        nangrad_ops = *d->ops;
+        cpu_layernorm_backward = nangrad_ops.layernorm_backward;
+        nangrad_ops.layernorm_backward = layernorm_backward_nan;
+        d->ops = &nangrad_ops;
     }
 #endif
 #ifdef BROKEN_PAST

@@ -75,4 +75,19 @@ expect 0 "ingest a log naming ensemble_member" -- "$H" ingest "$T/m.log" --devic
 ing=$(last_run)
 [ "$(sqlite3 "$db" "SELECT key FROM run_extra WHERE run_id = $ing AND key LIKE '%ensemble_member'")" = "workload.ensemble_member" ] && pass || fail "the workload's key was stored as the marker"
 
+# ---- report --since keeps devices of one spec apart, as the report's rows do (an A100 that
+# failed and an H100 that passed were one "fixed" row); a --verdict or --golden given is judged
+# now, its inputs checked (a stored verdict was taken and a missing golden went unsaid)
+expect 0 "a run on one device" -- "$H" run t32.json --steps 2 --db devs.db --quiet
+expect 0 "a run on another" -- "$H" run t32.json --steps 2 --db devs.db --quiet
+sqlite3 devs.db "update runs set device_name = 'Device A', started_at = '2026-01-01T00:00:00Z' where id = 1; update runs set device_name = 'Device B', started_at = '2026-06-01T00:00:00Z' where id = 2"
+expect 0 "report --since between the two devices' runs" -- "$H" report --since 2026-03-01 --db devs.db
+prints "| t32 | cpu (Device A) | none (run 1) | - | **gone** |"
+prints "| t32 | cpu (Device B) | - | none (run 2) | **not judged** |"
+"$H" compare 2 --baseline 1 --force --db devs.db >/dev/null 2>&1 # a stored verdict for each run
+"$H" compare 1 --baseline 2 --force --db devs.db >/dev/null 2>&1
+[ "$(sqlite3 devs.db "select count(distinct run_id) from comparisons")" = 2 ] && pass || fail "the runs have no stored verdicts"
+expect 2 "report --since --verdict error_ratio without a golden" -- "$H" report --since 2026-03-01 --verdict error_ratio --db devs.db
+says "needs a golden run"
+
 finish

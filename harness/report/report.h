@@ -89,7 +89,8 @@ int report_html(const report *r, const char *path);     /* harness/report/report
 
 /* ---- harness/report/report_transitions.c: `report --since RUN|DATE` ---- */
 typedef struct {
-    char scenario[256], device[64];
+    char scenario[256], device[64], device_name[256];
+    char shown_device[330]; /* the device cell: the spec, and the name when the spec has several */
     int64_t prev_id, new_id;              /* the newest run before / since; 0 none */
     char prev_verdict[16], new_verdict[16]; /* "pass", "fail", ...; "none": no baseline (a
                                                run not ok without one: diverged, incomplete) */

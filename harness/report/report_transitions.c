@@ -60,7 +60,8 @@ static transition_row *find_or_add(transitions *t, const run_row *r)
 {
     for (int i = 0; i < t->n; i++)
         if (strcmp(t->rows[i].scenario, r->scenario) == 0 &&
-            strcmp(t->rows[i].device, r->device) == 0)
+            strcmp(t->rows[i].device, r->device) == 0 &&
+            strcmp(t->rows[i].device_name, r->device_name) == 0) /* as the report's rows */
             return &t->rows[i];
     if (t->n == t->cap) {
         int cap = t->cap ? 2 * t->cap : 16;
@@ -74,6 +75,7 @@ static transition_row *find_or_add(transitions *t, const run_row *r)
     memset(w, 0, sizeof *w);
     snprintf(w->scenario, sizeof w->scenario, "%s", r->scenario);
     snprintf(w->device, sizeof w->device, "%s", r->device);
+    snprintf(w->device_name, sizeof w->device_name, "%s", r->device_name);
     return w;
 }
 
@@ -99,7 +101,26 @@ static int by_key(const void *a, const void *b)
 {
     const transition_row *x = a, *y = b;
     int c = strcmp(x->scenario, y->scenario);
-    return c ? c : strcmp(x->device, y->device);
+    c = c ? c : strcmp(x->device, y->device);
+    return c ? c : strcmp(x->device_name, y->device_name);
+}
+
+/* each row's device cell: the spec, with the device name where one scenario ran the spec on
+ * several devices (an A100 and an H100 as "cuda": two rows, told apart) */
+static void name_devices(transitions *t)
+{
+    for (int i = 0; i < t->n; i++) {
+        transition_row *w = &t->rows[i];
+        int several = 0;
+        for (int k = 0; k < t->n && !several; k++)
+            several = k != i && strcmp(t->rows[k].scenario, w->scenario) == 0 &&
+                      strcmp(t->rows[k].device, w->device) == 0;
+        if (several)
+            snprintf(w->shown_device, sizeof w->shown_device, "%s (%s)", w->device,
+                     w->device_name);
+        else
+            snprintf(w->shown_device, sizeof w->shown_device, "%s", w->device);
+    }
 }
 
 /* ---- verdicts ----------------------------------------------------------------------------- */
@@ -115,13 +136,16 @@ static const char *unjudged_verdict(const char *status)
 }
 
 /* the stored verdict of a comparison with a baseline, else one judged now (not stored); with
- * --baseline (q->spec) always one judged now against it; without a usable baseline,
+ * --baseline, --golden or --verdict always one judged now with them; without a usable baseline,
  * unjudged_verdict. 0, or 2 after a message: a golden, a verdict input or the --baseline that
  * was asked for is not there (as compare says it) */
 static int run_verdict(store *st, int64_t id, const baseline_query *q, char out[16])
 {
+    /* a --baseline, --golden or --verdict given: judged now against them, their inputs checked
+     * (a stored verdict was taken, and a golden that is not there went unsaid) */
     int named = q->spec && q->spec[0];
-    int rc = named ? 1 : store_last_baseline_verdict(st, id, out);
+    int asked = named || (q->golden && q->golden[0]) || (q->verdict && q->verdict[0]);
+    int rc = asked ? 1 : store_last_baseline_verdict(st, id, out);
     if (rc != 1)
         return rc;
     judgement j;
@@ -164,6 +188,8 @@ int transitions_build(store *st, const char *since, const baseline_query *q, tra
         rc = store_each_run(st, 0, take_run, t) ? EXIT_USAGE : 0;
     if (!rc && t->n > 1)
         qsort(t->rows, (size_t)t->n, sizeof *t->rows, by_key);
+    if (!rc)
+        name_devices(t);
     for (int i = 0; i < t->n && !rc; i++) {
         transition_row *w = &t->rows[i];
         snprintf(w->prev_verdict, sizeof w->prev_verdict, "-");
@@ -217,7 +243,7 @@ void transitions_markdown(FILE *f, const transitions *t)
         fputs("| ", f);
         esc_markdown(f, w->scenario);
         fputs(" | ", f);
-        esc_markdown(f, w->device);
+        esc_markdown(f, w->shown_device);
         fprintf(f, " | %s | %s | **%s** |\n", before, after, w->change);
     }
     if (!t->n)
@@ -244,7 +270,7 @@ static void transitions_html_body(FILE *f, const transitions *t)
         run_cell(after, sizeof after, w->new_id, w->new_verdict);
         fputs("<tr>", f);
         html_cell(f, w->scenario);
-        html_cell(f, w->device);
+        html_cell(f, w->shown_device);
         html_cell(f, before);
         html_cell(f, after);
         html_cell(f, w->change);
@@ -302,7 +328,7 @@ static void junit_case(FILE *f, const transition_row *w)
     fputs("    <testcase classname=\"harness.", f);
     esc_html(f, w->scenario);
     fputs("\" name=\"", f);
-    esc_html(f, w->device);
+    esc_html(f, w->shown_device);
     fputs("\">\n", f);
     if (row_failing(w))
         fprintf(f, "      <failure type=\"%s\" message=\"%s: before %s, since %s\"/>\n",

@@ -347,4 +347,13 @@ expect 2 "report --out --db" -- "$H" report 1 --out --db "$db"; says "--out need
 expect 2 "compare --baseline --db" -- "$H" compare 1 --baseline --db "$db"; says "--baseline needs a value"
 expect 2 "ingest --device --db" -- "$H" ingest "$T/none.log" --device --db "$db"; says "--device needs a value"
 
+# ---- a last step whose loss was never recorded (NULL) is '-' and null, not "nan" (a recorded
+# NaN: a diverged run)
+cp "$db" "$T/nullloss.db"
+sqlite3 "$T/nullloss.db" "update steps set loss = NULL where run_id = 1 and step = (select max(step) from steps where run_id = 1)"
+expect 0 "runs --json with an unrecorded last loss" -- "$H" runs --json --db "$T/nullloss.db"
+grep -q '"last_loss": null' "$T/out" && pass || fail "an unrecorded last loss: $(grep last_loss "$T/out" | head -1)"
+expect 0 "runs with an unrecorded last loss" -- "$H" runs --db "$T/nullloss.db"
+grep -q "nan" "$T/out" && fail "runs printed nan for an unrecorded loss: $(tail -1 "$T/out")" || pass
+
 finish

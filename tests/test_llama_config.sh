@@ -119,4 +119,16 @@ loss_of() { sqlite3 "$T/ok.db" "select loss from steps s join runs r on r.id = s
 [ "$(loss_of rope-scaling-over-params)" = "$(loss_of rope-theta-1e4)" ] && pass || fail "rope_scaling over rope_parameters: loss $(loss_of rope-scaling-over-params), theta 1e4's $(loss_of rope-theta-1e4)"
 [ "$(loss_of rope-params-1e6)" != "$(loss_of rope-theta-1e4)" ] && pass || fail "rope_parameters' theta 1e6 trained as 1e4"
 
+echo "an override cannot change the model type (qwen2 with overrides.model_type mistral trained qwen2)"
+cat >"$T/ovtype.json" <<JSON
+{"name": "ovtype", "model": {"family": "llama", "config": {"model_type": "qwen2", $base},
+ "overrides": {"model_type": "mistral"}},
+ "data": {"path": "$corpus", "tokenizer": "byte", "seq_len": 32},
+ "train": {"steps": 1, "batch_size": 2, "lr": 1e-3, "seed": 1}}
+JSON
+rm -f "$T/no.db"
+expect 2 "overrides.model_type another type" -- "$H" run "$T/ovtype.json" --db "$T/no.db"
+says "model.overrides.model_type: an override cannot change the model type"
+[ ! -e "$T/no.db" ] && pass || fail "the refused override created the store"
+
 finish

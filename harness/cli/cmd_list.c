@@ -163,7 +163,10 @@ static void run_cells(const run_row *r, char cell[RUN_COLS][CELL])
     clean(cell[4], CELL, r->status);
     snprintf(cell[5], CELL, "%d", r->n_steps);
     if (r->n_steps)
-        fmt_num(cell[6], CELL, "%.6f", r->last_loss);
+        if (r->last_loss_recorded) /* never recorded: "-", as show prints it; nan is a NaN */
+            fmt_num(cell[6], CELL, "%.6f", r->last_loss);
+        else
+            snprintf(cell[6], CELL, "-");
     else
         snprintf(cell[6], CELL, "-");
     clean(cell[7], CELL, r->started_at);
@@ -244,7 +247,8 @@ static json_t *run_json(const run_row *r)
                                                                    : json_null());
     bad |= json_object_set_new(o, "imported", json_boolean(r->imported));
     bad |= json_object_set_new(o, "n_steps", json_integer(r->n_steps));
-    bad |= json_object_set_new(o, "last_loss", r->n_steps ? jreal(r->last_loss) : json_null());
+    bad |= json_object_set_new(o, "last_loss",
+                               r->last_loss_recorded ? jreal(r->last_loss) : json_null());
     if (bad) {
         json_decref(o);
         return NULL;

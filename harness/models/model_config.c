@@ -276,6 +276,9 @@ static int apply_one(void *c, config_set_fn set, json_t *config, const char *key
     if (strcmp(key, "dtype") == 0 && set(c, "torch_dtype", NULL, where) == 0)
         return apply_dtype(c, set, config, v, where);
     json_t *cur = json_object_get(config, key);
+    if (strcmp(key, "model_type") == 0 && !json_equal(cur, v)) /* it was accepted, no effect */
+        return config_error(where, key, "an override cannot change the model type (the "
+                                        "config's decides the architecture: write it there)");
     int modelled = set(c, key, NULL, where) == 0;
     if (!cur && !modelled) {
         config_warn(where, key, "the config has no key \"%s\": override skipped", key);

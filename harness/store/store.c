@@ -711,6 +711,7 @@ static void read_run_row(sqlite3_stmt *s, run_row *o)
     o->mem_total_bytes = sqlite3_column_int64(s, 14);
     o->n_steps = sqlite3_column_int(s, 15);
     o->last_loss = o->n_steps ? store_column_real(s, 16) : NAN;
+    o->last_loss_recorded = o->n_steps && sqlite3_column_type(s, 16) != SQLITE_NULL;
     o->threads = sqlite3_column_int(s, 17);
     o->load_avg = store_column_real(s, 18);
     o->imported = sqlite3_column_int(s, 19);

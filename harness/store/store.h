@@ -92,6 +92,7 @@ typedef struct {
     int world_size;
     int n_steps;
     double last_loss;
+    int last_loss_recorded; /* the last step's loss is in the store (NULL: never recorded) */
     int64_t mem_total_bytes;
     int threads;     /* 0 when not recorded */
     double load_avg; /* NaN when not recorded */

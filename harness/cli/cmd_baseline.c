@@ -102,7 +102,7 @@ static int record_path(const bl_args *a, const baseline *b, char *out, size_t le
                   term_safe(b->scenario), strlen(base), NAME_MAX);
         return EXIT_USAGE;
     }
-    if (output_names_store(out, a->db)) {
+    if (output_names_store(out, a->db, NULL, 0)) {
         log_error("baseline record: %s is the store (--db %s) or one of its files: give --out "
                   "FILE", out, a->db);
         return EXIT_USAGE;
@@ -141,7 +141,7 @@ static int check_record_place(const bl_args *a)
                                                "%d bytes, a name at most %d)", a->out,
                                    PATH_MAX - 1, NAME_MAX);
         path_dirname(a->out, parent, sizeof parent);
-        if (output_names_store(a->out, a->db))
+        if (output_names_store(a->out, a->db, NULL, 0))
             return cmd_usage_error("baseline", "--out %s is the store (--db %s) or one of its "
                                                "files: the baseline would be written over it",
                                    a->out, a->db);

@@ -239,14 +239,12 @@ static int check_out_store(const char *db, const char *dir, const char *const *f
     char path[4200], db_dir[4200];
     for (int k = 0; k < n; k++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[k]);
-        if (output_names_store(path, db))
+        if (output_names_store(path, db, NULL, 0))
             return cmd_usage_error("report", "%s is the store (--db %s): the report would write "
                                              "its %s over it; name another --out", path, db,
                                    files[k]);
     }
-    const char *slash = strrchr(db, '/');
-    snprintf(db_dir, sizeof db_dir, "%.*s", slash ? (int)(slash - db) + (slash == db) : 1,
-             slash ? db : ".");
+    path_dirname(db, db_dir, sizeof db_dir);
     snprintf(path, sizeof path, "%s/%s", dir, plots ? plots : "");
     if (plots && same_file_path(path, db_dir))
         return cmd_usage_error("report", "the store (--db %s) is in %s, where the report writes "

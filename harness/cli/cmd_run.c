@@ -149,18 +149,13 @@ static int dump_in_save_dir(const char *dump, const char *save)
  * -wal, -shm, -journal: a dump there wiped the store, or faulted its mapped index) */
 static int dump_is_store(const char *dump, const char *db)
 {
-    static const char *const sides[] = {"", "-wal", "-shm", "-journal"};
-    char path[4200];
-    for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
-        snprintf(path, sizeof path, "%s%s", db, sides[i]);
-        if (same_file_path(dump, path)) {
-            log_error("run: --dump-batches %s is %s%s (--db %s): the dump would overwrite it",
-                      dump, i ? "SQLite's file beside the store, " : "the store", i ? path : "",
-                      db);
-            return 1;
-        }
-    }
-    return 0;
+    char side[4200];
+    int k = output_names_store(dump, db, side, sizeof side);
+    if (k)
+        log_error("run: --dump-batches %s is %s%s (--db %s): the dump would overwrite it", dump,
+                  k == 2 ? "SQLite's file beside the store, " : "the store", k == 2 ? side : "",
+                  db);
+    return k != 0;
 }
 
 /* 1 (after a message) when the store or a file SQLite keeps beside it is a file --save would

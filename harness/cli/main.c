@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "blas_core.h"
+#include "comm/comm.h"
 #include "commands.h"
 #include "util/fatal_signal.h"
 #include "util/util.h"
@@ -65,27 +66,10 @@ static int asks_help(int argc, char **argv)
     return 0;
 }
 
-/* the rank a launcher gave this process (mpirun, srun's step, torchrun), 0 when none or not a
- * whole number: only for the messages' prefix (comm_env_read checks the launcher's variables) */
-static int launcher_rank(void)
-{
-    const char *names[] = {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const char *v = getenv(names[i]);
-        if (i == 1 && !getenv("SLURM_STEP_ID") && !getenv("SLURM_STEPID"))
-            continue; /* a batch script's own process is no rank */
-        char *end;
-        long r = v && *v ? strtol(v, &end, 10) : -1;
-        if (v && *v && !*end && r >= 0 && r < 1000000)
-            return (int)r;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     blas_core_fix(argv); /* before anything: may execute the harness again */
-    log_rank = launcher_rank();
+    log_rank = comm_env_rank_hint(); /* messages of rank N > 0 say so */
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -25,6 +25,9 @@ typedef struct {
 /* Reads the environment. 0, or 2 after a message naming the variable (not a number, a rank
  * outside the world, a torchrun RANK/WORLD_SIZE that disagrees with the MPI launcher's). */
 int comm_env_read(comm_env *e);
+/* the rank a launcher gave this process, read quietly (0 when none, or its variable is not a
+ * rank): for the prefix of messages before comm_env_read checks the launcher's variables */
+int comm_env_rank_hint(void);
 /* A message of a decision this rank took alone, before MPI starts (a usage error, a --comm
  * refused): rank 0 prints it as it is, any other rank as "rank N: ...", so that a rank whose
  * options differ from rank 0's is never silent */

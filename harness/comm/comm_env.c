@@ -78,17 +78,33 @@ static int check_torchrun_agrees(const comm_env *e)
     return 2;
 }
 
+/* the launchers, in the order they are looked for (slurm's variables: read_slurm) */
+static const struct {
+    const char *launcher, *rank, *world, *local;
+} kinds[] = {
+    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"slurm", NULL, NULL, NULL},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+};
+
+int comm_env_rank_hint(void)
+{
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        int slurm_step = getenv("SLURM_STEP_ID") || getenv("SLURM_STEPID");
+        const char *v = kinds[i].rank ? getenv(kinds[i].rank)
+                                      : slurm_step ? getenv("SLURM_PROCID") : NULL;
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r < COMM_MAX_WORLD)
+            return (int)r;
+    }
+    return 0;
+}
+
 int comm_env_read(comm_env *e)
 {
     memset(e, 0, sizeof *e);
     e->world = 1;
-    static const struct {
-        const char *launcher, *rank, *world, *local;
-    } kinds[] = {
-        {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-        {"slurm", NULL, NULL, NULL},
-        {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-    };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         int rc = kinds[i].rank ? read_triple(kinds[i].rank, kinds[i].world, kinds[i].local, e)
                                : read_slurm(e);

@@ -185,7 +185,7 @@ static int term_char_len(const unsigned char *p, size_t left)
     unsigned char tmp[4] = {0};
     memcpy(tmp, p, left < 4 ? left : 4);
     int n = utf8_seq_len(tmp);
-    if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)
+    if (is_c1(p, n))
         return 0; /* C1 controls (U+0080..U+009F): some terminals obey them */
     return n;
 }

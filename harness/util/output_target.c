@@ -120,15 +120,18 @@ static int check_new_file(const char *what, const char *path)
     return 0;
 }
 
-int output_names_store(const char *path, const char *db)
+int output_names_store(const char *path, const char *db, char *side, size_t len)
 {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
     char companion[PATH_MAX];
     for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++) {
         if (snprintf(companion, sizeof companion, "%s%s", db, suffixes[k]) >= (int)sizeof companion)
             continue;
-        if (same_file_path(path, companion))
-            return 1;
+        if (!same_file_path(path, companion))
+            continue;
+        if (side)
+            snprintf(side, len, "%s", companion);
+        return k ? 2 : 1;
     }
     return 0;
 }

@@ -26,9 +26,11 @@ int output_dir_probe(const char *dir);
  * after a message. */
 int output_check_target(const char *option, const char *path);
 
-/* 1 when path names the SQLite store at db or one of its companion files (db-wal, db-shm,
- * db-journal), links followed: writing there would destroy the store or lose the output */
-int output_names_store(const char *path, const char *db);
+/* 0 when path names neither the SQLite store at db nor one of its companion files (db-wal,
+ * db-shm, db-journal), links followed; 1 when it is the store, 2 a companion file (its name
+ * into side[len] when side is not NULL): writing there would destroy the store or lose the
+ * output */
+int output_names_store(const char *path, const char *db, char *side, size_t len);
 
 /* 1 when path names an existing file this process has read as an input (input_was_read) */
 int output_is_input(const char *path);

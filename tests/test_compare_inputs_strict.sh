@@ -70,10 +70,10 @@ expect 2 "a grad norm that underflows" -- "$H" baseline import tiny.baseline --d
 says "grad_norm: '1e-400' is too small for a double"
 edit b.baseline sub.baseline sub 'if ($1 == 2) $3 = "4.9406564584124654e-324"'
 expect 0 "a subnormal grad norm reads as itself" -- "$H" baseline import sub.baseline --db "$T/x.db"
-ens="$T/ens.baseline" # format 3: loss_std and loss_scale columns
+ens="$T/ens.baseline" # format 3: loss_std and loss_scale columns (no scale: an fp32 run)
 sed -e 's/^format: harness-baseline 1$/format: harness-baseline 3/' -e 's/^label: cpu$/label: e/' \
     -e 's/^steps: 8$/steps: 8\nensemble_runs: 2/' -e '/^step /s/$/ loss_std loss_scale/' b.baseline |
-  awk '/^step /{t=1; print; next} t && NF {print $0 " 0.001 1024"; next} {print}' >"$ens"
+  awk '/^step /{t=1; print; next} t && NF {print $0 " 0.001 -"; next} {print}' >"$ens"
 expect 0 "the format-3 fixture imports" -- "$H" baseline import "$ens" --db "$T/x.db"
 for bad in "loss_std 0x1p-3 a.hexadecimal" "loss_std 1e-400 too.small" "loss_scale 0x10 a.hexadecimal" "loss_scale 1e-400 too.small"; do
   set -- $bad

@@ -161,6 +161,20 @@ static void test_ensemble_band(void **state)
     assert_true(isinf(r.max_z));
     ensemble_check(run, 2, base, std, 2, 3, 3, 0.25, &r);
     assert_int_equal(r.failed, 0);
+    /* a recorded NaN or Inf mean (members that diverged) is compared and fails; a mean never
+     * recorded is left out */
+    base[0].loss = NAN;
+    ensemble_check(run, 2, base, std, 2, 3, 3, 0.25, &r);
+    assert_int_equal(r.compared, 2);
+    assert_int_equal(r.failed, 1);
+    assert_int_equal(r.first_fail, 1);
+    base[0].loss = INFINITY;
+    ensemble_check(run, 2, base, std, 2, 3, 3, 0.25, &r);
+    assert_int_equal(r.failed, 1);
+    base[0].unrecorded |= STEP_NO_LOSS;
+    ensemble_check(run, 2, base, std, 2, 3, 3, 0.25, &r);
+    assert_int_equal(r.compared, 1);
+    assert_int_equal(r.failed, 0);
 }
 
 static void test_gate_names(void **state)

@@ -172,7 +172,7 @@ static int check_record_place(const bl_args *a)
 }
 
 static int record_ensemble(const bl_args *a);
-static int label_findable(const char *label);
+static int label_findable(const char *label, const char *file);
 
 /* a member of an ensemble trained with a perturbed GEMM order: not a baseline of its own (its
  * ensemble is, recorded by record --ensemble). 0, or 2 after a message (1, 2: no such run) */
@@ -196,7 +196,7 @@ static int record(const bl_args *a)
         return record_ensemble(a);
     if (a->n_pos != 2 || !a->label || !a->label[0])
         return cmd_usage_error("baseline", "record needs a run id and --label NAME");
-    if (label_findable(a->label))
+    if (label_findable(a->label, NULL))
         return EXIT_USAGE;
     if (a->out && a->dir)
         return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
@@ -329,8 +329,9 @@ static int save_ensemble(const bl_args *a, store *st, baseline *b)
 }
 
 /* a label `--baseline` can name: all digits there is a run id, one with '/' or ending in
- * ".baseline" a file (docs/compare.md), so such a label could be stored but never found. 0 or 2 */
-static int label_findable(const char *label)
+ * ".baseline" a file (docs/compare.md), so such a label could be stored but never found. file:
+ * the baseline file whose label line it is, named in the message, or NULL. 0 or 2 */
+static int label_findable(const char *label, const char *file)
 {
     size_t n = strlen(label);
     const char *what = n && strspn(label, "0123456789") == n ? "is all digits (a run id there)"
@@ -340,9 +341,9 @@ static int label_findable(const char *label)
                            : NULL;
     if (!what)
         return 0;
-    return cmd_usage_error("baseline", "label '%s' %s: `--baseline %s` would never find it; "
-                                       "choose another", term_safe(label), what,
-                           term_safe(label));
+    return cmd_usage_error("baseline", "%s%slabel '%s' %s: `--baseline %s` would never find it; "
+                                       "choose another", file ? term_safe(file) : "",
+                           file ? ": " : "", term_safe(label), what, term_safe(label));
 }
 
 static int record_ensemble(const bl_args *a)
@@ -353,7 +354,7 @@ static int record_ensemble(const bl_args *a)
     if (a->n_pos != 2 || !a->label || !a->label[0])
         return cmd_usage_error("baseline", "record --ensemble needs a scenario file and --label "
                                            "NAME");
-    if (label_findable(a->label))
+    if (label_findable(a->label, NULL))
         return EXIT_USAGE;
     if (a->out && a->dir)
         return cmd_usage_error("baseline", "give --out FILE or --dir DIR, not both");
@@ -443,7 +444,7 @@ static int import_path(const bl_args *a, const char *path)
     store *st = NULL;
     if (!b.label[0])
         rc = cmd_usage_error("baseline", "%s has no label: give --label NAME", path);
-    else if (label_findable(b.label))
+    else if (label_findable(b.label, a->label ? NULL : path))
         rc = EXIT_USAGE;
     else if ((rc = store_open(a->db, &st)) == 0)
         rc = import_locked(a, st, &b, path);
@@ -468,7 +469,7 @@ static int pull(const bl_args *a)
                                            "push printed it)");
     /* the label and the store first: nothing is fetched (and kept) for an import that would
      * be refused */
-    if (a->label && label_findable(a->label))
+    if (a->label && label_findable(a->label, NULL))
         return EXIT_USAGE;
     store *st = NULL;
     if (store_file_has_data(a->db) && store_open(a->db, &st) != 0)

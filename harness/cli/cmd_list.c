@@ -399,8 +399,10 @@ static void show_steps(const step_record *s, int n)
             snprintf(th, sizeof th, "%d", s[i].threads);
         printf("%6d %16s %12s %12s %10s %12s %10s %7s", s[i].step, loss, gn, lr, ms, tps, peak,
                th);
-        if (scaled)
+        if (scaled && s[i].loss_scale > 0)
             printf(" %11.6g %7s", s[i].loss_scale, s[i].skipped ? "yes" : "no");
+        else if (scaled) /* a step without a loss scale (NULL) */
+            printf(" %11s %7s", "-", s[i].skipped ? "yes" : "no");
         putchar('\n');
     }
 }

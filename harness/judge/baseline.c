@@ -217,12 +217,13 @@ static int parse_int_value(parser *ps, const char *key, const char *v, long long
     return 0;
 }
 
+/* a sha256 as the harness writes one: 64 lower-case hex digits (a hash compares as text) */
 static int is_hex64(const char *s)
 {
     if (strlen(s) != 64)
         return 0;
     for (; *s; s++)
-        if (hexval(*s) < 0)
+        if (hexval(*s) < 0 || (*s >= 'A' && *s <= 'F'))
             return 0;
     return 1;
 }
@@ -379,7 +380,7 @@ static int set_known(parser *ps, int fi, const char *v)
     if (strcmp(f->key, "scenario") == 0)
         ps->scenario_line = ps->line;
     if (strcmp(f->key, "scenario_hash") == 0 && !is_hex64(v))
-        return perr(ps, f->key, "'%.70s' is not a sha256 (64 hex digits)", v);
+        return perr(ps, f->key, "'%.70s' is not a sha256 (64 lower-case hex digits)", v);
     if (strcmp(f->key, "scenario_hash") == 0)
         ps->hash_line = ps->line;
     if (strcmp(f->key, "dtype") == 0)
@@ -505,6 +506,9 @@ static int table_header(parser *ps)
     }
     if (ps->col[0] != 0 || !(used & 2u))
         return perr(ps, "step table", "the header must start with 'step' and name 'loss'");
+    if ((used >> (FIRST_SCALING_COLUMN + 1) & 1u) && !(used >> FIRST_SCALING_COLUMN & 1u))
+        return perr(ps, "step table", "column skipped goes with loss_scale (a step skipped by "
+                                      "loss scaling has its scale)");
     int has_std = (used >> LOSS_STD_COLUMN) & 1u;
     if (has_std != (ps->version == 3))
         return perr(ps, "step table", has_std ? "column loss_std belongs to format '%s' (an "
@@ -611,6 +615,23 @@ static int grow_steps(parser *ps)
     return 0;
 }
 
+/* loss scaling is fp16's (docs/precision.md): a loss scale or a skipped step in a file of
+ * another dtype, or a step skipped with a finite gradient norm (skipped for Inf/NaN ones), is
+ * refused; 0 or 2 */
+static int check_scaling(parser *ps, const step_record *r)
+{
+    const char *dt = ps->b->dtype;
+    int scaled = r->loss_scale > 0 || r->skipped;
+    if (scaled && dt[0] && strcmp(dt, "fp16") != 0)
+        return perr(ps, r->skipped ? "skipped" : "loss_scale",
+                    "loss scaling in a %s baseline: only fp16 runs scale the loss (write - and "
+                    "0)", dt);
+    if (r->skipped && isfinite(r->grad_norm))
+        return perr(ps, "skipped", "1 with the finite grad_norm %.17g: a step is skipped for "
+                                   "Inf/NaN gradients", r->grad_norm);
+    return 0;
+}
+
 /* one row of the step table in ps->buf */
 static int table_row(parser *ps)
 {
@@ -634,6 +655,8 @@ static int table_row(parser *ps)
     if (i < ps->ncols)
         return perr(ps, "step table", "%d values, the header names %d columns", i, ps->ncols);
     baseline *b = ps->b;
+    if ((rc = check_scaling(ps, &r)))
+        return rc;
     if (b->n_steps && r.step <= b->steps[b->n_steps - 1].step)
         return perr(ps, "step", "%d after step %d: steps must increase", r.step,
                     b->steps[b->n_steps - 1].step);
@@ -977,8 +1000,9 @@ static void write_steps(FILE *f, const baseline *b)
                 fprintf(f, "%d", *(const int *)(r + columns[c].off));
             else if (columns[c].is_int)
                 fprintf(f, "%lld", (long long)*(const int64_t *)(r + columns[c].off));
-            else if (b->steps[i].unrecorded & step_unrecorded_bit(columns[c].off))
-                fputc('-', f); /* never recorded, as against a recorded nan */
+            else if ((b->steps[i].unrecorded & step_unrecorded_bit(columns[c].off)) ||
+                     (c == FIRST_SCALING_COLUMN && !(b->steps[i].loss_scale > 0)))
+                fputc('-', f); /* never recorded, as against a recorded nan; no loss scale */
             else
                 write_real(f, *(const double *)(r + columns[c].off));
         }
@@ -1116,10 +1140,24 @@ int baseline_file_of_other_scenario(const char *path, const baseline *b)
     return other;
 }
 
+/* x and y (n bytes each) both the one given when one of them is empty */
+static void same_time_if_absent(char *x, char *y, size_t n)
+{
+    if (!x[0])
+        snprintf(x, n, "%s", y);
+    else if (!y[0])
+        snprintf(y, n, "%s", x);
+}
+
 int baseline_same(const baseline *a, const baseline *b)
 {
+    /* a file without a date (or finished_at) was imported with the time of its import: those
+     * times are taken as equal */
+    baseline da = *a, db = *b;
+    same_time_if_absent(da.date, db.date, sizeof da.date);
+    same_time_if_absent(da.finished_at, db.finished_at, sizeof da.finished_at);
     size_t la = 0, lb = 0;
-    char *ta = write_to_memory(a, &la), *tb = write_to_memory(b, &lb);
+    char *ta = write_to_memory(&da, &la), *tb = write_to_memory(&db, &lb);
     int same = ta && tb && la == lb && memcmp(ta, tb, la) == 0;
     free(ta);
     free(tb);

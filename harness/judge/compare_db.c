@@ -562,7 +562,8 @@ static int golden_for_gate(store *st, judgement *j, const baseline_query *q)
 }
 
 /* A baseline that recorded no loss at any of its steps ('-' or NULL in every row; a loss column
- * that is nan at every step reads the same, docs/baselines.md) cannot judge a run, whose loss
+ * that is nan at every step reads the same, docs/baselines.md), or that has no step, cannot
+ * judge a run, whose loss
  * is what every verdict holds against it: an input error, as a missing baseline is. 0 or 2. */
 static int check_base_records_loss(const judgement *j)
 {
@@ -570,8 +571,11 @@ static int check_base_records_loss(const judgement *j)
     for (int i = 0; i < b->n_steps; i++)
         if (!(b->steps[i].unrecorded & STEP_NO_LOSS))
             return 0;
-    if (b->n_steps == 0)
-        return 0; /* no step at all: the verdict says there is none in common */
+    if (b->n_steps == 0) {
+        log_error("baseline %s: no steps ('steps: 0'): a baseline without losses cannot judge a "
+                  "run", j->origin);
+        return EXIT_USAGE;
+    }
     log_error("baseline %s: loss: not recorded at any of its %d steps ('-' or nan in every row): "
               "a baseline without losses cannot judge a run", j->origin, b->n_steps);
     return EXIT_USAGE;

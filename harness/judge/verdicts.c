@@ -143,11 +143,13 @@ void ensemble_check(const step_record *run, int n_run, const step_record *base,
     out->members = members;
     for (int i = 0, j = 0; i < n_run; i++) {
         int b = find_step(base, n_base, run[i].step, &j);
-        if (b < 0 || !isfinite(base[b].loss) || !isfinite(std[b]))
+        /* a mean never recorded is left out; a recorded NaN or Inf (members that diverged
+         * there) is compared, and fails, as in the band */
+        if (b < 0 || (base[b].unrecorded & STEP_NO_LOSS))
             continue;
         out->compared++;
         double dev = fabs(run[i].loss - base[b].loss);
-        double z = dev == 0 ? 0 : std[b] > 0 ? dev / std[b] : INFINITY;
+        double z = dev == 0 && isfinite(std[b]) ? 0 : std[b] > 0 ? dev / std[b] : INFINITY;
         if (isnan(z))
             z = INFINITY;
         if (out->compared == 1 || z > out->max_z) {

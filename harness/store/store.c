@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store_routing_internal.h"
+#include "store_shape_internal.h"
 #include "store_values_internal.h"
 #include "util/util.h"
 
@@ -434,12 +435,16 @@ static int open_connection(store *st)
         return 2;
     }
     if (st->readonly)
-        return version < SCHEMA_VERSION ? old_schema_error(st, version) : 0;
+        return version < SCHEMA_VERSION ? old_schema_error(st, version)
+                                        : store_check_shape(st->db, st->path, migrations,
+                                                            SCHEMA_VERSION);
     if (version > 0 && check_not_damaged(st))
         return 2;
-    /* create or migrate first (in the one write transaction that checks again), WAL after:
-     * a foreign database is refused before anything is written to it */
-    if ((version < SCHEMA_VERSION && migrate(st)) || configure(st))
+    /* create or migrate first (in the one write transaction that checks again), its tables
+     * checked, WAL after: a foreign or altered database is refused before anything is written
+     * to it */
+    if ((version < SCHEMA_VERSION && migrate(st)) ||
+        store_check_shape(st->db, st->path, migrations, SCHEMA_VERSION) || configure(st))
         return 2;
     if (sqlite3_prepare_v3(st->db, ADD_STEP_SQL, -1, SQLITE_PREPARE_PERSISTENT, &st->add_step,
                            NULL) != SQLITE_OK)
@@ -489,10 +494,32 @@ int store_open_readonly(const char *path, store **out)
     return open_store(path, OPEN_READONLY, out);
 }
 
+/* 1 when the database at path holds schema objects, read through a connection that writes
+ * nothing (query_only, no CREATE: SQLite removes any -wal and -shm it made on close); 1 too
+ * when it cannot tell, so that the open that follows says why */
+static int holds_schema(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *s = NULL;
+    char *uri = store_literal_uri(path, "");
+    int n = 1;
+    if (uri && sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) ==
+                   SQLITE_OK &&
+        sqlite3_exec(db, "PRAGMA query_only = ON", NULL, NULL, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &s, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    free(uri);
+    return n > 0;
+}
+
 int store_file_has_data(const char *path)
 {
     struct stat sb;
-    return stat(path, &sb) == 0 && sb.st_size > 0;
+    return stat(path, &sb) == 0 && sb.st_size > 0 && (!S_ISREG(sb.st_mode) || holds_schema(path));
 }
 
 void store_close(store *st)
@@ -829,6 +856,42 @@ static void read_step(sqlite3_stmt *s, step_record *r)
     r->expert_tokens = NULL;
 }
 
+/* the columns of store_get_steps' query, for messages: reals and whole numbers */
+static const char *const step_columns[] = {"step",           "loss",           "grad_norm",
+                                           "lr",             "tokens",         "step_ms",
+                                           "tokens_per_s",   "mem_peak_bytes", "mem_used_bytes",
+                                           "mem_total_bytes", "threads",       "loss_scale",
+                                           "skipped"};
+#define STEP_REAL_COLUMNS ((1u << 1) | (1u << 2) | (1u << 3) | (1u << 5) | (1u << 6) | (1u << 11))
+
+/* 0 when the row holds what this harness writes (a step number 0..INT_MAX; a real, 'nan',
+ * 'inf', '-inf' or NULL in a real column; a whole number or NULL in the others), else 2 after
+ * a message naming the store, run, column and value: text or a blob read as a number would
+ * judge another run than the one recorded */
+static int check_step_row(store *st, sqlite3_stmt *s, int64_t run_id)
+{
+    int64_t step = sqlite3_column_int64(s, 0);
+    if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || step < 0 || step > INT32_MAX) {
+        log_error("%s: run %lld: steps.step '%.40s': a step number is a whole number from 0 to "
+                  "%d", st->path, (long long)run_id, (const char *)sqlite3_column_text(s, 0),
+                  INT32_MAX);
+        return 2;
+    }
+    for (int i = 1; i < (int)(sizeof step_columns / sizeof step_columns[0]); i++) {
+        int type = sqlite3_column_type(s, i);
+        int ok = STEP_REAL_COLUMNS >> i & 1 ? store_column_real_ok(s, i)
+                                           : type == SQLITE_INTEGER || type == SQLITE_NULL;
+        if (!ok) {
+            log_error("%s: run %lld: step %lld: steps.%s holds '%.40s', not a number this "
+                      "harness writes", st->path, (long long)run_id, (long long)step,
+                      step_columns[i], type == SQLITE_BLOB ? "(a blob)"
+                                                           : (const char *)sqlite3_column_text(s, i));
+            return 2;
+        }
+    }
+    return 0;
+}
+
 int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n)
 {
     *steps = NULL;
@@ -853,6 +916,8 @@ int store_get_steps(store *st, int64_t run_id, step_record **steps, int *n)
             }
             a = grown;
         }
+        if ((ret = check_step_row(st, s, run_id)))
+            break;
         read_step(s, &a[count++]);
     }
     if (!ret && rc != SQLITE_DONE)
@@ -970,9 +1035,17 @@ int store_each_run_extra(store *st, int64_t run_id,
                         run_id, "reading a run's extra metadata", &s))
         return 2;
     int rc, ret = 0;
-    while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW)
-        ret = fn((const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
-                 arg);
+    while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(s, 0);
+        const char *value = (const char *)sqlite3_column_text(s, 1);
+        if (!key || !value) {
+            log_error("%s: run %lld: run_extra holds a NULL %s (this harness writes none)",
+                      st->path, (long long)run_id, key ? "value" : "key");
+            ret = 2;
+            break;
+        }
+        ret = fn(key, value, arg);
+    }
     if (!ret && rc != SQLITE_DONE)
         ret = db_fail(st, "reading a run's extra metadata", 2);
     sqlite3_finalize(s);

@@ -17,8 +17,9 @@ void store_close(store *st);
  * a missing file, an empty file or a SQLite database without the schema is refused (2, with a
  * message) and left as it was. */
 int store_open_existing(const char *path, store **out);
-/* 1 when a file with at least one byte is at path: a store to look a baseline up in before a
- * run (an empty file is a store not made yet, as a missing one) */
+/* 1 when a file with at least one byte and some schema object is at path: a store to look a
+ * baseline up in before a run (an empty file or an empty SQLite database is a store not made
+ * yet, as a missing one) */
 int store_file_has_data(const char *path);
 /* Opens an existing store for reading only: never creates, migrates or writes the file. Returns
  * 0, or 2 after a message ("no database at FILE", not a database, an older or newer schema). The

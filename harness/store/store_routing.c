@@ -226,7 +226,9 @@ static int check_facts(store *st, int64_t run_id, const routing_facts *f, routin
     return 0;
 }
 
-static int read_rows(store *st, int64_t run_id, routing_table *t)
+/* the rows into t, at most the facts' steps and rows (a writer's later commit is not seen in
+ * the read transaction store_get_routing holds, and is refused if it were) */
+static int read_rows(store *st, int64_t run_id, const routing_facts *f, routing_table *t)
 {
     static const char sql[] = "SELECT step, layer, expert, tokens FROM expert_tokens"
                               " WHERE run_id = ?1 ORDER BY step, layer, expert";
@@ -236,6 +238,12 @@ static int read_rows(store *st, int64_t run_id, routing_table *t)
     size_t cells = (size_t)t->layers * (size_t)t->experts, row = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (row >= (size_t)f->rows || (row % cells == 0 && t->n >= f->steps)) {
+            sqlite3_finalize(s);
+            log_error("%s: run %lld: the expert counts changed while they were read",
+                      store_path(st), (long long)run_id);
+            return 2;
+        }
         int step = sqlite3_column_int(s, 0);
         if (row % cells == 0)
             t->steps[t->n++] = step;
@@ -245,9 +253,8 @@ static int read_rows(store *st, int64_t run_id, routing_table *t)
     return rc == SQLITE_DONE ? 0 : (db_error(st, "reading expert_tokens"), 2);
 }
 
-int store_get_routing(store *st, int64_t run_id, routing_table *t)
+static int get_routing(store *st, int64_t run_id, routing_table *t)
 {
-    memset(t, 0, sizeof *t);
     routing_facts f;
     if (read_facts(st, run_id, &f))
         return 2;
@@ -260,12 +267,25 @@ int store_get_routing(store *st, int64_t run_id, routing_table *t)
     if (!t->steps || !t->counts) {
         log_error("%s: out of memory for the %lld expert counts of run %lld", store_path(st),
                   (long long)f.rows, (long long)run_id);
-        routing_table_free(t);
         return 2;
     }
-    if (read_rows(st, run_id, t)) {
-        routing_table_free(t);
+    return read_rows(st, run_id, &f, t);
+}
+
+/* the facts and the rows read in one read transaction (one snapshot of a store a run is
+ * writing), unless the caller holds a transaction already */
+int store_get_routing(store *st, int64_t run_id, routing_table *t)
+{
+    memset(t, 0, sizeof *t);
+    int own = sqlite3_get_autocommit(store_handle(st));
+    if (own && sqlite3_exec(store_handle(st), "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        db_error(st, "reading expert_tokens");
         return 2;
     }
-    return 0;
+    int rc = get_routing(st, run_id, t);
+    if (own)
+        sqlite3_exec(store_handle(st), "COMMIT", NULL, NULL, NULL); /* a read: nothing to keep */
+    if (rc)
+        routing_table_free(t);
+    return rc;
 }

@@ -37,6 +37,15 @@ double store_column_real(sqlite3_stmt *s, int i)
     }
 }
 
+int store_column_real_ok(sqlite3_stmt *s, int i)
+{
+    int type = sqlite3_column_type(s, i);
+    if (type != SQLITE_TEXT)
+        return type != SQLITE_BLOB;
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    return t && (strcmp(t, "nan") == 0 || strcmp(t, "inf") == 0 || strcmp(t, "-inf") == 0);
+}
+
 double store_column_field(sqlite3_stmt *s, int i, unsigned bit, unsigned *unrecorded)
 {
     if (sqlite3_column_type(s, i) == SQLITE_NULL)

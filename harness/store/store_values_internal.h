@@ -14,5 +14,8 @@ int store_bind_field(sqlite3_stmt *s, int i, double v, unsigned unrecorded, unsi
 double store_column_real(sqlite3_stmt *s, int i);
 /* column i as a step's real, bit set in *unrecorded when it is NULL */
 double store_column_field(sqlite3_stmt *s, int i, unsigned bit, unsigned *unrecorded);
+/* 1 when column i holds what the store writes for a real: NULL, a number, or the text 'nan',
+ * 'inf' or '-inf' (not other text, not a blob) */
+int store_column_real_ok(sqlite3_stmt *s, int i);
 
 #endif

@@ -247,6 +247,8 @@ hostile mid '["a/../../x"]' "a name going up in the middle"
 hostile dot '["./ok.txt"]' "a name with ."
 hostile ctl '["a\u001bb"]' "a name with a control byte"
 hostile dirfile '["ok.txt", "ok.txt/b"]' "a file that is also a folder"
+# a name part longer than a folder holds (NAME_MAX 255) was downloaded, then failed to link
+hostile long "[\"ok.txt\", \"$(printf 'x%.0s' $(seq 300))\"]" "a name part of 300 bytes"
 [ ! -e "$T/x" ] && [ ! -e /tmp/abs ] && pass || fail "hostile names wrote outside the cache"
 [ -z "$(ls "$T/c-host" 2>/dev/null)" ] && pass || fail "hostile names are refused before anything is written"
 # a symlink planted in the cache where a snapshot folder goes is never followed

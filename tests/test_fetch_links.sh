@@ -93,4 +93,21 @@ untouched "a planted blob or snapshot link"
 [ -f "$B/$CFG_ID" ] && [ ! -L "$B/$CFG_ID" ] && cmp -s "$B/$CFG_ID" "$R/config.json" && pass || fail "the planted blob link is replaced by the blob"
 [ "$(readlink "$snap/empty.txt")" = "../../blobs/$EMPTY_ID" ] && pass || fail "the planted snapshot link is replaced: $(readlink "$snap/empty.txt")"
 [ -z "$(find "$T"/c-* -name '*.tmp')" ] && pass || fail "temporary files left"
+
+# a fetch that fails part way links no snapshot: an offline fetch pinned to its commit used to
+# take the files linked before the failure for the whole repository (exit 0); one that fails at
+# its first answer makes no folder at all (it made models--ORG--NAME/blobs first)
+commit="$(basename "$snap")"
+faults '{"match": "model.safetensors", "method": "HEAD", "fault": "status", "code": 404}'
+C="$T/c-part"
+expect 2 "a file the server refuses" -- "$H" fetch org/tiny --cache "$C"; says "HTTP 404"
+[ ! -e "$C/models--org--tiny/snapshots" ] && pass || fail "a failed fetch left a snapshot: $(find "$C" -path '*snapshots*')"
+expect 2 "offline, pinned to the commit of a failed fetch" -- env HF_HUB_OFFLINE=1 "$H" fetch "org/tiny@$commit" --cache "$C"
+faults '{"match": "/resolve/", "method": "HEAD", "fault": "status", "code": 404}'
+expect 2 "every file refused" -- "$H" fetch org/tiny --cache "$T/c-none"; says "HTTP 404"
+[ -z "$(ls -A "$T/c-none" 2>/dev/null)" ] && pass || fail "a fetch refused at its first answer wrote: $(find "$T/c-none")"
+# an X-Linked-Size that is no number was dropped for Content-Length without a word
+faults '{"match": "model.safetensors", "method": "HEAD", "fault": "badsize"}'
+expect 2 "an X-Linked-Size that is no number" -- "$H" fetch org/tiny --cache "$T/c-size"; says "X-Linked-Size: not a whole number of bytes"
+faults ''
 finish

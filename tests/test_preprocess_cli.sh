@@ -50,6 +50,15 @@ bad "a line that is no object" "a line must be a JSON object" '["text"]\n'
 bad "no document with tokens" "no document with any token" '{"text": ""}\n\n'
 bad "invalid UTF-8 in text" "bad.jsonl:1" 'caf\xe9\n'
 expect 2 "a missing input" -- pre --input "$T/absent.jsonl" --output-prefix "$T/keep"; says "absent.jsonl"
+# a folder at a .tmp name: refused before tokenizing, and never removed (remove() took an empty
+# one away after the whole input was tokenized, exit 1)
+for x in bin idx; do
+  mkdir "$T/keep_text_document.$x.tmp"
+  expect 2 "a folder at the .$x.tmp name" -- "$H" preprocess --input "$M/docs.jsonl" --output-prefix "$T/keep" --tokenizer byte
+  says "keep_text_document.$x.tmp: exists and is not a regular file; nothing written"
+  [ -d "$T/keep_text_document.$x.tmp" ] && pass || fail "the folder at .$x.tmp was removed"
+  rmdir "$T/keep_text_document.$x.tmp"
+done
 expect 2 "a FIFO as input" -- timeout $((30 * SLOW)) "$H" preprocess --input /dev/stdin --output-prefix "$T/keep" --tokenizer byte </dev/null
 
 echo "# GPT-2 trained on Alpaca data and on binarized datasets"

@@ -16,7 +16,8 @@ Faults: ROOT/faults.json is read at every request:
 KIND: status (answer `code`), cut (half the body, then close), drip (a byte every 0.5 s),
 endless (more body than announced), bigheaders (300 KiB of headers), redirect_loop,
 redirect_scheme (a 302 to file:///etc/passwd), redirect_http (a 302 to the same path over
-plain http: refused by a client of an https endpoint), badsha (a wrong X-Linked-Etag), badetag (an ETag
+plain http: refused by a client of an https endpoint), badsha (a wrong X-Linked-Etag), badsize (an X-Linked-Size with an "x" after the
+digits), badetag (an ETag
 of "../../x"), ignore_range (a 200 to a Range request), shift_range (a 206 to "Range: bytes=N-"
 that sends from N + `shift` (default 16, may be negative), with a Content-Range saying so), slow
 (the body in 20 pieces, `pause` seconds (default 0.05) after each). `times` bounds how often a rule fires
@@ -249,7 +250,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             headers["ETag"] = '"../../x"'
         if f["lfs"]:
             sha = f["sha256"] if fault != "badsha" else hashlib.sha256(f["data"] + b"!").hexdigest()
-            headers.update({"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(f["data"])),
+            size = str(len(f["data"])) + ("x" if fault == "badsize" else "")
+            headers.update({"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": size,
                             "ETag": f'"{sha}"', "Location": f"{self.server.scheme}://localhost:{self.server.server_address[1]}/cdn/{kind}/{'/'.join(parts[:i])}/{f['sha256']}"})
             if fault == "bigheaders":
                 headers.update({f"X-Padding-{k}": "x" * 1000 for k in range(300)})

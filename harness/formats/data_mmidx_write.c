@@ -14,15 +14,19 @@
 #include "util/util.h"
 
 /* PREFIX.bin and PREFIX.idx may be replaced: absent, or regular files (or links to one). A
- * folder there would fail the second rename after the first was done: a mismatched pair */
+ * folder there would fail the second rename after the first was done: a mismatched pair. Their
+ * .tmp files are replaced (a stale file, or a link planted there, as the writer removes first):
+ * a folder there is refused too, before anything is tokenized, and never removed */
 static int destinations_ok(const char *prefix)
 {
-    static const char *const ext[] = {".bin", ".idx"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const ext[] = {".bin", ".idx", ".bin.tmp", ".idx.tmp"};
+    for (int i = 0; i < 4; i++) {
         char path[4300];
         struct stat st;
         snprintf(path, sizeof path, "%s%s", prefix, ext[i]);
-        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        int tmp = i >= 2;
+        if ((tmp ? lstat(path, &st) : stat(path, &st)) == 0 && !S_ISREG(st.st_mode) &&
+            !(tmp && S_ISLNK(st.st_mode))) {
             log_error("%s: exists and is not a regular file; nothing written", path);
             return EXIT_USAGE;
         }
@@ -129,15 +133,15 @@ static int publish(mmidx_writer *w)
     snprintf(idx, sizeof idx, "%.*s", (int)(strlen(w->idx_path) - 4), w->idx_path);
     if (rename(w->bin_path, bin) != 0) {
         log_error("%s: cannot rename the finished file into place: %s", bin, strerror(errno));
-        remove(w->bin_path);
-        remove(w->idx_path);
+        unlink(w->bin_path);
+        unlink(w->idx_path);
         return EXIT_FAIL;
     }
     if (rename(w->idx_path, idx) != 0) { /* no new .bin beside an old .idx: a mismatched pair */
         log_error("%s: cannot rename the finished file into place: %s (%s removed)", idx,
                   strerror(errno), bin);
-        remove(bin);
-        remove(w->idx_path);
+        unlink(bin);
+        unlink(w->idx_path);
         return EXIT_FAIL;
     }
     return 0;
@@ -171,8 +175,8 @@ void mmidx_writer_abort(mmidx_writer *w)
     if (w->bin)
         fclose(w->bin);
     w->bin = NULL;
-    remove(w->bin_path);
-    remove(w->idx_path);
+    unlink(w->bin_path);
+    unlink(w->idx_path);
     free(w->sizes);
     w->sizes = NULL;
 }

@@ -101,6 +101,8 @@ static void take_header(net_headers *h, const char *line, size_t n)
     } else if (IS("x-linked-size:")) {
         VALUE("x-linked-size:", v);
         h->linked_size = parse_size(v);
+        if (h->linked_size < 0)
+            h->linked_size = NET_SIZE_MALFORMED;
     } else if (IS("content-length:")) {
         VALUE("content-length:", v);
         h->content_length = parse_size(v);

@@ -28,6 +28,7 @@ typedef struct {
     char commit[41];
     char **files;
     size_t n_files;
+    char (*etags)[192]; /* the blob of each file fetched, "" for one not (yet) fetched */
     fetch_result *res;
 } fetch_ctx;
 
@@ -96,7 +97,7 @@ static int take_siblings(fetch_ctx *x, json_t *sib, const char *url)
         if (!hub_path_is_safe(p)) {
             log_error("%s: siblings[%zu]: the server names the file '%s': refused (an absolute "
                       "path, '..', '.', an empty part or a control byte would leave the "
-                      "snapshot folder)", url, i, term_safe(p));
+                      "snapshot folder; a part over 255 bytes no folder holds)", url, i, term_safe(p));
             return EXIT_USAGE;
         }
         if (!(x->files[x->n_files++] = strdup(p)))
@@ -207,6 +208,8 @@ static int file_metadata(fetch_ctx *x, const char *path, remote_file *f)
     snprintf(f->etag, sizeof f->etag, "%s", f->lfs ? h.linked_etag : h.etag);
     f->size = h.linked_size >= 0 ? h.linked_size : h.status < 300 ? h.content_length : -1;
     const char *u = term_safe(f->url);
+    if (h.linked_size == NET_SIZE_MALFORMED)
+        return log_error("%s: X-Linked-Size: not a whole number of bytes", u), EXIT_USAGE;
     if (h.repo_commit[0] && strcasecmp(h.repo_commit, x->commit) != 0)
         return log_error("%s: the server answers for commit %s, not %s", u,
                          term_safe(h.repo_commit), x->commit), EXIT_USAGE;
@@ -269,24 +272,28 @@ static int download_blob(fetch_ctx *x, const remote_file *f, const char *path)
     return 0;
 }
 
-static int fetch_file(fetch_ctx *x, const char *path)
+/* file i's blob in blobs/ (downloaded unless there already), its etag into x->etags[i]; the
+ * repository's folders are made before the first download, not before the first answer */
+static int fetch_file(fetch_ctx *x, size_t i)
 {
+    const char *path = x->files[i];
     remote_file f;
     int rc = file_metadata(x, path, &f), lock = -1;
     if (rc)
         return rc;
     x->res->files++;
+    snprintf(x->etags[i], sizeof x->etags[i], "%s", f.etag);
     if (!have_blob(&f)) {
+        if (mkdir_p(x->repo_dir) || mkdir_below(x->repo_dir, "blobs"))
+            return EXIT_USAGE;
         rc = hub_lock_blob(x->o->cache, x->repo_dir, f.etag, path, &lock);
         if (!rc && have_blob(&f)) /* another process downloaded it while this one waited */
             log_info("%s: downloaded by another process meanwhile", term_safe(path));
         else if (!rc)
             rc = download_blob(x, &f, path);
         hub_unlock_blob(lock);
-        if (rc)
-            return rc;
     }
-    return hub_link_snapshot(x->repo_dir, x->commit, path, f.etag);
+    return rc;
 }
 
 /* ---- the repository ----------------------------------------------------------------------- */
@@ -299,15 +306,21 @@ static int fetch_online(fetch_ctx *x)
                   "nothing written", x->r->id, x->r->revision, x->commit);
         rc = EXIT_USAGE;
     }
-    if (!rc)
-        rc = mkdir_p(x->repo_dir) || mkdir_below(x->repo_dir, "blobs") ? EXIT_USAGE : 0;
+    if (!rc && !(x->etags = calloc(x->n_files, sizeof *x->etags)))
+        rc = (log_error("out of memory"), EXIT_USAGE);
+    /* every blob first, the snapshot's links once all are there: a fetch that fails part way
+     * (a file the server refuses, a digest that does not match) leaves no snapshot a later
+     * offline lookup would take for the whole repository */
     for (size_t i = 0; !rc && i < x->n_files; i++)
         if (wanted(x->o->include, x->files[i]))
-            rc = fetch_file(x, x->files[i]);
+            rc = fetch_file(x, i);
+    for (size_t i = 0; !rc && i < x->n_files; i++)
+        if (x->etags[i][0])
+            rc = hub_link_snapshot(x->repo_dir, x->commit, x->files[i], x->etags[i]);
     if (!rc && x->res->files == 0) {
         char snap[PATH_MAX];
         snprintf(snap, sizeof snap, "snapshots/%s", x->commit);
-        rc = mkdir_below(x->repo_dir, snap);
+        rc = mkdir_p(x->repo_dir) || mkdir_below(x->repo_dir, snap) ? EXIT_USAGE : 0;
         log_warn("%s@%s: none of its %zu files matches --include %s", x->r->id,
                  x->r->revision, x->n_files, term_safe(x->o->include));
     }
@@ -347,5 +360,6 @@ int hub_fetch(const repo_ref *r, const fetch_options *o, fetch_result *res)
     for (size_t i = 0; i < x.n_files; i++)
         free(x.files[i]);
     free(x.files);
+    free(x.etags);
     return rc;
 }

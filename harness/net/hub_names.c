@@ -139,8 +139,9 @@ int hub_path_is_safe(const char *path)
             return 0;
     for (const char *p = path; *p;) {
         size_t part = strcspn(p, "/");
-        if (part == 0 || (part == 1 && p[0] == '.') || (part == 2 && p[0] == '.' && p[1] == '.'))
-            return 0;
+        if (part == 0 || part > 255 || (part == 1 && p[0] == '.') ||
+            (part == 2 && p[0] == '.' && p[1] == '.'))
+            return 0; /* 255: NAME_MAX, the longest name a folder holds */
         p += part;
         if (*p == '/' && !*++p)
             return 0; /* a trailing '/' */

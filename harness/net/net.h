@@ -23,11 +23,15 @@ typedef struct {
     int progress_bar;         /* 1: a bar on the terminal (stderr), 0: plain lines */
 } net_config;
 
+/* an X-Linked-Size given but not a whole number of bytes */
+#define NET_SIZE_MALFORMED (-2)
+
 /* What a response said: its status and the headers the hub protocol uses. */
 typedef struct {
     long status;
     char etag[192], linked_etag[192], repo_commit[64];
-    int64_t linked_size, content_length;  /* -1 when absent */
+    int64_t linked_size, content_length;  /* -1 when absent; linked_size NET_SIZE_MALFORMED
+                                           * when given but not a whole number of bytes */
     char location[2048], next_link[2048]; /* Location; the rel="next" URL of a Link header */
     char content_range[128];              /* Content-Range ("" when absent) */
     long retry_after_s;                   /* -1 when absent */
@@ -100,7 +104,8 @@ int hub_cache_default(char *out, size_t len);
 /* CACHE/models--ORG--NAME (datasets--...) into out */
 int hub_repo_folder(const char *cache, const repo_ref *r, char *out, size_t len);
 /* 1 when a path from the server is a safe relative path inside a snapshot: not empty, not
- * absolute, no "." or ".." or empty component, no backslash or control byte,, at most 1024 */
+ * absolute, no "." or ".." or empty component nor one over 255 bytes, no backslash or control
+ * byte, at most 1024 in all */
 int hub_path_is_safe(const char *path);
 /* 1 when an etag is safe as a blob file name: [A-Za-z0-9_-], 1 to 128 bytes */
 int hub_etag_is_safe(const char *etag);

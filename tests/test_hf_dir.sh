@@ -167,4 +167,36 @@ expect 2 "weights of another shape" -- "$H" run "$T/bw.json" --steps 1 --db "$T/
 sed -i 's/"n_embd": 32/"n_embd": 64/; s/"n_layer": 2/"n_layer": 3/' "$T/bw/config.json"
 expect 2 "weights missing a layer" -- "$H" run "$T/bw.json" --steps 1 --db "$T/a.db"; says "transformer.h.2"
 
+# ---- GPT2Config's aliases (attribute_map) are its keys, and win over the keys they name, as in
+# transformers: num_hidden_layers 1 beside n_layer 2 trains one layer (it trained two); a config
+# with hidden_size alone is read (it was refused for n_embd's default 768); init and --save drop
+# them from the config they write
+rm -rf "$T/al"; cp -r "$T/init" "$T/al"
+python3 - "$T/al/config.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c["num_hidden_layers"] = 1; json.dump(c, open(sys.argv[1], "w"))
+EOF
+scenario "$T/al" al
+expect 0 "num_hidden_layers beside n_layer" -- "$H" run "$T/al.json" --steps 1 --db "$T/al.db"
+says "tensors of layers the config does not have were not used"
+rm -rf "$T/al-init"
+expect 0 "init from it" -- "$H" init "$T/al.json" "$T/al-init"
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); sys.exit(not (c["n_layer"] == 1 and "num_hidden_layers" not in c))' "$T/al-init/config.json" && pass || fail "init wrote: $(grep -E 'layer' "$T/al-init/config.json")"
+rm -rf "$T/hs"; cp -r "$T/init" "$T/hs"
+python3 - "$T/hs/config.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c["hidden_size"] = c.pop("n_embd"); json.dump(c, open(sys.argv[1], "w"))
+EOF
+scenario "$T/hs" hs
+expect 0 "hidden_size in place of n_embd" -- "$H" run "$T/hs.json" --steps 1 --db "$T/al.db"
+
+# ---- --save into a directory holding an override_config.json from before: removed (the config
+# written has the overrides applied; a run on the directory applied the old file again)
+rm -rf "$T/so"; mkdir "$T/so"; echo '{"n_layer": 1}' >"$T/so/override_config.json"
+expect 0 "--save over an old override_config.json" -- "$H" run "$tiny" --steps 1 --db "$T/so.db" --save "$T/so" --quiet
+[ ! -e "$T/so/override_config.json" ] && pass || fail "--save left the old override_config.json"
+rm -rf "$T/so2"; mkdir -p "$T/so2/override_config.json"
+expect 2 "--save with a folder at override_config.json" -- "$H" run "$tiny" --steps 1 --db "$T/so.db" --save "$T/so2" --quiet
+says "override_config.json is a directory"
+
 finish

@@ -190,7 +190,7 @@ static void test_override_missing_key(void **state)
     assert_int_equal(load_captured("override_missing_key.json", &s), 0);
     assert_non_null(strstr(captured, "warning: "));
     assert_non_null(strstr(captured, "override_missing_key.json:8: "
-                                     "model.overrides.num_hidden_layers: "));
+                                     "model.overrides.rotary_dim: "));
     assert_int_equal(s.model.gpt2.n_layer, 2); /* the other override applied */
     scenario_free(&s);
 }

@@ -98,7 +98,7 @@ static int saved_name(const char *name)
 {
     static const char *const saved[] = {"config.json", "model.safetensors", "tokenizer.json",
                                         "vocab.json", "merges.txt", "vocab.txt",
-                                        "tokenizer_config.json"};
+                                        "tokenizer_config.json", "override_config.json"};
     size_t n = strlen(name);
     if (n > 4 && strcmp(name + n - 4, ".tmp") == 0)
         return 1;

@@ -72,6 +72,14 @@ static int write_config(const model_family *f, const model_config_u *c, json_t *
     }
     int rc = checkpoint_write_file(path, text, strlen(text), "the config");
     free(text);
+    /* the config written is the resolved one: an override_config.json left from before would
+     * be applied on top of it where the directory is trained next (transformers ignores it) */
+    snprintf(path, sizeof path, "%s/override_config.json", dir);
+    if (!rc && unlink(path) != 0 && errno != ENOENT) {
+        log_error("%s: cannot remove the override file left from before: %s", path,
+                  strerror(errno));
+        rc = EXIT_FAIL;
+    }
     return rc;
 }
 
@@ -224,6 +232,12 @@ typedef struct {
     int lm_head_of;
     int64_t dropped;    /* tensors of layers past the config's count (num_hidden_layers: 1) */
     char first_dropped[128];
+    struct alias_load { /* each tensor read by an alias spelling, checked at the end */
+        int param;
+        const st_file *f;
+        const st_tensor *t;
+    } *aliases;
+    int n_aliases;
 } loader;
 
 /* the parameter a checkpoint name (prefix stripped) is, or -1; *alias 1 for another spelling */
@@ -287,7 +301,10 @@ static int load_one(loader *L, const st_file *f, const st_tensor *t)
         L->lm_head_of = i;
         return check_shape(p, t, f->path);
     }
-    if (alias && L->seen[i]) /* the same tensor under its own name too: that one counts */
+    if (alias)
+        L->aliases[L->n_aliases++] = (struct alias_load){i, f, t};
+    if (alias && L->seen[i]) /* the same tensor under its own name too: equal values, checked
+                              * at the end (check_aliases) */
         return check_shape(p, t, f->path);
     if (L->seen[i] == 1 && !alias) {
         log_error("%s: tensor \"%s\" is given twice (with and without \"%s\")", f->path,
@@ -297,6 +314,43 @@ static int load_one(loader *L, const st_file *f, const st_tensor *t)
     L->seen[i] = alias ? 2 : 1;
     int rc = check_shape(p, t, f->path);
     return rc ? rc : st_read_f32_finite(f, t, L->host + p->offset);
+}
+
+/* the n floats at a and b hold the same values (-0 equals 0, as torch.equal has it) */
+static int same_values(const float *a, const float *b, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (a[k] != b[k])
+            return 0;
+    return 1;
+}
+
+/* a tensor given under two spellings (BERT's cls.predictions.bias and decoder.bias, a LayerNorm's
+ * gamma and weight) must hold the same finite values in both: which one transformers takes
+ * differs by version, so differing ones are refused rather than one read silently */
+static int check_aliases(const loader *L)
+{
+    int rc = 0;
+    for (int a = 0; a < L->n_aliases && !rc; a++) {
+        const struct alias_load *x = &L->aliases[a];
+        const param_info *p = model_param(L->m, x->param);
+        float *v = malloc(p->n * sizeof *v);
+        if (!v) {
+            log_error("%s: out of host memory for %s", x->f->path, x->t->name);
+            return EXIT_FAIL;
+        }
+        rc = st_read_f32_finite(x->f, x->t, v);
+        if (!rc && !same_values(v, L->host + p->offset, p->n)) {
+            char name[128];
+            model_hf_name(L->m, x->param, name, sizeof name);
+            log_error("%s: tensor \"%s\" is given again as \"%s\" with other values: which one "
+                      "transformers reads differs by version; keep one of them", x->f->path,
+                      name, x->t->name);
+            rc = EXIT_USAGE;
+        }
+        free(v);
+    }
+    return rc;
 }
 
 static int check_missing(const loader *L, const char *dir)
@@ -346,6 +400,19 @@ static int init_missing_head(loader *L, const char *dir, uint64_t seed)
     return 0;
 }
 
+/* a tied checkpoint that holds only the head (lm_head.weight, no embedding): the embedding is
+ * read from it, as from_pretrained ties the missing one to the one given */
+static int embedding_from_head(loader *L)
+{
+    if (!L->lm_head || L->seen[L->lm_head_of])
+        return 0;
+    const param_info *p = model_param(L->m, L->lm_head_of);
+    int rc = st_read_f32_finite(L->lm_head_file, L->lm_head, L->host + p->offset);
+    if (!rc)
+        L->seen[L->lm_head_of] = 1;
+    return rc;
+}
+
 /* A tied head saved anyway (GPT-2's lm_head.weight, BERT's decoder weight: parameter 0; llama's
  * lm_head.weight with tie_word_embeddings) must hold the embedding's values: transformers 4 tied
  * a differing one to the embedding, transformers 5 keeps it untied, so such a checkpoint trains
@@ -362,7 +429,7 @@ static int check_lm_head(const loader *L)
         free(head);
         return EXIT_USAGE;
     }
-    int same = memcmp(head, L->host + wte->offset, wte->n * sizeof *head) == 0;
+    int same = same_values(head, L->host + wte->offset, wte->n);
     free(head);
     if (same)
         return 0;
@@ -387,8 +454,9 @@ static int load(model *m, const char *dir, int head_may_miss, uint64_t seed)
     if (rc)
         return rc;
     loader L = {m, model_family_of(m), malloc(model_param_count(m) * sizeof(float)),
-                calloc((size_t)model_n_params(m), 1), NULL, NULL, 0, 0, ""};
-    if (!L.host || !L.seen) {
+                calloc((size_t)model_n_params(m), 1), NULL, NULL, 0, 0, "",
+                calloc((size_t)s.n + 1, sizeof *L.aliases), 0};
+    if (!L.host || !L.seen || !L.aliases) {
         log_error("%s: out of host memory for %zu weights", dir, model_param_count(m));
         rc = EXIT_FAIL;
     }
@@ -398,16 +466,21 @@ static int load(model *m, const char *dir, int head_may_miss, uint64_t seed)
         log_warn("%s: %lld tensors of layers the config does not have were not used (the first: "
                  "\"%s\"), as from_pretrained skips them", dir, (long long)L.dropped,
                  L.first_dropped);
+    if (!rc)
+        rc = embedding_from_head(&L);
     if (!rc && head_may_miss)
         rc = init_missing_head(&L, dir, seed);
     if (!rc)
         rc = check_missing(&L, dir);
     if (!rc)
         rc = check_lm_head(&L);
+    if (!rc)
+        rc = check_aliases(&L);
     if (!rc && model_set_weights(m, L.host))
         rc = EXIT_FAIL;
     free(L.host);
     free(L.seen);
+    free(L.aliases);
     st_set_close(&s);
     return rc;
 }

@@ -36,6 +36,8 @@ static json_t *config_json(const model_config_u *u, json_t *src_config)
     json_object_set_new(j, "n_embd", json_integer(c->n_embd));
     json_object_set_new(j, "n_layer", json_integer(c->n_layer));
     json_object_set_new(j, "n_head", json_integer(c->n_head));
+    for (size_t i = 0; GPT2_KEY_ALIASES[i][0]; i++) /* they would win over the keys above */
+        json_object_del(j, GPT2_KEY_ALIASES[i][0]);
     json_object_set_new(j, "activation_function", json_string(c->activation_function));
     json_object_set_new(j, "layer_norm_epsilon", json_real(c->layer_norm_epsilon));
     json_object_set_new(j, "initializer_range", json_real(c->initializer_range));

@@ -41,8 +41,19 @@ static const field FIELDS[] = {
 };
 #define NFIELDS (sizeof FIELDS / sizeof FIELDS[0])
 
+/* GPT2Config's attribute_map: each name is GPT2Config's key too, and wins over the field it
+ * names wherever both are given (transformers sets it after the field) */
+const char *const GPT2_KEY_ALIASES[][2] = {{"hidden_size", "n_embd"},
+                                           {"max_position_embeddings", "n_positions"},
+                                           {"num_attention_heads", "n_head"},
+                                           {"num_hidden_layers", "n_layer"},
+                                           {NULL, NULL}};
+
 static const field *find_field(const char *key)
 {
+    for (size_t i = 0; GPT2_KEY_ALIASES[i][0]; i++)
+        if (strcmp(GPT2_KEY_ALIASES[i][0], key) == 0)
+            key = GPT2_KEY_ALIASES[i][1];
     for (size_t i = 0; i < NFIELDS; i++)
         if (strcmp(FIELDS[i].key, key) == 0)
             return &FIELDS[i];
@@ -215,11 +226,13 @@ int config_read_dtype(char *out, size_t len, json_t *obj, const char *where)
                   : 0; /* absent or null: transformers' default, float32 */
 }
 
-static int set_field(gpt2_config *c, const field *f, json_t *v, const char *where)
+/* field f from v, named key in messages (f's own key, or an alias of it) */
+static int set_field(gpt2_config *c, const field *f, json_t *v, const char *where,
+                     const char *key)
 {
     char *at = (char *)c + f->off;
     switch (f->type) {
-    case F_INT: return set_int((int *)at, v, where, f->key);
+    case F_INT: return set_int((int *)at, v, where, key);
     case F_REAL: return set_real((double *)at, v, where, f->key);
     case F_ACTIVATION: return set_activation(c, v, where);
     case F_DTYPE: return config_set_dtype(c->torch_dtype, sizeof c->torch_dtype, v, where);
@@ -236,7 +249,15 @@ int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where)
         json_t *v = json_object_get(obj, FIELDS[i].key);
         if (!v || FIELDS[i].type == F_DTYPE)
             continue; /* absent; torch_dtype below */
-        int rc = set_field(c, &FIELDS[i], v, where);
+        int rc = set_field(c, &FIELDS[i], v, where, FIELDS[i].key);
+        if (rc)
+            return rc;
+    }
+    for (size_t i = 0; GPT2_KEY_ALIASES[i][0]; i++) {
+        json_t *v = json_object_get(obj, GPT2_KEY_ALIASES[i][0]);
+        int rc = v ? set_field(c, find_field(GPT2_KEY_ALIASES[i][0]), v, where,
+                               GPT2_KEY_ALIASES[i][0])
+                   : 0;
         if (rc)
             return rc;
     }
@@ -321,7 +342,7 @@ static int gpt2_set_key(void *c, const char *key, json_t *v, const char *where)
     const field *f = find_field(key);
     if (!f)
         return -1;
-    return v ? set_field(c, f, v, where) : 0;
+    return v ? set_field(c, f, v, where, key) : 0;
 }
 
 int gpt2_config_apply_overrides(gpt2_config *c, json_t *config, json_t *overrides,

@@ -32,8 +32,13 @@ typedef struct {
 /* GPT2Config's defaults */
 void gpt2_config_defaults(gpt2_config *c);
 
+/* GPT2Config's attribute_map as {alias, key} pairs, ending in {NULL, NULL}: hidden_size,
+ * max_position_embeddings, num_attention_heads, num_hidden_layers */
+extern const char *const GPT2_KEY_ALIASES[][2];
+
 /* Reads GPT2Config keys from obj into c (keys absent keep their current value; keys the
- * harness does not model are ignored, as transformers keeps them as attributes). `where` names
+ * harness does not model are ignored, as transformers keeps them as attributes; an alias of
+ * GPT2_KEY_ALIASES wins over the key it names, as in transformers). `where` names
  * the source in messages (a file path, or "scenario.json: model.config"). A key of the wrong
  * JSON type is an error. Returns 0, or 2 after printing a message. */
 int gpt2_config_from_json(gpt2_config *c, json_t *obj, const char *where);

@@ -17,11 +17,11 @@ static long long json_int_at(json_t *o, const char *key, long long dflt)
     return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
-/* the names the families give a config's sizes: GPT-2's, then Hugging Face's usual ones (BERT,
- * Llama, Qwen2, Mistral, Mixtral) */
-static const char *const LAYER_KEYS[] = {"n_layer", "num_hidden_layers", "num_layers", NULL};
-static const char *const WIDTH_KEYS[] = {"n_embd", "hidden_size", "d_model", NULL};
-static const char *const HEAD_KEYS[] = {"n_head", "num_attention_heads", NULL};
+/* the names the families give a config's sizes: Hugging Face's usual ones (BERT, Llama, Qwen2,
+ * Mistral, Mixtral, and GPT2Config's aliases, which win over its own keys), then GPT-2's */
+static const char *const LAYER_KEYS[] = {"num_hidden_layers", "n_layer", "num_layers", NULL};
+static const char *const WIDTH_KEYS[] = {"hidden_size", "n_embd", "d_model", NULL};
+static const char *const HEAD_KEYS[] = {"num_attention_heads", "n_head", NULL};
 
 /* the first of keys that o gives as a whole number > 0; 0 when none */
 static long long first_int(json_t *o, const char *const *keys)

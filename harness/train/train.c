@@ -367,7 +367,7 @@ int train_check_save_dir(const char *what, const char *dir)
 {
     static const char *const names[] = {"config.json", "model.safetensors", "tokenizer.json",
                                         "vocab.json", "merges.txt", "vocab.txt",
-                                        "tokenizer_config.json"};
+                                        "tokenizer_config.json", "override_config.json"};
     char path[4200];
     struct stat st;
     if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {

@@ -4,7 +4,8 @@
 # ANSI colours, Python dicts with their own step, a locked store, workload metadata that names the
 # recorder's keys, out-of-range step fields, jsonl's mem_used_bytes and --keys of every field,
 # fractional steps, Megatron's iteration lines (at a line's start; the loss on the last rank),
-# numbered rank files past 10 and compressed logs. usage: HARNESS_EXE SOURCE_DIR
+# numbered rank files past 10 and compressed logs; Megatron's NAN/INF, a last line cut off, a
+# replayed step, another rank's metadata. usage: HARNESS_EXE SOURCE_DIR
 set -u
 H="$1"; SRC="$(cd "$2" && pwd)"
 . "$(dirname "$0")/lib.sh"
@@ -179,4 +180,39 @@ expect 1 "ingest binary noise" -- "$H" ingest noise.bin --device x --db z.db
 # the message is text: the noise's bytes that are no UTF-8 are '?', not printed raw
 grep -q "binary data (NUL bytes)" out && iconv -f UTF-8 -t UTF-8 out >/dev/null 2>&1 \
   && pass || fail "the failure of binary noise: $(head -c 300 out)"
+echo "Megatron's '{:E}' losses NAN and INF are divergence (they were dropped: an 'ok' run)"
+mg() { printf ' iteration %8d/     100 | elapsed time per iteration (ms): 1200.0 | learning rate: 3.000000E-04 | lm loss: %s | grad norm: %s |' "$1" "$2" "$3"; }
+{ mg 1 1.234567E+01 5.4; echo; mg 2 NAN nan; echo; mg 3 INF inf; echo; } >mnan.log
+expect 1 "Megatron NAN/INF" -- "$H" ingest mnan.log --device x --db mnan.db
+[ "$(q mnan.db 'select status || count(*) from runs join steps on steps.run_id = runs.id')" = diverged3 ] && pass || fail "Megatron NAN/INF: $(q mnan.db 'select status from runs') $(series mnan.db 1)"
+
+echo "a last line cut mid-number is skipped (1.134567E+0 was recorded as 1.134567); another rank's text inside the number too"
+{ mg 1 1.234567E+01 5.4; echo; printf ' iteration        2/     100 | elapsed time per iteration (ms): 1200.1 | learning rate: 3.000000E-04 | lm loss: 1.134567E+0'; } >mcut.log
+expect 0 "a cut last line" -- "$H" ingest mcut.log --device x --db mcut.db; says "the last line has no newline and ends mid-line"
+[ "$(series mcut.db 1)" = "1:12.34567" ] && pass || fail "a cut last line: $(series mcut.db 1)"
+{ mg 1 1.234567E+01 5.4; echo; printf ' iteration        2/     100 | elapsed time per iteration (ms): 1200.1 | learning rate: 3.000000E-04 | lm loss: 1.13[W reducer.cpp:1545] Warning\n4567E+01 | grad norm: 5.4 |\n'; } >mmix.log
+expect 0 "another rank's text in the loss" -- "$H" ingest mmix.log --device x --db mmix.db
+[ "$(series mmix.db 1)" = "1:12.34567" ] && pass || fail "another rank's text in the loss: $(series mmix.db 1)"
+mg 1 1.234567E+01 5.4 >mwhole.log # a whole line without its newline is read
+expect 0 "a whole last line without a newline" -- "$H" ingest mwhole.log --device x --db mwhole.db
+[ "$(series mwhole.db 1)" = "1:12.34567" ] && pass || fail "a whole last line: $(series mwhole.db 1)"
+
+echo "a step logged again right after itself keeps its latest values alone (the replay merged the old line's)"
+cat >replay.log <<'L'
+HARNESS_STEP {"v":1,"step":1,"loss":2.5,"grad_norm":1.0}
+HARNESS_STEP {"v":1,"step":2,"loss":2.4,"grad_norm":1.1,"lr":0.001}
+HARNESS_STEP {"v":1,"step":2,"loss":2.45}
+L
+expect 0 "a replayed step" -- "$H" ingest replay.log --device x --db replay.db
+[ "$(q replay.db 'select loss || "," || ifnull(grad_norm, "null") || "," || ifnull(lr, "null") from steps where step = 2')" = "2.45,null,null" ] && pass || fail "a replayed step: $(q replay.db 'select * from steps where step = 2')"
+
+echo "HARNESS_META of a rank other than 0 is not the run's (rank 1's could come first)"
+cat >meta.log <<'L'
+HARNESS_META {"v":1,"rank":1,"device_name":"GPU of rank 1"}
+HARNESS_META {"v":1,"rank":0,"device_name":"GPU of rank 0"}
+HARNESS_STEP {"v":1,"step":1,"loss":2.5}
+L
+expect 0 "META of two ranks" -- "$H" ingest meta.log --device x --db meta.db
+[ "$(q meta.db 'select device_name from runs')" = "GPU of rank 0" ] && pass || fail "META of two ranks: $(q meta.db 'select device_name from runs')"
+
 finish

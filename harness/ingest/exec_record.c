@@ -141,6 +141,14 @@ static int extra_key(const char *key, int own, char *out, size_t n)
 /* the workload's self-report: the runs columns it names, and every key in run_extra */
 static void take_meta(recorder *r, const lp_event *ev)
 {
+    /* the run is rank 0's (its steps are rank 0's): another rank's self-report, which may come
+     * first, would name its device and memory */
+    for (int i = 0; i < ev->n_meta; i++) {
+        long rank = 0;
+        if (strcmp(ev->meta[i].key, "rank") == 0 && parse_long(ev->meta[i].value, &rank) == 0 &&
+            rank > 0)
+            return;
+    }
     if ((ev->meta_left_out || ev->meta_cut) && !r->warned_meta_line)
         log_warn("a metadata line had %d keys left out and %d values cut: a line keeps at most "
                  "%d keys of at most %d bytes, values of at most %d bytes (said once)",
@@ -188,7 +196,11 @@ static void take_meta(recorder *r, const lp_event *ev)
 static step_record *merge(recorder *r, int rank, const lp_step *s)
 {
     step_record *m = &r->last[rank];
-    if (m->step != s->step || !r->last_has[rank]) {
+    /* lines of one step merge (DeepSpeed's engine line, then Megatron's with the loss); a second
+     * loss for the step is the step logged again (a replay after a resume): its latest values
+     * alone, as for a step logged again later */
+    int again = (s->has & LP_LOSS) && (r->last_has[rank] & LP_LOSS);
+    if (m->step != s->step || !r->last_has[rank] || again) {
         memset(m, 0, sizeof *m);
         m->step = s->step;
         m->loss = m->grad_norm = m->lr = m->step_ms = m->tokens_per_s = NAN;
@@ -506,11 +518,28 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
     }
 }
 
+/* a last line without its newline ends where a line of the formats ends: a dict's '}' or a
+ * Megatron line's '|' (spaces after them aside); any other is taken for one cut off */
+static int ends_whole(const char *line, size_t len)
+{
+    while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+        len--;
+    return len && (line[len - 1] == '}' || line[len - 1] == '|');
+}
+
 void rec_flush(recorder *r)
 {
-    for (int i = 0; i < r->n_src; i++)
-        if (r->src[i].len && !r->src[i].overflow)
-            take_line(r, &r->src[i]);
+    for (int i = 0; i < r->n_src; i++) {
+        rec_source *s = &r->src[i];
+        if (!s->len || s->overflow)
+            continue;
+        if (ends_whole(s->line, s->len))
+            take_line(r, s);
+        else /* a job killed mid-write: a number cut short would be recorded as another */
+            log_warn("%s:%ld: the last line has no newline and ends mid-line: skipped as cut "
+                     "off", s->name, s->line_no);
+        s->len = 0;
+    }
     store_log(r);
 }
 

@@ -50,7 +50,10 @@ static int number_after(const char *line, size_t len, const char *label, double 
     p += strlen(label);
     while (p < line + len && (*p == ' ' || *p == '['))
         p++;
-    return lp_number(p, (size_t)(line + len - p), out) > 0;
+    size_t n = lp_number(p, (size_t)(line + len - p), out);
+    /* the number runs to a separator or the line's end: "1.13[W reducer..." is another
+     * process's text inside the number, not 1.13 */
+    return n > 0 && (p + n == line + len || strchr(" \t|,;])", p[n]));
 }
 
 /* a step is a whole number (1.5 is no step: the line is skipped, never truncated) */

@@ -68,7 +68,9 @@ size_t lp_number(const char *s, size_t len, double *out)
 {
     static const struct { const char *w; double v; } words[] = {
         {"-Infinity", -INFINITY}, {"Infinity", INFINITY}, {"-inf", -INFINITY}, {"inf", INFINITY},
-        {"NaN", NAN}, {"nan", NAN}, {"-nan", NAN}};
+        {"NaN", NAN}, {"nan", NAN}, {"-nan", NAN},
+        /* Python's '{:E}' (Megatron's loss): */ {"-INF", -INFINITY}, {"INF", INFINITY},
+        {"NAN", NAN}, {"-NAN", NAN}};
     for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
         size_t wl = strlen(words[k].w);
         if (len >= wl && memcmp(s, words[k].w, wl) == 0 &&

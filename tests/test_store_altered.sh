@@ -71,6 +71,23 @@ EOF
 expect 2 "run --compare --baseline nosuch on an empty database" -- "$H" run "$T/t3.json" --compare --baseline nosuch --quiet --db e.db
 [ "$(sha e.db)" = "$s0" ] && pass || fail "an empty SQLite database was given the schema"
 
+# ---- a store copied with its -wal but not its -shm, into a folder the reader cannot write: a
+# message that says so (SQLite's was "unable to open database file")
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  mkdir -p ro; fresh ro/s.db
+  python3 - ro/s.db <<'EOF'
+import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA wal_autocheckpoint = 0")
+c.execute("UPDATE runs SET host = 'h2'"); c.commit(); os._exit(0)
+EOF
+  rm -f ro/s.db-shm; chmod 755 "$T"; chmod 555 ro; chmod 444 ro/*
+  expect 2 "a -wal without its -shm in a read-only folder" -- setpriv --reuid=65534 --regid=65534 --clear-groups "$H" runs --db "$T/ro/s.db"
+  says "its -wal file is here without its -shm"
+  chmod 755 ro
+else
+  echo "skip: not root, or no setpriv (a -wal without its -shm in a read-only folder)"
+fi
+
 # ---- baseline files: loss scaling only where fp16 scales, a skipped step's grad norm is not
 # finite, skipped with loss_scale; hashes in lower case; a file without a date imported once
 hash=$(printf 'a%.0s' $(seq 64))

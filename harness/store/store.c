@@ -359,6 +359,19 @@ char *store_literal_uri(const char *path, const char *query)
     return uri;
 }
 
+/* 1 when path-wal exists and path-shm does not, in a folder this process cannot write */
+static int wal_without_shm(const char *path)
+{
+    char wal[PATH_MAX], shm[PATH_MAX], dir[PATH_MAX];
+    struct stat sb;
+    if (snprintf(wal, sizeof wal, "%s-wal", path) >= (int)sizeof wal ||
+        snprintf(shm, sizeof shm, "%s-shm", path) >= (int)sizeof shm)
+        return 0;
+    path_dirname(path, dir, sizeof dir);
+    return stat(wal, &sb) == 0 && stat(shm, &sb) != 0 && errno == ENOENT &&
+           access(dir, W_OK | X_OK) != 0;
+}
+
 /* Opens the connection. Stores open read-write without CREATE when read-only, with
  * query_only: SQLite then still removes the -wal and -shm files on close (a
  * SQLITE_OPEN_READONLY connection leaves them behind), while no statement can write. A store
@@ -381,6 +394,13 @@ static int open_db(store *st)
         int rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
         free(uri);
         return rc == SQLITE_OK ? 0 : db_fail(st, "opening the database (read-only)", 2);
+    }
+    if (st->write_protected && wal_without_shm(st->path)) {
+        log_error("%s: its -wal file is here without its -shm, in a folder this process cannot "
+                  "write: SQLite can read the commits in that WAL only by making the -shm; copy "
+                  "the store (with its -wal) where it can be written, or open it once there",
+                  st->path);
+        return 2;
     }
     char *uri = store_literal_uri(st->path, "");
     if (!uri) {

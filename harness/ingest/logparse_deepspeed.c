@@ -41,8 +41,10 @@ static int detect(const char *line, size_t len)
            (lp_find_text(line, len, "lm loss:") && megatron_iteration(line, len, &it));
 }
 
-/* the number after the first `label` in line; 1 when found */
-static int number_after(const char *line, size_t len, const char *label, double *out)
+/* the number after the first `label` in line, followed by unit (or "") and then a separator or
+ * the line's end; 1 when found */
+static int number_unit_after(const char *line, size_t len, const char *label, const char *unit,
+                             double *out)
 {
     const char *p = lp_find_text(line, len, label);
     if (!p)
@@ -50,10 +52,17 @@ static int number_after(const char *line, size_t len, const char *label, double 
     p += strlen(label);
     while (p < line + len && (*p == ' ' || *p == '['))
         p++;
-    size_t n = lp_number(p, (size_t)(line + len - p), out);
+    size_t n = lp_number(p, (size_t)(line + len - p), out), u = strlen(unit);
+    if (n && (size_t)(line + len - (p + n)) >= u && memcmp(p + n, unit, u) == 0)
+        n += u;
     /* the number runs to a separator or the line's end: "1.13[W reducer..." is another
      * process's text inside the number, not 1.13 */
     return n > 0 && (p + n == line + len || strchr(" \t|,;])", p[n]));
+}
+
+static int number_after(const char *line, size_t len, const char *label, double *out)
+{
+    return number_unit_after(line, len, label, "", out);
 }
 
 /* a step is a whole number (1.5 is no step: the line is skipped, never truncated) */
@@ -91,7 +100,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     if (lp_find_text(line, len, "lm loss:"))
         return parse_megatron(line, len, ev);
     if (number_after(line, len, "/global_step=", &step)) {
-        if (number_after(line, len, "MaxMemAllocated=", &v)) /* out of range: said, left out */
+        if (number_unit_after(line, len, "MaxMemAllocated=", "GB", &v)) /* out of range: said, left out */
             lp_step_set(&ev->step, "mem_peak_bytes", v * 1073741824.0);
         return set_step(ev, step);
     }

@@ -58,6 +58,9 @@ s0=$(sha g.db)
 expect 2 "ingest into a store with a planted trigger" -- "$H" ingest a.log --device cpu --db g.db
 says "the store holds a trigger 'wipe'"
 [ "$(sha g.db)" = "$s0" ] && pass || fail "a store with a planted trigger changed"
+fresh v.db # a view (a dashboard's) and a table of one's own are harmless: kept, the store used
+sql v.db "CREATE VIEW losses AS SELECT step, loss FROM steps; CREATE TABLE notes(x);"
+expect 0 "ingest into a store with a view and a table of one's own" -- "$H" ingest a.log --device cpu --db v.db
 # an SQLite database without any schema object: run --compare with an unknown baseline leaves it
 sql e.db "CREATE TABLE t(x); DROP TABLE t; VACUUM;"
 s0=$(sha e.db)

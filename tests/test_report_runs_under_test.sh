@@ -2,7 +2,8 @@
 # tests/test_report_runs_under_test.sh: which runs are "the run under test": ensemble members (perturbed
 # runs) are marked in the store and left out of report, report --since and compare --history, and
 # are no baseline of their own; imported runs are left out of --history; a new row whose newest
-# run is not judged is "not judged" (JUnit skipped, with skipped= and errors= counts).
+# run is not judged is "not judged" (JUnit skipped, with skipped= and errors= counts); a run
+# --steps made another scenario of has a row of its own.
 # usage: test_report_runs_under_test.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
@@ -82,12 +83,30 @@ expect 0 "a run on one device" -- "$H" run t32.json --steps 2 --db devs.db --qui
 expect 0 "a run on another" -- "$H" run t32.json --steps 2 --db devs.db --quiet
 sqlite3 devs.db "update runs set device_name = 'Device A', started_at = '2026-01-01T00:00:00Z' where id = 1; update runs set device_name = 'Device B', started_at = '2026-06-01T00:00:00Z' where id = 2"
 expect 0 "report --since between the two devices' runs" -- "$H" report --since 2026-03-01 --db devs.db
-prints "| t32 | cpu (Device A) | none (run 1) | - | **gone** |"
-prints "| t32 | cpu (Device B) | - | none (run 2) | **not judged** |"
+prints "| t32 (--steps 2) | cpu (Device A) | none (run 1) | - | **gone** |"
+prints "| t32 (--steps 2) | cpu (Device B) | - | none (run 2) | **not judged** |"
 "$H" compare 2 --baseline 1 --force --db devs.db >/dev/null 2>&1 # a stored verdict for each run
 "$H" compare 1 --baseline 2 --force --db devs.db >/dev/null 2>&1
 [ "$(sqlite3 devs.db "select count(distinct run_id) from comparisons")" = 2 ] && pass || fail "the runs have no stored verdicts"
 expect 2 "report --since --verdict error_ratio without a golden" -- "$H" report --since 2026-03-01 --verdict error_ratio --db devs.db
 says "needs a golden run"
+
+# ---- a failing gate, then a --steps smoke run of the same scenario (another scenario: its hash
+# differs): the smoke run has a row of its own and does not hide the failure (report and
+# report --since exited 0, the failing run gone from both)
+sdb="$T/smoke.db"
+python3 - "$T/t32.json" "$T/b8" <<'EOF'
+import os, sys
+os.makedirs(sys.argv[2], exist_ok=True)
+EOF
+expect 0 "a reference run" -- "$H" run "$T/t32.json" --db "$T/ref8.db" --quiet
+expect 0 "its baseline" -- "$H" baseline record 1 --label cpu --dir "$T/b8" --db "$T/ref8.db"
+sed -i '/^step /,$ s/^5 \([^ ]*\)/5 9.5/' "$T/b8/t32.cpu.baseline"
+expect 1 "the gate fails at step 5" -- "$H" run "$T/t32.json" --compare --baselines "$T/b8" --db "$sdb" --quiet
+expect 0 "a smoke run with --steps 3" -- "$H" run "$T/t32.json" --steps 3 --db "$sdb" --quiet
+expect 1 "report after the smoke run still fails" -- "$H" report --baselines "$T/b8" --out sm --no-plots --db "$sdb"
+has sm/junit.xml 'failures="1"'
+expect 1 "report --since after the smoke run still fails" -- "$H" report --since 2000-01-01 --baselines "$T/b8" --out smt --db "$sdb"
+prints "| t32 (--steps 3) | cpu |"
 
 finish

@@ -109,7 +109,8 @@ static int keep_newest(const run_row *r, void *arg)
     for (int i = 0; i < s->n; i++)
         if (strcmp(s->rows[i].scenario, r->scenario) == 0 &&
             strcmp(s->rows[i].device, r->device) == 0 &&
-            strcmp(s->rows[i].device_name, r->device_name) == 0)
+            strcmp(s->rows[i].device_name, r->device_name) == 0 &&
+            s->rows[i].steps_override == r->steps_override) /* a --steps run: its own row */
             return 0;
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 16;

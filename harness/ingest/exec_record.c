@@ -124,7 +124,8 @@ static int extra_key(const char *key, int own, char *out, size_t n)
         "format", "label", "scenario", "scenario_hash", "device", "device_name", "vendor",
         "driver_version", "runtime_version", "dtype", "world_size", "mem_total_bytes", "host",
         "date", "finished_at", "harness_version", "git_commit", "status", "scenario_json",
-        "steps", STORE_ENSEMBLE_MEMBER_KEY /* marks a perturbed run: never a workload's */};
+        "steps", STORE_ENSEMBLE_MEMBER_KEY /* marks a perturbed run: never a workload's */,
+        STORE_STEPS_OVERRIDE_KEY /* marks a run --steps made: never a workload's */};
     char clean[LP_KEY]; /* the name as stored: "exit code" is exit_code too */
     size_t o = 0;
     for (const char *p = key; *p && o + 1 < sizeof clean; p++)

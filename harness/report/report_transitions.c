@@ -56,10 +56,21 @@ static int is_after(const transitions *t, const run_row *r)
 
 /* ---- the runs of each scenario and device ------------------------------------------------- */
 
+/* the row's scenario: its name, and "(--steps N)" for a run --steps made another scenario of */
+static void row_scenario(const run_row *r, char *out, size_t n)
+{
+    if (r->steps_override)
+        snprintf(out, n, "%.200s (--steps %d)", r->scenario, r->steps_override);
+    else
+        snprintf(out, n, "%s", r->scenario);
+}
+
 static transition_row *find_or_add(transitions *t, const run_row *r)
 {
+    char scenario[256];
+    row_scenario(r, scenario, sizeof scenario);
     for (int i = 0; i < t->n; i++)
-        if (strcmp(t->rows[i].scenario, r->scenario) == 0 &&
+        if (strcmp(t->rows[i].scenario, scenario) == 0 &&
             strcmp(t->rows[i].device, r->device) == 0 &&
             strcmp(t->rows[i].device_name, r->device_name) == 0) /* as the report's rows */
             return &t->rows[i];
@@ -73,7 +84,7 @@ static transition_row *find_or_add(transitions *t, const run_row *r)
     }
     transition_row *w = &t->rows[t->n++];
     memset(w, 0, sizeof *w);
-    snprintf(w->scenario, sizeof w->scenario, "%s", r->scenario);
+    snprintf(w->scenario, sizeof w->scenario, "%s", scenario);
     snprintf(w->device, sizeof w->device, "%s", r->device);
     snprintf(w->device_name, sizeof w->device_name, "%s", r->device_name);
     return w;

@@ -8,6 +8,7 @@
 
 #include "runner.h"
 #include "runner_ranks_internal.h"
+#include "store/store_logs.h"
 #include "util/util.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -64,7 +65,15 @@ static int begin_run(store *st, const scenario *s, const device *d, int64_t *id)
     run_meta m = {s->name, s->json, s->hash, d->backend, d->name, d->vendor, d->driver_version,
                   d->runtime_version, s->world_size, train_run_dtype(d), host, harness_git_commit,
                   HARNESS_VERSION, (int64_t)d->mem_total, host_threads(), host_load_avg()};
-    return store_begin_run(st, &m, id);
+    int rc = store_begin_run(st, &m, id);
+    /* a --steps run is another scenario than the file's: report shows it in a row of its own */
+    char n[16];
+    snprintf(n, sizeof n, "%d", s->steps_override);
+    if (!rc && s->steps_override && store_add_extra(st, *id, STORE_STEPS_OVERRIDE_KEY, n)) {
+        store_finish_run(st, *id, "failed", "recording the --steps override failed");
+        rc = 1;
+    }
+    return rc;
 }
 
 static const char *status_name(train_status st)

@@ -736,7 +736,9 @@ static void column_copy(char *dst, size_t n, sqlite3_stmt *s, int i)
     " (SELECT s.loss FROM steps s WHERE s.run_id = r.id ORDER BY s.step DESC LIMIT 1),"        \
     " r.threads, r.load_avg, r.imported,"                                                     \
     " (r.imported = 0 AND EXISTS (SELECT 1 FROM run_extra x WHERE x.run_id = r.id"             \
-    " AND x.key = '" STORE_ENSEMBLE_MEMBER_KEY "'))"
+    " AND x.key = '" STORE_ENSEMBLE_MEMBER_KEY "')),"                                          \
+    " (SELECT CAST(x.value AS INTEGER) FROM run_extra x WHERE x.run_id = r.id"                 \
+    " AND x.key = '" STORE_STEPS_OVERRIDE_KEY "' AND r.imported = 0 LIMIT 1)"
 
 static void read_run_row(sqlite3_stmt *s, run_row *o)
 {
@@ -763,6 +765,8 @@ static void read_run_row(sqlite3_stmt *s, run_row *o)
     o->load_avg = store_column_real(s, 18);
     o->imported = sqlite3_column_int(s, 19);
     o->ensemble_member = sqlite3_column_int(s, 20);
+    int64_t over = sqlite3_column_int64(s, 21); /* NULL: 0 */
+    o->steps_override = over > 0 && over <= INT32_MAX ? (int)over : 0;
 }
 
 /* prepares sql and binds ?1 to id; 0 or 2 (message naming what) */

@@ -100,6 +100,8 @@ typedef struct {
     int imported;    /* 1: an imported baseline (store_import_run), not a run of this machine */
     int ensemble_member; /* 1: a perturbed member of an ensemble baseline (a run_extra key
                             STORE_ENSEMBLE_MEMBER_KEY, on a run that is not imported) */
+    int steps_override;  /* run --steps N of a scenario whose file says another count: N, else
+                            0 (run_extra STORE_STEPS_OVERRIDE_KEY) */
 } run_row;
 
 /* The run_extra key that marks a member of an ensemble baseline (`baseline record --ensemble`):
@@ -107,6 +109,11 @@ typedef struct {
  * order: it is never "the newest run" report picks, never part of compare --history, and not
  * recorded as a baseline of its own. */
 #define STORE_ENSEMBLE_MEMBER_KEY "ensemble_member"
+
+/* The run_extra key of a run trained with `run --steps N` where the scenario file says another
+ * count: N. Such a run is of another scenario (its hash differs): report keeps it in a row of
+ * its own, beside the newest run of the scenario as the file says it. */
+#define STORE_STEPS_OVERRIDE_KEY "steps_override"
 
 /* Fills *out with run id; returns 0, 1 when there is no such run (message printed), 2 on error */
 int store_get_run(store *st, int64_t run_id, run_row *out);

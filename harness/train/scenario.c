@@ -968,5 +968,6 @@ int scenario_override_steps(scenario *s, int steps)
         free(s->json);
     s->json = text;
     s->steps = steps;
+    s->steps_override = steps;
     return 0;
 }

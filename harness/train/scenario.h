@@ -60,6 +60,7 @@ typedef struct {
 
     /* "train": {...} */
     int steps;
+    int steps_override;         /* --steps N set steps (and the hash) to N: N, else 0 */
     int batch_size;             /* per rank */
     double lr;
     int warmup_steps;

@@ -115,4 +115,16 @@ code=${PIPESTATUS[0]}
 [ -s "$T/pipe.err" ] && fail "run piped to head -2 says: $(head -3 "$T/pipe.err")" || pass
 interrupted "$T/p.db" && pass || fail "run piped to head -2: $(grep -E '"(status|error)"' "$T/runs.json")"
 
+# an option where a value goes ("--db --quiet"): exit 2, nothing written (run made a store named
+# --quiet and --dump-batches --quiet overwrote it; ops and comm-check took the option as the value)
+mkdir -p "$T/optval"
+for args in "--db --quiet" "--dump-batches --quiet" "--baseline --db $T/optval/h.db" "--save --compare" "--steps --golden"; do
+  expect 2 "run $args" -- sh -c "cd '$T/optval' && exec '$H' run '$tiny' $args"
+  says "needs a value (the next argument"
+done
+[ -z "$(ls -A "$T/optval")" ] && pass || fail "a refused option wrote: $(ls -A "$T/optval")"
+expect 2 "ops --db --device cpu" -- sh -c "cd '$T/optval' && exec '$H' ops --db --device cpu"; says "--db needs a value"
+expect 2 "comm-check --db --sizes 8B" -- sh -c "cd '$T/optval' && exec '$H' comm-check --db --sizes 8B"; says "--db needs a value"
+[ -z "$(ls -A "$T/optval")" ] && pass || fail "ops or comm-check wrote: $(ls -A "$T/optval")"
+
 finish

@@ -112,6 +112,11 @@ static int parse_one(cc_args *a, int argc, char **argv, int *i)
         return cmd_usage_error("comm-check", "unknown option '%s'", arg);
     if (*i + 1 >= argc)
         return cmd_usage_error("comm-check", "%s needs a value", arg);
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        if (strcmp(argv[*i + 1], known[k]) == 0 || strcmp(argv[*i + 1], "--help") == 0)
+            return cmd_usage_error("comm-check", "%s needs a value (the next argument, %s, is "
+                                                 "one of this command's options)", arg,
+                                   argv[*i + 1]);
     const char *v = argv[++*i];
     if (cmd_nonempty("comm-check", arg, v))
         return EXIT_USAGE;

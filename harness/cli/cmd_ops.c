@@ -127,6 +127,11 @@ static char *option_value(int argc, char **argv, int *i)
     char *eq = strchr(argv[*i], '=');
     if (eq)
         return eq + 1;
+    if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) == 0) { /* "--db --device cpu" */
+        cmd_usage_error("ops", "%s needs a value (the next argument, %s, is an option)",
+                        argv[*i], argv[*i + 1]);
+        return NULL;
+    }
     if (*i + 1 < argc)
         return argv[++*i];
     cmd_usage_error("ops", "%s needs a value", argv[*i]);

@@ -175,6 +175,21 @@ static int save_over_store(const char *save, const char *db)
     return 0;
 }
 
+/* run's options that take a value, and its flags */
+static const char *const RUN_VALUE_OPTIONS[] = {"--baseline", "--baselines", "--device", "--db",
+                                                "--save",     "--dump-batches", "--steps",
+                                                "--comm",     "--comm-timeout", NULL};
+static const char *const RUN_FLAGS[] = {"--help", "-h", "--quiet", "-q", "--compare", "--golden",
+                                        NULL};
+
+static int listed(const char *const *names, const char *arg)
+{
+    for (; *names; names++)
+        if (strcmp(*names, arg) == 0)
+            return 1;
+    return 0;
+}
+
 static int parse_run_args(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -184,6 +199,12 @@ static int parse_run_args(int argc, char **argv, run_args *a)
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int has_value = i + 1 < argc;
+        if (has_value && listed(RUN_VALUE_OPTIONS, arg) &&
+            (listed(RUN_VALUE_OPTIONS, argv[i + 1]) || listed(RUN_FLAGS, argv[i + 1])))
+            /* "--db --quiet": the value forgotten, never --quiet taken as a file name (a store
+             * named --quiet was made, then overwritten by --dump-batches --quiet) */
+            return cmd_usage_error("run", "%s needs a value (the next argument, %s, is one of "
+                                          "this command's options)", arg, argv[i + 1]);
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             run_usage(stdout);
             return -1;

@@ -108,5 +108,8 @@ expect 1 "report after the smoke run still fails" -- "$H" report --baselines "$T
 has sm/junit.xml 'failures="1"'
 expect 1 "report --since after the smoke run still fails" -- "$H" report --since 2000-01-01 --baselines "$T/b8" --out smt --db "$sdb"
 prints "| t32 (--steps 3) | cpu |"
+# the baseline the gate imported (run 2) judged against itself: refused (it passed, "other host")
+expect 2 "compare of an imported baseline against itself" -- "$H" compare 2 --baselines "$T/b8" --db "$sdb"
+says "a baseline judged against itself proves nothing"
 
 finish

@@ -582,9 +582,27 @@ static int check_base_records_loss(const judgement *j)
 }
 
 /* the baseline found, of the same scenario, and the configuration of the two */
+/* an imported baseline judged against itself (its label names it) proves nothing: an input
+ * error, as a baseline that cannot judge (docs/report.md: an imported baseline is never the run
+ * under test). A run of this machine labelled as a baseline (baseline record) still compares
+ * with its own label, trivially. */
+static int check_not_itself(store *st, const judgement *j)
+{
+    run_row r;
+    if (j->base_id == 0 || j->base_id != j->run_id || store_get_run(st, j->run_id, &r) ||
+        !r.imported)
+        return 0;
+    log_error("run %lld is an imported baseline, and %s is that run itself: a baseline judged "
+              "against itself proves nothing; name another baseline with --baseline",
+              (long long)j->run_id, j->origin);
+    return EXIT_USAGE;
+}
+
 static int baseline_for_run(store *st, judgement *j, const baseline_query *q)
 {
     int rc = find_baseline(st, j, q);
+    if (!rc)
+        rc = check_not_itself(st, j);
     if (!rc)
         rc = check_hashes(j, q);
     if (!rc)

@@ -179,8 +179,13 @@ grep -qF '\e[31mred' "$T/out" && pass || fail "the device name is listed escaped
 expect 0 "runs" -- "$H" runs --db "$T/b.db"; no_esc "runs"
 expect 0 "show the imported run" -- "$H" show "${id:-0}" --db "$T/b.db"; no_esc "show"
 grep -qF '\e[31mred' "$T/out" && pass || fail "show prints the device name escaped"
-"$H" compare "${id:-0}" --baseline "${id:-0}" --db "$T/b.db" >"$T/out" 2>"$T/err"
-no_esc "compare of the imported run with itself"
+# a second import of it (another date: another run) to judge it against (an imported run judged
+# against itself is refused)
+sed "s/^label: .*/label: evil2/; s/^date: .*/date: 2026-01-02T00:00:00Z/" "$T/evil.baseline" >"$T/evil2.baseline"
+"$H" baseline import "$T/evil2.baseline" --db "$T/b.db" >"$T/out" 2>"$T/err"
+id2=$(sed -n 's/.* imported as run \([0-9]*\).*/\1/p' "$T/out")
+"$H" compare "${id:-0}" --baseline "${id2:-0}" --db "$T/b.db" >"$T/out" 2>"$T/err"
+no_esc "compare of the imported run with another"
 grep -qF '\e[31mred' "$T/out" && pass || fail "compare prints the device name escaped"
 
 # ---- tokenizers: 100,000 added tokens, a catastrophic split regex --------------------------

@@ -304,7 +304,8 @@ static void routing_reason(compare_result *o, const compare_config *c)
     const routing_drift *rd = &o->routing;
     if (rd->shape_differs)
         snprintf(o->reason, sizeof o->reason, "expert_tokens: the run routes over %d layers x %d "
-                 "experts, the baseline over others", rd->layers, rd->experts);
+                 "experts, the baseline over %d x %d", rd->layers, rd->experts, rd->base_layers,
+                 rd->base_experts);
     else
         snprintf(o->reason, sizeof o->reason, "expert_tokens at step %d, layer %d, expert %d: %lld "
                  "vs %lld tokens, |diff| %lld > %.3g*ref", rd->first_fail_step,

@@ -65,6 +65,7 @@ typedef struct {
 typedef struct {
     int run_steps, base_steps; /* steps with counts on each side */
     int layers, experts;       /* the run's shape */
+    int base_layers, base_experts; /* the baseline's */
     int shape_differs;         /* the baseline's layers x experts differ: nothing compared */
     int compared;              /* steps with counts on both sides */
     int first_diff_step;       /* the first compared step whose counts differ at all; 0 none */

@@ -776,8 +776,14 @@ static void print_routing(FILE *f, const routing_drift *d, double rtol)
         return;
     }
     if (d->shape_differs) {
-        fprintf(f, "not compared: the run has %d layers x %d experts, the baseline others%s\n",
-                d->layers, d->experts, d->gated ? " [fails: expert_tokens_rtol is set]" : "");
+        fprintf(f, "not compared: the run has %d layers x %d experts, the baseline %d x %d%s\n",
+                d->layers, d->experts, d->base_layers, d->base_experts,
+                d->gated ? " [fails: expert_tokens_rtol is set]" : "");
+        return;
+    }
+    if (!d->compared) {
+        fprintf(f, "not compared: no step has counts on both sides (the run's %d, the "
+                   "baseline's %d)\n", d->run_steps, d->base_steps);
         return;
     }
     fprintf(f, "%d steps compared (%d layers x %d experts); ", d->compared, d->layers,
@@ -984,6 +990,7 @@ static json_t *routing_json(const judgement *j)
     if (!d->run_steps && !d->base_steps)
         return json_null();
     int both = d->run_steps && d->base_steps && !d->shape_differs;
+    int any = both && d->compared > 0; /* figures only where a count was compared */
     json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:b, s:i, s:b, s:o, s:i}", "run_steps",
                           d->run_steps, "baseline_steps", d->base_steps, "layers", d->layers,
                           "experts", d->experts, "shape_differs", d->shape_differs, "compared",
@@ -996,14 +1003,18 @@ static json_t *routing_json(const judgement *j)
                         d->first_diff_step ? json_integer(d->first_diff_step) : json_null());
     json_object_set_new(o, "first_failing_step",
                         d->first_fail_step ? json_integer(d->first_fail_step) : json_null());
-    json_object_set_new(o, "max_abs", both ? json_num(d->max_abs) : json_null());
-    json_object_set_new(o, "max_abs_at", json_pack("{s:i, s:i, s:i}", "step", d->max_abs_step,
-                                                   "layer", d->max_abs_layer, "expert",
-                                                   d->max_abs_expert));
-    json_object_set_new(o, "max_rel", both ? json_num_inf(d->max_rel) : json_null());
-    json_object_set_new(o, "max_rel_at", json_pack("{s:i, s:i, s:i}", "step", d->max_rel_step,
-                                                   "layer", d->max_rel_layer, "expert",
-                                                   d->max_rel_expert));
+    json_object_set_new(o, "baseline_layers", json_integer(d->base_layers));
+    json_object_set_new(o, "baseline_experts", json_integer(d->base_experts));
+    json_object_set_new(o, "max_abs", any ? json_num(d->max_abs) : json_null());
+    json_object_set_new(o, "max_abs_at",
+                        any ? json_pack("{s:i, s:i, s:i}", "step", d->max_abs_step, "layer",
+                                        d->max_abs_layer, "expert", d->max_abs_expert)
+                            : json_null());
+    json_object_set_new(o, "max_rel", any ? json_num_inf(d->max_rel) : json_null());
+    json_object_set_new(o, "max_rel_at",
+                        any ? json_pack("{s:i, s:i, s:i}", "step", d->max_rel_step, "layer",
+                                        d->max_rel_layer, "expert", d->max_rel_expert)
+                            : json_null());
     json_object_set_new(o, "steps", both ? routing_steps_json(&j->run.routing, &j->base.routing)
                                          : json_array());
     return o;

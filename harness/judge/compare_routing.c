@@ -90,6 +90,8 @@ void compare_routing(const routing_table *run, const routing_table *base, double
     o->base_steps = base->n;
     o->layers = run->layers;
     o->experts = run->experts;
+    o->base_layers = base->layers;
+    o->base_experts = base->experts;
     o->gated = rtol >= 0;
     if (run->n == 0 || base->n == 0)
         return;

@@ -291,6 +291,8 @@ void row_routing_text(const report_row *row, char *out, size_t len)
     else if (d->shape_differs)
         snprintf(out, len, "not compared: the baseline has another layers x experts%s",
                  d->gated ? " (fails)" : "");
+    else if (!d->compared)
+        snprintf(out, len, "not compared: no step has counts on both sides");
     else if (!d->first_diff_step)
         snprintf(out, len, "identical (%d steps)", d->compared);
     else

@@ -154,7 +154,8 @@ static void csv_text(FILE *f, const char *s)
 static void csv_routing(FILE *f, const report_row *w)
 {
     const routing_drift *d = &w->res.routing;
-    int both = w->has_baseline && w->routing_steps && d->base_steps && !d->shape_differs;
+    int both = w->has_baseline && w->routing_steps && d->base_steps && !d->shape_differs &&
+               d->compared > 0; /* figures only where a count was compared */
     fprintf(f, ",%d", w->routing_steps);
     fprintf(f, both && d->first_diff_step ? ",%d" : ",", d->first_diff_step);
     csv_num(f, both ? d->max_abs : NAN);

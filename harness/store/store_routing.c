@@ -161,6 +161,7 @@ int routing_put(store *st, int64_t run_id, const step_record *r)
 /* the table's facts for a run: shape, steps, rows, smallest layer, expert and count */
 typedef struct {
     int64_t max_layer, max_expert, steps, rows, min_layer, min_expert, min_tokens, max_tokens;
+    int64_t not_integers; /* rows with text, a real or a blob in a column (min/max miss them) */
 } routing_facts;
 
 static int read_stmt(store *st, const char *sql, int64_t run_id, sqlite3_stmt **s)
@@ -179,15 +180,18 @@ static int read_facts(store *st, int64_t run_id, routing_facts *f)
 {
     static const char sql[] =
         "SELECT max(layer), max(expert), count(DISTINCT step), count(*), min(layer),"
-        " min(expert), min(tokens), max(tokens) FROM expert_tokens WHERE run_id = ?1";
+        " min(expert), min(tokens), max(tokens), ifnull(sum(typeof(step) <> 'integer'"
+        " OR typeof(layer) <> 'integer' OR typeof(expert) <> 'integer'"
+        " OR typeof(tokens) <> 'integer'), 0) FROM expert_tokens WHERE run_id = ?1";
     sqlite3_stmt *s;
     if (read_stmt(st, sql, run_id, &s))
         return 2;
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        int64_t *v[] = {&f->max_layer, &f->max_expert, &f->steps,      &f->rows,
-                        &f->min_layer, &f->min_expert, &f->min_tokens, &f->max_tokens};
-        for (int i = 0; i < 8; i++)
+        int64_t *v[] = {&f->max_layer,  &f->max_expert, &f->steps,      &f->rows,
+                        &f->min_layer,  &f->min_expert, &f->min_tokens, &f->max_tokens,
+                        &f->not_integers};
+        for (int i = 0; i < 9; i++)
             *v[i] = sqlite3_column_int64(s, i);
     }
     sqlite3_finalize(s);
@@ -199,7 +203,10 @@ static int check_facts(store *st, int64_t run_id, const routing_facts *f, routin
 {
     char why[160] = "";
     int64_t layers = f->max_layer + 1, experts = f->max_expert + 1;
-    if (f->min_layer < 0 || f->min_expert < 0 || f->min_tokens < 0)
+    if (f->not_integers > 0) /* SQLite orders text above every number: min/max miss it */
+        snprintf(why, sizeof why, "%lld rows hold text, a real or a blob where a whole number "
+                 "goes", (long long)f->not_integers);
+    else if (f->min_layer < 0 || f->min_expert < 0 || f->min_tokens < 0)
         snprintf(why, sizeof why, "a negative layer, expert or count");
     else if (f->max_tokens > STORE_MOE_MAX_TOKENS)
         snprintf(why, sizeof why, "a count of %lld tokens (at most %lld)",

@@ -80,6 +80,36 @@ expect 0 "pull again from the cache (server has no file)" -- "$H" baseline pull 
 echo tampered >>"$T/bcache/$SHA.baseline"
 expect 2 "a tampered cache is not trusted" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/b.db"; says "HTTP 404"
 
+# a login in the URL is refused before any request, the password never printed (it was, in every
+# message and in push's pull line); a label past 255 bytes is refused (it was cut); a FIFO at the
+# cache's file is replaced (the pull hung reading it); a cache that is a file is found before the
+# download; a pull whose import is refused keeps nothing; a slow file (below the whole-transfer
+# bound of an API answer, above the stall rule's 1 KiB/s) is pulled whole
+cp "$B" "$S/files/g.baseline"; : >"$S/requests.log"
+for c in "pull http://alice:s3cretpw@127.0.0.1:${EP##*:}/files/g.baseline --sha256 $SHA --db $T/u.db" "push $B http://alice:s3cretpw@127.0.0.1:${EP##*:}/upload/u.baseline"; do
+  expect 2 "baseline ${c%% *} with user:password@" -- "$H" baseline $c
+  says "user information in a URL is refused"
+  if grep -q s3cretpw "$T/err" "$T/out"; then fail "the password was printed"; else pass; fi
+done
+[ ! -s "$S/requests.log" ] && [ ! -e "$T/u.db" ] && pass || fail "a URL with a login reached the server or the store"
+expect 2 "pull --label of 300 bytes" -- "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --label "$(printf 'a%.0s' $(seq 300))" --db "$T/u.db"
+says "label of 300 bytes: at most 255"
+rm -rf "$T/fc"; mkdir -p "$T/fc"; mkfifo "$T/fc/$SHA.baseline"
+expect 0 "pull with a FIFO at the cache's file" -- env HARNESS_BASELINE_CACHE="$T/fc" timeout $((60 * SLOW)) "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/fifo.db"
+[ -f "$T/fc/$SHA.baseline" ] && [ ! -p "$T/fc/$SHA.baseline" ] && pass || fail "the FIFO was not replaced by the file"
+: >"$T/cfile"; : >"$S/requests.log"
+expect 2 "a cache that is a file" -- env HARNESS_BASELINE_CACHE="$T/cfile" "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/cf.db"
+says "is not a folder"; [ ! -s "$S/requests.log" ] && pass || fail "the cache was found a file only after the download"
+sed 's/^host: .*/host: other/' "$B" >"$S/files/g2.baseline"; S2="$(sha256sum "$S/files/g2.baseline" | cut -d' ' -f1)"
+rm -rf "$T/kc"
+expect 0 "pull the baseline" -- env HARNESS_BASELINE_CACHE="$T/kc" "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/k.db"
+expect 2 "pull another content under its label" -- env HARNESS_BASELINE_CACHE="$T/kc" "$H" baseline pull "$EP/files/g2.baseline" --sha256 "$S2" --db "$T/k.db"
+says "the download is not kept"; [ ! -e "$T/kc/$S2.baseline" ] && pass || fail "a refused import kept its download"
+faults '"rules": [{"match": "/files/g.baseline", "fault": "slow", "pause": 0.4}]'
+rm -rf "$T/sc"
+expect 0 "pull a file slower than an API answer's bound (6 s)" -- env HF_HUB_ETAG_TIMEOUT=1 HARNESS_BASELINE_CACHE="$T/sc" "$H" baseline pull "$EP/files/g.baseline" --sha256 "$SHA" --db "$T/slow.db"
+faults '"rules": []'
+
 # ---- a scenario whose baseline is a URL ---------------------------------------------------------
 cp "$B" "$S/files/g.baseline"; rm -rf "$T/bcache"
 ln -s "$SRC/scenarios/data" "$T/data"

@@ -334,6 +334,9 @@ static int save_ensemble(const bl_args *a, store *st, baseline *b)
 static int label_findable(const char *label, const char *file)
 {
     size_t n = strlen(label);
+    if (n > 255) /* a file's label line is refused past 255 bytes: never cut (mid-character) */
+        return cmd_usage_error("baseline", "%s%slabel of %zu bytes: at most 255", file ? term_safe(file) : "",
+                               file ? ": " : "", n);
     const char *what = n && strspn(label, "0123456789") == n ? "is all digits (a run id there)"
                        : strchr(label, '/')                   ? "holds '/' (a file there)"
                        : n >= 9 && strcmp(label + n - 9, ".baseline") == 0
@@ -436,6 +439,8 @@ static int import_locked(const bl_args *a, store *st, baseline *b, const char *p
 static int import_path(const bl_args *a, const char *path)
 {
     baseline b;
+    if (a->label && label_findable(a->label, NULL)) /* before it is copied (and cut) */
+        return EXIT_USAGE;
     int rc = baseline_read(path, &b);
     if (rc)
         return rc;
@@ -476,11 +481,19 @@ static int pull(const bl_args *a)
         return EXIT_USAGE;
     store_close(st);
     char path[4096];
-    int rc = baseline_url_fetch(a->pos[1], a->sha256, path, sizeof path);
+    int fetched = 0;
+    int rc = baseline_url_fetch(a->pos[1], a->sha256, path, sizeof path, &fetched);
     if (rc)
         return rc;
+    if ((rc = import_path(a, path)) != 0) { /* a label refused, no label: nothing kept */
+        if (fetched)
+            unlink(path);
+        log_error("%s: not imported (above)%s", term_safe(a->pos[1]),
+                  fetched ? "; the download is not kept" : "");
+        return rc;
+    }
     printf("baseline %s: sha256 verified, %s\n", term_safe(a->pos[1]), term_safe(path));
-    return import_path(a, path);
+    return 0;
 }
 
 static int push(const bl_args *a)

@@ -18,7 +18,28 @@
 
 int baseline_is_url(const char *spec)
 {
-    return strncmp(spec, "https://", 8) == 0 || strncmp(spec, "http://", 7) == 0;
+    return strncasecmp(spec, "https://", 8) == 0 || strncasecmp(spec, "http://", 7) == 0;
+}
+
+/* a URL this harness uses: http(s), and no user:password@ in it (messages, push's pull line and a
+ * scenario's stored JSON would show the password); 0, or 2 after a message that masks it */
+static int url_usable(const char *url)
+{
+    if (!baseline_is_url(url)) {
+        log_error("%s: not an http:// or https:// URL", term_safe(url));
+        return EXIT_USAGE;
+    }
+    const char *host = strstr(url, "://") + 3;
+    size_t authority = strcspn(host, "/?#");
+    const char *at = memchr(host, '@', authority);
+    if (at) {
+        log_error("%.*s***%s: user information in a URL is refused (messages, the pull line push "
+                  "prints and a stored scenario would show it): give a bearer token in "
+                  "HARNESS_BASELINE_TOKEN, or the login in ~/.netrc", (int)(host - url), url,
+                  term_safe(at));
+        return EXIT_USAGE;
+    }
+    return 0;
 }
 
 static int cache_dir(char *out, size_t len)
@@ -43,8 +64,13 @@ static int cache_dir(char *out, size_t len)
             mkdir(out, 0777);
             *p = '/';
         }
+    struct stat sb;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
         log_error("cannot create the baseline cache %s: %s", out, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (stat(out, &sb) != 0 || !S_ISDIR(sb.st_mode)) { /* found before anything is fetched */
+        log_error("the baseline cache %s is not a folder", out);
         return EXIT_USAGE;
     }
     return 0;
@@ -57,11 +83,13 @@ static int config_for(const char *url, net_config *c)
     return net_config_init_token(c, url, "HARNESS_BASELINE_TOKEN") ? EXIT_USAGE : 0;
 }
 
-/* 0 when the file at path has the digest want (then it is the baseline asked for) */
+/* 1 when the regular file at path has the digest want (then it is the baseline asked for);
+ * anything else there (a FIFO would block the read) is fetched again and replaced */
 static int cached_ok(const char *path, const char *want)
 {
     char got[65];
-    if (access(path, F_OK) != 0 || file_sha256_hex(path, got) != 0)
+    struct stat sb;
+    if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || file_sha256_hex(path, got) != 0)
         return 0;
     return strcasecmp(got, want) == 0;
 }
@@ -81,12 +109,13 @@ static int save(const char *path, const char *body, size_t len)
     return 0;
 }
 
-int baseline_url_fetch(const char *url, const char *digest, char *path, size_t len)
+int baseline_url_fetch(const char *url, const char *digest, char *path, size_t len,
+                       int *fetched)
 {
-    if (!baseline_is_url(url)) {
-        log_error("%s: not an http:// or https:// URL", term_safe(url));
+    if (fetched)
+        *fetched = 0;
+    if (url_usable(url))
         return EXIT_USAGE;
-    }
     if (!is_hex(digest, 64)) {
         log_error("%s: the sha256 must be 64 hex digits, not '%s'", term_safe(url),
                   term_safe(digest));
@@ -106,7 +135,7 @@ int baseline_url_fetch(const char *url, const char *digest, char *path, size_t l
     char *body = NULL, got[65];
     size_t n = 0;
     if ((rc = config_for(url, &c)) ||
-        (rc = net_get_text(&c, url, input_cap(INPUT_BASELINE), &body, &n, NULL)))
+        (rc = net_get_body(&c, url, input_cap(INPUT_BASELINE), &body, &n)))
         return rc;
     sha256_hex(body, n, got);
     if (strcmp(got, want) != 0) {
@@ -119,6 +148,8 @@ int baseline_url_fetch(const char *url, const char *digest, char *path, size_t l
         if (!rc)
             baseline_free(&b);
         rc = rc ? rc : save(path, body, n);
+        if (!rc && fetched)
+            *fetched = 1;
     }
     free(body);
     return rc;
@@ -127,10 +158,8 @@ int baseline_url_fetch(const char *url, const char *digest, char *path, size_t l
 int baseline_url_push(const char *path, const char *url, char sha[65])
 {
     net_config c;
-    if (!baseline_is_url(url)) {
-        log_error("%s: not an http:// or https:// URL", term_safe(url));
+    if (url_usable(url))
         return EXIT_USAGE;
-    }
     int rc = file_sha256_hex(path, sha);
     return rc ? rc : config_for(url, &c) ? EXIT_USAGE : net_put_file(&c, url, path);
 }

@@ -414,7 +414,7 @@ int scenario_baseline_url(const char *scenario_json, char *path, size_t len)
     int rc = 1;
     if (json_is_object(b))
         rc = json_is_string(url) && json_is_string(sha)
-                 ? baseline_url_fetch(json_string_value(url), json_string_value(sha), path, len)
+                 ? baseline_url_fetch(json_string_value(url), json_string_value(sha), path, len, NULL)
                  : (log_error("the scenario's baseline: needs \"url\" and \"sha256\""),
                     EXIT_USAGE);
     json_decref(root);

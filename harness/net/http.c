@@ -113,6 +113,8 @@ static void take_header(net_headers *h, const char *line, size_t n)
     } else if (IS("retry-after:")) {
         VALUE("retry-after:", v);
         int64_t s = parse_size(v);
+        if (s < 0 && v[0] && strspn(v, "0123456789") == strlen(v))
+            s = MAX_RETRY_AFTER_S; /* digits past int64: capped, never dropped */
         h->retry_after_s = s > MAX_RETRY_AFTER_S ? MAX_RETRY_AFTER_S : s;
     } else if (IS("link:")) {
         VALUE("link:", v);
@@ -164,6 +166,8 @@ CURL *transfer_handle(const net_config *c, transfer *t, const char *url, int fol
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->stall_timeout_s);
     curl_easy_setopt(e, CURLOPT_USERAGENT, "harness/" HARNESS_VERSION " libcurl");
+    /* a login for a host from ~/.netrc (a URL's own user:password@ is refused: it would show) */
+    curl_easy_setopt(e, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL); /* identity: sizes are the file's */
@@ -273,6 +277,7 @@ typedef struct {
     size_t len, size;
     net_headers h;
     transfer *t;
+    int whole_timeout; /* an API answer: bounded as a whole; a file: only the stall rule */
 } text_get;
 
 static size_t on_text(char *data, size_t size, size_t nmemb, void *arg)
@@ -320,7 +325,8 @@ static transfer_outcome text_attempt(const net_config *c, transfer *t, void *arg
     }
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_text);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, g);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT, c->connect_timeout_s * 6);
+    if (g->whole_timeout)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT, c->connect_timeout_s * 6);
     transfer_outcome o = transfer_perform(e, t, "GET", g->url);
     if (o == OUT_OK && t->h.status >= 300) {
         snprintf(t->message, sizeof t->message, "GET %s: HTTP %ld without a usable redirect",
@@ -332,10 +338,10 @@ static transfer_outcome text_attempt(const net_config *c, transfer *t, void *arg
     return o;
 }
 
-int net_get_text(const net_config *c, const char *url, size_t cap, char **body, size_t *len,
-                 net_headers *h)
+static int get_text(const net_config *c, const char *url, size_t cap, char **body, size_t *len,
+                    net_headers *h, int whole_timeout)
 {
-    text_get g = {url, cap, NULL, 0, 0, {0}, NULL};
+    text_get g = {url, cap, NULL, 0, 0, {0}, NULL, whole_timeout};
     int rc = net_global_init() ? EXIT_USAGE : transfer_with_retries(c, "GET", text_attempt, &g);
     if (rc || !g.buf) {
         if (!rc)
@@ -354,6 +360,17 @@ int net_get_text(const net_config *c, const char *url, size_t cap, char **body, 
     if (h)
         *h = g.h;
     return 0;
+}
+
+int net_get_text(const net_config *c, const char *url, size_t cap, char **body, size_t *len,
+                 net_headers *h)
+{
+    return get_text(c, url, cap, body, len, h, 1);
+}
+
+int net_get_body(const net_config *c, const char *url, size_t cap, char **body, size_t *len)
+{
+    return get_text(c, url, cap, body, len, NULL, 0);
 }
 
 /* ---- HEAD -------------------------------------------------------------------------------- */

@@ -49,8 +49,12 @@ int net_global_init(void);
 
 /* GET url into a NUL-terminated heap buffer of at most cap bytes, following redirects; 0, or 2
  * after a message naming url (a status other than 2xx, a body over cap, a transfer error) */
+/* an API answer: the whole transfer bounded by 6 x HF_HUB_ETAG_TIMEOUT */
 int net_get_text(const net_config *c, const char *url, size_t cap, char **body, size_t *len,
                  net_headers *h);
+/* as net_get_text for a file (a baseline): no bound on the whole transfer, only the stall rule
+ * (below 1 KiB/s for HF_HUB_DOWNLOAD_TIMEOUT seconds), so a slow link still brings it whole */
+int net_get_body(const net_config *c, const char *url, size_t cap, char **body, size_t *len);
 /* the most redirects a request follows (libcurl's for a GET; net_head's on its own host) */
 #define NET_MAX_REDIRECTS 10
 /* HEAD url, following the redirects that stay on its scheme, host and port (a renamed repo), at

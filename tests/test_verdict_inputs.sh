@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/test_verdict_inputs.sh: a golden or a deciding verdict's input that is not there is
-# exit 2 in report (plain and --since) and in run --compare before anything trains; transitions.
+# exit 2 in report (plain and --since) and in run --compare before anything trains; transitions;
+# a committed golden file is imported on first use, as a baseline file is.
 # usage: test_verdict_inputs.sh HARNESS_EXE SOURCE_DIR
 set -u
 H="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; SRC="$(cd "$2" && pwd)"
@@ -97,4 +98,21 @@ unchanged "$T/e.db" "run --compare without a golden"
 expect 0 "run --golden" -- "$H" run "$T/er.json" --golden --db "$T/g.db" --quiet
 expect 0 "run --compare, error_ratio, with a golden" -- "$H" run "$T/er.json" --compare --baselines "$T/b_er" --db "$T/g.db"
 prints "[decides]"; prints "worst verdict: pass"
+# ---- a golden found as a committed file by run --compare is imported and labelled, as the
+# baseline is: report and compare from another folder find it in the store (they exited 2)
+mkdir -p er/scenarios er/baselines
+python3 - "$T/s.json" er/scenarios/s-er.json <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1])); s["name"] = "s-er"; s.setdefault("tolerances", {})["verdict"] = "error_ratio"
+json.dump(s, open(sys.argv[2], "w"))
+EOF
+expect 0 "an error_ratio scenario's reference" -- "$H" run er/scenarios/s-er.json --db ref.db --quiet
+expect 0 "its baseline file" -- "$H" baseline record 1 --label cpu --dir er/baselines --db ref.db
+expect 0 "its golden" -- "$H" run er/scenarios/s-er.json --golden --db ref.db --quiet
+expect 0 "its golden file" -- "$H" baseline record 2 --label golden --dir er/baselines --db ref.db
+expect 0 "the gate, decided by the error ratio" -- "$H" run er/scenarios/s-er.json --compare --db er.db --quiet
+expect 0 "report from another folder" -- sh -c "mkdir -p elsewhere && cd elsewhere && exec '$H' report --db '$T/er.db' --out rep --no-plots"
+expect 0 "compare from another folder" -- sh -c "cd elsewhere && exec '$H' compare 1 --db '$T/er.db'"
+prints "decided by: error_ratio"
+
 finish

@@ -302,6 +302,23 @@ static int use_file(store *st, judgement *j, const char *path, int set_label)
     return rc ? EXIT_USAGE : 0;
 }
 
+int judge_store_file(store *st, const char *path, int64_t *id)
+{
+    baseline file;
+    int rc = baseline_read(path, &file);
+    if (!rc)
+        rc = canonical_scenario(&file, path);
+    int found = rc ? 2 : find_stored_copy(st, &file, id);
+    int64_t taken = 0;
+    if (found == 1)
+        rc = baseline_import(st, &file, id);
+    if (!rc && found != 2 && file.label[0] &&
+        store_find_baseline(st, file.scenario, file.label, &taken) == 1)
+        rc = store_set_baseline(st, file.scenario, file.label, *id);
+    baseline_free(&file);
+    return rc || found == 2 ? EXIT_USAGE : 0;
+}
+
 /* anything at path but a folder (a FIFO, a device, a dangling link: found, and then refused by
  * the reader naming what it is, never passed over for a later place) */
 static int file_exists(const char *path)

@@ -14,6 +14,9 @@ int is_run_spec(const char *spec);
 /* the committed file of scenario + label: 1 and out set when found, else 0 and the paths tried */
 int find_file(const baseline_query *q, const char *scenario, const char *label, char *out,
               size_t len, char *tried, size_t tlen);
+/* the committed file at path in the store: its stored copy (by label, else by content), else
+ * imported, its label set where free; 0 and *id, else 2 after a message */
+int judge_store_file(store *st, const char *path, int64_t *id);
 /* 1 when two scenario texts differ at most in "baseline" */
 int same_but_baseline(const char *a, const char *b);
 /* 1 when a run of (run_hash, run_json) and a baseline of (base_hash, base_json) ran different

@@ -54,8 +54,16 @@ static int golden_by_label(store *st, judgement *j, const baseline_query *q, con
     snprintf(how, sizeof how, "label '%.200s' in the store", label);
     if (rc == 0)
         return golden_from_run(st, j, id, how);
-    if (find_file(q, j->run.scenario, label, path, sizeof path, tried, sizeof tried))
-        return golden_from_file(j, path);
+    if (find_file(q, j->run.scenario, label, path, sizeof path, tried, sizeof tried)) {
+        /* imported and labelled on first use, as a committed baseline is: a later compare or
+         * report that does not see the file (another folder) finds it in the store */
+        if (!st || store_is_readonly(st))
+            return golden_from_file(j, path);
+        if (judge_store_file(st, path, &id))
+            return EXIT_USAGE;
+        snprintf(how, sizeof how, "%.200s (stored)", path);
+        return golden_from_run(st, j, id, how);
+    }
     if (quiet)
         return 0;
     log_error("no golden '%s' for scenario '%s': not in the store, and no file at %s", label,

@@ -83,6 +83,13 @@ for bad in "loss_std 0x1p-3 a.hexadecimal" "loss_std 1e-400 too.small" "loss_sca
   says "$1: '$2' is $(echo "$3" | tr . ' ')"
 done
 
+# ---- a baseline that ends before the run: the steps past it are not compared, and it says so
+# (a baseline cut short passed a run that drifted after its end without a word)
+awk '/^steps:/ { print "steps: 2"; next } /^step /{t=1; print; next} t && NF && $1 > 2 { next } {print}' b.baseline |
+  sed 's/^label: cpu$/label: short/' >short.baseline
+expect 0 "compare with a baseline of 2 steps" -- "$H" compare 1 --baseline short.baseline --db "$db"
+prints "the baseline ends at step 2: the run's steps 3..8 are not compared"
+
 # ---- options
 expect 2 "compare --history --baselines" -- "$H" compare 2 --history --baselines "$T" --db "$db"
 says "--baselines"

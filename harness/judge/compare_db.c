@@ -861,6 +861,19 @@ static void print_side(FILE *f, const char *what, const baseline *b, int64_t id)
             term_safe(b->dtype), b->n_steps, term_safe(b->status));
 }
 
+/* the run's steps past the baseline's last: not compared, said (a baseline cut short passed a
+ * run that drifted after its end without a word) */
+static void print_uncompared_tail(FILE *f, const judgement *j)
+{
+    const baseline *r = &j->run, *b = &j->base;
+    if (!r->n_steps || !b->n_steps)
+        return;
+    int run_last = r->steps[r->n_steps - 1].step, base_last = b->steps[b->n_steps - 1].step;
+    if (run_last > base_last)
+        fprintf(f, "%-11s the baseline ends at step %d: the run's steps %d..%d are not compared\n",
+                "note", base_last, base_last + 1, run_last);
+}
+
 void judge_print(FILE *f, const judgement *j)
 {
     const compare_result *r = &j->res;
@@ -875,6 +888,7 @@ void judge_print(FILE *f, const judgement *j)
         fprintf(f, "FORCED: the scenarios differ in %s\n", term_safe(j->diff));
     print_metric(f, "loss", &r->loss, j->cfg.loss);
     print_metric(f, "grad_norm", &r->grad_norm, j->cfg.grad_norm);
+    print_uncompared_tail(f, j);
     print_error_ratio(f, j);
     print_ensemble(f, j);
     print_ratio(f, "throughput", r->run_tokens_per_s, r->base_tokens_per_s, r->throughput_ratio,

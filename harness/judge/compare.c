@@ -369,7 +369,7 @@ static int digits_apart(double a, double b)
 
 /* a ratio and its gate as "%.3f", unless that prints them alike: then both with the
  * significant digits that tell them apart (trailing zeros kept) */
-static void ratio_text(double v, double gate, char out[40], char g[40])
+void compare_ratio_text(double v, double gate, char out[40], char g[40])
 {
     snprintf(out, 40, "%.3f", v);
     snprintf(g, 40, "%.3f", gate);
@@ -395,9 +395,9 @@ static void fail_reason(compare_result *o, const series *run, const compare_conf
     const tolerance *t = m == &o->loss ? &c->loss : &c->grad_norm;
     char ratio[40], gate[40];
     if (o->throughput_gate_failed)
-        ratio_text(o->throughput_ratio, c->min_throughput_ratio, ratio, gate);
+        compare_ratio_text(o->throughput_ratio, c->min_throughput_ratio, ratio, gate);
     else
-        ratio_text(o->memory_ratio, c->max_memory_ratio, ratio, gate);
+        compare_ratio_text(o->memory_ratio, c->max_memory_ratio, ratio, gate);
     double diff = fabs(m->first_fail_value - m->first_fail_ref);
     int dp = digits_apart(diff, t->atol + t->rtol * fabs(m->first_fail_ref));
     if (m->first_fail && o->gate == GATE_BAND)

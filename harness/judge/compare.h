@@ -16,6 +16,10 @@ typedef struct {
     double rtol, atol;
 } tolerance;
 
+/* a ratio and its gate as "%.3f", unless that prints them alike: then both with the digits that
+ * tell them apart (a failed gate never reads "0.950x < 0.950x") */
+void compare_ratio_text(double v, double gate, char out[40], char g[40]);
+
 /* |x - ref| <= atol + rtol * |ref|. False when x or ref is NaN or infinite, and when the
  * difference overflows. */
 int within_tolerance(double x, double ref, tolerance t);

@@ -241,9 +241,15 @@ void row_ratio_text(const report_row *row, char *out, size_t len)
         snprintf(out, len, "-");
         return;
     }
-    snprintf(out, len, "%.2fx of %.200s (run %lld; %s%s)", row->res.throughput_ratio,
+    char ratio[40], gate[40] = "";
+    double g = row->cfg.min_throughput_ratio;
+    if (g >= 0) /* the digits that tell it from its gate: "0.50x ... gated" failed at 0.497 */
+        compare_ratio_text(row->res.throughput_ratio, g, ratio, gate);
+    else
+        snprintf(ratio, sizeof ratio, "%.2f", row->res.throughput_ratio);
+    snprintf(out, len, "%sx of %.200s (run %lld; %s%s%s)", ratio,
              row->base_device_name[0] ? row->base_device_name : row->base_device,
-             (long long)row->base_id, row->cfg.min_throughput_ratio >= 0 ? "gated" : "not gated",
+             (long long)row->base_id, g >= 0 ? "gated >= " : "not gated", gate,
              row->same_host ? "" : "; other host");
 }
 

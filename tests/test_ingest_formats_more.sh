@@ -188,7 +188,7 @@ expect 1 "Megatron NAN/INF" -- "$H" ingest mnan.log --device x --db mnan.db
 
 echo "a last line cut mid-number is skipped (1.134567E+0 was recorded as 1.134567); another rank's text inside the number too"
 { mg 1 1.234567E+01 5.4; echo; printf ' iteration        2/     100 | elapsed time per iteration (ms): 1200.1 | learning rate: 3.000000E-04 | lm loss: 1.134567E+0'; } >mcut.log
-expect 0 "a cut last line" -- "$H" ingest mcut.log --device x --db mcut.db; says "the last line has no newline and ends mid-line"
+expect 0 "a cut last line" -- "$H" ingest mcut.log --device x --db mcut.db; says "the last line has no newline and ends in a number that may be cut"
 [ "$(series mcut.db 1)" = "1:12.34567" ] && pass || fail "a cut last line: $(series mcut.db 1)"
 { mg 1 1.234567E+01 5.4; echo; printf ' iteration        2/     100 | elapsed time per iteration (ms): 1200.1 | learning rate: 3.000000E-04 | lm loss: 1.13[W reducer.cpp:1545] Warning\n4567E+01 | grad norm: 5.4 |\n'; } >mmix.log
 expect 0 "another rank's text in the loss" -- "$H" ingest mmix.log --device x --db mmix.db
@@ -196,6 +196,20 @@ expect 0 "another rank's text in the loss" -- "$H" ingest mmix.log --device x --
 mg 1 1.234567E+01 5.4 >mwhole.log # a whole line without its newline is read
 expect 0 "a whole last line without a newline" -- "$H" ingest mwhole.log --device x --db mwhole.db
 [ "$(series mwhole.db 1)" = "1:12.34567" ] && pass || fail "a whole last line: $(series mwhole.db 1)"
+# whole last lines of the other formats, and one ending in a colour reset, are read (the first
+# version of the rule kept only '}' and '|' endings); text that is no log line is not warned about
+printf 'epoch[0/1], step[0/2]: train_loss: 2.5, train_tokens_throughput: 100.0 tokens/s\nepoch[0/1], step[1/2]: train_loss: 2.4, train_tokens_throughput: 100.0 tokens/s' >seedn.log
+expect 0 "a seed log without a final newline" -- "$H" ingest seedn.log --device x --db seedn.db
+[ "$(q seedn.db 'select count(*) from steps')" = 2 ] && pass || fail "a seed log's whole last line: $(series seedn.db 1)"
+printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5}\nHARNESS_STEP {"v":1,"step":2,"loss":2.4}\033[0m' >ansin.log
+expect 0 "a last line ending in a colour reset" -- "$H" ingest ansin.log --device x --db ansin.db
+[ "$(q ansin.db 'select count(*) from steps')" = 2 ] && pass || fail "a last line ending in a colour reset: $(series ansin.db 1)"
+printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5}\nTraining done, 100' >done.log
+expect 0 "a last line that is no log line" -- "$H" ingest done.log --device x --db done.db
+[ ! -s "$T/err" ] && pass || fail "a last line that is no log line was warned about: $(cat "$T/err")"
+{ mg 1 1.234567E+01 5.4; echo; printf ' iteration        2/     100 | elapsed time per iteration (ms): 1200.1 | learning rate: 3.000000E-04 | lm loss: 2.4000 > building GPT2BPETokenizer tokenizer ...\n'; } >mnext.log
+expect 0 "a Megatron loss cut by the next job's text" -- "$H" ingest mnext.log --device x --db mnext.db
+[ "$(series mnext.db 1)" = "1:12.34567" ] && pass || fail "a Megatron loss cut by the next job's text: $(series mnext.db 1)"
 
 echo "a step logged again right after itself keeps its latest values alone (the replay merged the old line's)"
 cat >replay.log <<'L'
@@ -205,6 +219,22 @@ HARNESS_STEP {"v":1,"step":2,"loss":2.45}
 L
 expect 0 "a replayed step" -- "$H" ingest replay.log --device x --db replay.db
 [ "$(q replay.db 'select loss || "," || ifnull(grad_norm, "null") || "," || ifnull(lr, "null") from steps where step = 2')" = "2.45,null,null" ] && pass || fail "a replayed step: $(q replay.db 'select * from steps where step = 2')"
+# two lines of one step with the same loss merge (MLPerf's tracked_stats, then train_loss)
+cat >mlm.log <<'L'
+:::MLLOG {"namespace": "", "time_ms": 1, "event_type": "POINT_IN_TIME", "key": "tracked_stats", "value": {"loss": 2.5, "throughput": 99.5}, "metadata": {"step": 1}}
+:::MLLOG {"namespace": "", "time_ms": 2, "event_type": "POINT_IN_TIME", "key": "train_loss", "value": 2.5, "metadata": {"step": 1}}
+L
+expect 0 "MLPerf's two lines of a step" -- "$H" ingest mlm.log --device x --db mlm.db
+[ "$(q mlm.db 'select tokens_per_s from steps where step = 1')" = 99.5 ] && pass || fail "MLPerf's throughput lost: $(q mlm.db 'select * from steps')"
+
+echo "an Inf grad norm diverges a run that does not scale its loss (exec said ok); an fp16 step GradScaler skipped is recorded, not diverged"
+printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5,"grad_norm":1.0}\nHARNESS_STEP {"v":1,"step":2,"loss":2.4,"grad_norm":Infinity}\n' >ginf.log
+expect 1 "an Inf grad norm, an fp32 scenario" -- "$H" ingest ginf.log --device x --scenario "$tiny" --db ginf.db
+[ "$(q ginf.db 'select status from runs')" = diverged ] && pass || fail "an Inf grad norm: $(q ginf.db 'select status, error from runs')"
+expect 0 "an Inf grad norm, no scenario (a Trainer fp16 log would say nothing of skipped steps)" -- "$H" ingest ginf.log --device x --db ginf0.db
+printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5,"grad_norm":1.0,"loss_scale":65536,"skipped":false}\nHARNESS_STEP {"v":1,"step":2,"loss":2.4,"grad_norm":Infinity,"loss_scale":65536,"skipped":true}\n' >gskip.log
+expect 0 "a skipped fp16 step" -- "$H" ingest gskip.log --device x --scenario "$SRC/scenarios/gpt2-tiny-fp16.json" --db gskip.db
+[ "$(q gskip.db 'select group_concat(step || ":" || loss_scale || ":" || skipped, " ") from steps')" = "1:65536.0:0 2:65536.0:1" ] && pass || fail "loss_scale and skipped: $(q gskip.db 'select step, loss_scale, skipped from steps')"
 
 echo "HARNESS_META of a rank other than 0 is not the run's (rank 1's could come first)"
 cat >meta.log <<'L'

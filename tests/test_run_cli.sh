@@ -118,7 +118,7 @@ interrupted "$T/p.db" && pass || fail "run piped to head -2: $(grep -E '"(status
 # an option where a value goes ("--db --quiet"): exit 2, nothing written (run made a store named
 # --quiet and --dump-batches --quiet overwrote it; ops and comm-check took the option as the value)
 mkdir -p "$T/optval"
-for args in "--db --quiet" "--dump-batches --quiet" "--baseline --db $T/optval/h.db" "--save --compare" "--steps --golden"; do
+for args in "--db --quiet" "--db --json" "--dump-batches --quiet" "--baseline --db $T/optval/h.db" "--save --compare" "--steps --golden"; do
   expect 2 "run $args" -- sh -c "cd '$T/optval' && exec '$H' run '$tiny' $args"
   says "needs a value (the next argument"
 done

@@ -15,7 +15,8 @@ What it does, as harness/train/train.c does it (docs/workloads.md):
     TypeError). Dropout should be 0 in the overrides to compare devices.
   - data: the scenario's file tokenized (byte, or bpe via the tokenizers library), cut into
     blocks of seq_len (remainder dropped), labels = input ids; blocks dealt to ranks by
-    DistributedSampler(shuffle=False, drop_last=True), epoch after epoch; with one rank row i
+    DistributedSampler(shuffle=False, drop_last=False: an epoch padded to a multiple of the
+    ranks by repeating its first blocks, as the harness pads it), epoch after epoch; with one rank row i
     of loader step s is block (s*B + i) mod n_blocks, as in the harness.
   - train.gradient_accumulation_steps A: each optimizer step is A micro-batches of batch_size
     rows (loader steps (step-1)*A to step*A-1, in order), each one's loss divided by A before
@@ -211,7 +212,7 @@ def block_stream(n_blocks, world, rank, torch):
     epoch = 0
     while True:
         sampler = DistributedSampler(range(n_blocks), num_replicas=world, rank=rank,
-                                     shuffle=False, drop_last=True)
+                                     shuffle=False, drop_last=False)
         sampler.set_epoch(epoch)
         yield from iter(sampler)
         epoch += 1

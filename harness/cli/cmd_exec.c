@@ -222,6 +222,7 @@ static int record_child(store *st, const scenario *s, const exec_args *a, child_
         child_pump(c, NULL, NULL);
         return EXIT_FAIL;
     }
+    rec_set_dtype(&r, s ? s->dtype : NULL);
     keep_invocation(&r, a->cmd);
     child_pump(c, on_output, &r);
     child_describe(c, how, sizeof how);

@@ -291,6 +291,7 @@ static int record_logs(store *st, const scenario *s, const ingest_args *a, const
         free(buf);
         return EXIT_FAIL;
     }
+    rec_set_dtype(&r, s ? s->dtype : NULL);
     rec_extra(&r, "recorded_by", "harness ingest");
     int rc = 0, read_rc = 0;
     char why[4300] = "";

@@ -200,11 +200,11 @@ static int parse_run_args(int argc, char **argv, run_args *a)
         const char *arg = argv[i];
         int has_value = i + 1 < argc;
         if (has_value && listed(RUN_VALUE_OPTIONS, arg) &&
-            (listed(RUN_VALUE_OPTIONS, argv[i + 1]) || listed(RUN_FLAGS, argv[i + 1])))
+            (strncmp(argv[i + 1], "--", 2) == 0 || listed(RUN_FLAGS, argv[i + 1])))
             /* "--db --quiet": the value forgotten, never --quiet taken as a file name (a store
              * named --quiet was made, then overwritten by --dump-batches --quiet) */
-            return cmd_usage_error("run", "%s needs a value (the next argument, %s, is one of "
-                                          "this command's options)", arg, argv[i + 1]);
+            return cmd_usage_error("run", "%s needs a value (the next argument, %s, is an "
+                                          "option)", arg, argv[i + 1]);
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             run_usage(stdout);
             return -1;

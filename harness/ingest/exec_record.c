@@ -23,12 +23,18 @@ int rec_init(recorder *r, store *st, int64_t run_id, const char *format, const c
     r->tokens_per_step = tokens_per_step;
     r->log_src = -1;
     r->final_loss = NAN;
+    r->scales_loss = -1;
     char err[512];
     if (lp_reader_init(&r->reader, format, keys, err, sizeof err)) {
         log_error("%s", err);
         return 2;
     }
     return 0;
+}
+
+void rec_set_dtype(recorder *r, const char *dtype)
+{
+    r->scales_loss = !dtype || !dtype[0] ? -1 : strcmp(dtype, "fp16") == 0;
 }
 
 int rec_source_add(recorder *r, const char *name, int rank)
@@ -197,10 +203,12 @@ static void take_meta(recorder *r, const lp_event *ev)
 static step_record *merge(recorder *r, int rank, const lp_step *s)
 {
     step_record *m = &r->last[rank];
-    /* lines of one step merge (DeepSpeed's engine line, then Megatron's with the loss); a second
-     * loss for the step is the step logged again (a replay after a resume): its latest values
-     * alone, as for a step logged again later */
-    int again = (s->has & LP_LOSS) && (r->last_has[rank] & LP_LOSS);
+    /* lines of one step merge (DeepSpeed's engine line, then Megatron's with the loss; MLPerf's
+     * tracked_stats and train_loss, the same loss twice); another loss for the step is the step
+     * logged again (a replay after a resume): its latest values alone, as for a step logged
+     * again later */
+    int again = (s->has & LP_LOSS) && (r->last_has[rank] & LP_LOSS) &&
+                !(m->loss == s->loss || (isnan(m->loss) && isnan(s->loss)));
     if (m->step != s->step || !r->last_has[rank] || again) {
         memset(m, 0, sizeof *m);
         m->step = s->step;
@@ -220,6 +228,8 @@ static step_record *merge(recorder *r, int rank, const lp_step *s)
     if (h & LP_MEM_PEAK) m->mem_peak_bytes = s->mem_peak_bytes;
     if (h & LP_MEM_USED) m->mem_used_bytes = s->mem_used_bytes;
     if (h & LP_MEM_TOTAL) m->mem_total_bytes = s->mem_total_bytes;
+    if (h & LP_LOSS_SCALE) m->loss_scale = s->loss_scale; /* stored with skipped when > 0 */
+    if (h & LP_SKIPPED) m->skipped = (int)s->skipped;
     r->last_has[rank] |= h;
     if (!(r->last_has[rank] & LP_TOKENS) && r->tokens_per_step > 0)
         m->tokens = r->tokens_per_step;
@@ -327,7 +337,12 @@ static void count_step(recorder *r, const step_record *m)
         r->final_step = m->step;
         r->final_loss = m->loss;
     }
-    unsigned char bad = !isfinite(m->loss);
+    /* a non-finite grad norm diverges a run without loss scaling, as a native run: where the
+     * line gave a loss scale its skipped flag says (an fp16 step skipped for Inf/NaN gradients);
+     * else where the scenario says the run does not scale the loss (not fp16) */
+    int grad_bad = !(m->unrecorded & STEP_NO_GRAD_NORM) && !isfinite(m->grad_norm) &&
+                   (m->loss_scale > 0 ? !m->skipped : r->scales_loss == 0);
+    unsigned char bad = !isfinite(m->loss) || grad_bad;
     if (bad != set->bad[k])
         set->n_bad = bad ? set->n_bad + 1 : set->n_bad - 1;
     set->bad[k] = bad;
@@ -519,13 +534,17 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
     }
 }
 
-/* a last line without its newline ends where a line of the formats ends: a dict's '}' or a
- * Megatron line's '|' (spaces after them aside); any other is taken for one cut off */
-static int ends_whole(const char *line, size_t len)
+/* a last line without its newline (ANSI colours aside) is cut off when it ends where a number
+ * could go on (a digit, '.', 'e', 'E', '+', '-': "lm loss: 1.134567E+0" would read 10x too
+ * small); a line ending otherwise ('}', '|', ']', "tokens/s", "GB") is whole */
+static int ends_cut(const char *line, size_t len)
 {
-    while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
-        len--;
-    return len && (line[len - 1] == '}' || line[len - 1] == '|');
+    char clean[512];
+    size_t from = len > sizeof clean ? len - sizeof clean : 0;
+    size_t n = lp_strip_ansi(line + from, len - from, clean, sizeof clean);
+    while (n && (clean[n - 1] == ' ' || clean[n - 1] == '\t'))
+        n--;
+    return n && strchr("0123456789.eE+-", clean[n - 1]);
 }
 
 void rec_flush(recorder *r)
@@ -534,11 +553,11 @@ void rec_flush(recorder *r)
         rec_source *s = &r->src[i];
         if (!s->len || s->overflow)
             continue;
-        if (ends_whole(s->line, s->len))
+        if (!ends_cut(s->line, s->len))
             take_line(r, s);
-        else /* a job killed mid-write: a number cut short would be recorded as another */
-            log_warn("%s:%ld: the last line has no newline and ends mid-line: skipped as cut "
-                     "off", s->name, s->line_no);
+        else if (lp_find_text(s->line, s->len, "loss")) /* a job killed mid-write: said */
+            log_warn("%s:%ld: the last line has no newline and ends in a number that may be "
+                     "cut: skipped", s->name, s->line_no);
         s->len = 0;
     }
     store_log(r);
@@ -654,7 +673,8 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
                  r->steps_stored);
     } else if (r->diverged_step) {
         status = "diverged";
-        snprintf(error, sizeof error, "NaN/Inf loss at step %d", r->diverged_step);
+        snprintf(error, sizeof error, "NaN/Inf loss%s at step %d",
+                 r->scales_loss == 1 ? "" : " or grad norm", r->diverged_step);
     } else if (!r->steps_stored) {
         status = "failed";
         lp_format_names(formats, sizeof formats);

@@ -41,6 +41,9 @@ typedef struct {
     int64_t run_id;
     lp_reader reader;
     int64_t tokens_per_step; /* from the scenario when the lines do not say; 0 unknown */
+    int scales_loss; /* the scenario's dtype is fp16 (1) or another (0); -1 unknown (no
+                        scenario): where a line gives no loss scale, a non-finite grad norm
+                        diverges the run only when 0 */
     rec_source src[REC_MAX_SOURCES];
     int n_src;
     /* the newest step of each rank, merged as lines complete it */
@@ -77,6 +80,8 @@ typedef struct {
 /* starts on a begun run; 0 or 2 (bad --format/--keys, message printed) */
 int rec_init(recorder *r, store *st, int64_t run_id, const char *format, const char *keys,
              int64_t tokens_per_step);
+/* the scenario's dtype (NULL or "": none given): whether the run scales its loss (fp16) */
+void rec_set_dtype(recorder *r, const char *dtype);
 /* registers a source of bytes; its index, or -1 when there are too many */
 int rec_source_add(recorder *r, const char *name, int rank);
 /* bytes from a source as they came (any bytes; lines split on \n and \r) */

@@ -10,10 +10,10 @@
 enum {
     LP_LOSS = 1u << 0, LP_GRAD_NORM = 1u << 1, LP_LR = 1u << 2, LP_TOKENS = 1u << 3,
     LP_STEP_MS = 1u << 4, LP_TOKENS_PER_S = 1u << 5, LP_MEM_PEAK = 1u << 6,
-    LP_MEM_TOTAL = 1u << 7, LP_MEM_USED = 1u << 8
+    LP_MEM_TOTAL = 1u << 7, LP_MEM_USED = 1u << 8, LP_LOSS_SCALE = 1u << 9, LP_SKIPPED = 1u << 10
 };
 
-#define LP_N_FIELDS 9 /* the fields above, bits 0..8 */
+#define LP_N_FIELDS 11 /* the fields above, bits 0..10 */
 /* what a field may hold (lp_step_set): loss any real (NaN, Inf: divergence); grad_norm >= 0,
  * NaN or +Inf; lr finite >= 0; step_ms, tokens_per_s, tokens and the memory figures finite,
  * >= 0 and below these caps. A value outside is left out of the step (lp_step.rejected). */
@@ -30,6 +30,8 @@ typedef struct {
     unsigned has;
     double loss, grad_norm, lr, step_ms, tokens_per_s;
     int64_t tokens, mem_peak_bytes, mem_used_bytes, mem_total_bytes;
+    double loss_scale; /* fp16 loss scaling (a HARNESS_STEP's "loss_scale"), with skipped 0/1 */
+    int64_t skipped;
     /* a HARNESS_STEP's "expert_tokens" (sparse-MoE routing): the raw text of its array inside
      * the line (or inside the reader's clean copy of a line that had ANSI escape sequences),
      * valid until the next line is read (lp_expert_tokens reads it); NULL when absent */

@@ -75,18 +75,34 @@ static int set_step(lp_event *ev, double step)
     return 1;
 }
 
+/* a Megatron field's number: it runs, spaces aside, to the field's " |" or the line's end
+ * ("lm loss: 2.4000 > building ..." is a line cut and another process's text, not 2.4) */
+static int megatron_after(const char *line, size_t len, const char *label, double *out)
+{
+    if (!number_after(line, len, label, out))
+        return 0;
+    const char *p = lp_find_text(line, len, label) + strlen(label);
+    while (p < line + len && (*p == ' ' || *p == '['))
+        p++;
+    double v;
+    p += lp_number(p, (size_t)(line + len - p), &v);
+    while (p < line + len && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
+    return p == line + len || *p == '|';
+}
+
 /* Megatron-DeepSpeed: iteration N/ M | ... learning rate: | lm loss: | grad norm: */
 static int parse_megatron(const char *line, size_t len, lp_event *ev)
 {
     double it, v;
-    if (!megatron_iteration(line, len, &it) || !number_after(line, len, "lm loss:", &v))
+    if (!megatron_iteration(line, len, &it) || !megatron_after(line, len, "lm loss:", &v))
         return 0;
     lp_step_set(&ev->step, "loss", v);
-    if (number_after(line, len, "learning rate:", &v))
+    if (megatron_after(line, len, "learning rate:", &v))
         lp_step_set(&ev->step, "lr", v);
-    if (number_after(line, len, "grad norm:", &v))
+    if (megatron_after(line, len, "grad norm:", &v))
         lp_step_set(&ev->step, "grad_norm", v);
-    if (number_after(line, len, "elapsed time per iteration (ms):", &v))
+    if (megatron_after(line, len, "elapsed time per iteration (ms):", &v))
         lp_step_set(&ev->step, "step_ms", v);
     return set_step(ev, it);
 }

@@ -20,7 +20,7 @@ typedef struct {
     const char *range;
 } field;
 
-/* in bit order (LP_LOSS is bit 0 ... LP_MEM_USED bit 8) */
+/* in bit order (LP_LOSS is bit 0 ... LP_SKIPPED bit 10) */
 static const field fields[LP_N_FIELDS] = {
     {"loss", LP_LOSS, offsetof(lp_step, loss), 0, RANGE_ANY, 0, "any number"},
     {"grad_norm", LP_GRAD_NORM, offsetof(lp_step, grad_norm), 0, RANGE_NORM, 0,
@@ -38,6 +38,10 @@ static const field fields[LP_N_FIELDS] = {
      LP_CAP_MEM, "a finite number >= 0 and below 2^60 (1 EiB)"},
     {"mem_used_bytes", LP_MEM_USED, offsetof(lp_step, mem_used_bytes), 1, RANGE_FINITE,
      LP_CAP_MEM, "a finite number >= 0 and below 2^60 (1 EiB)"},
+    {"loss_scale", LP_LOSS_SCALE, offsetof(lp_step, loss_scale), 0, RANGE_FINITE, INFINITY,
+     "a finite number >= 0"},
+    {"skipped", LP_SKIPPED, offsetof(lp_step, skipped), 1, RANGE_FINITE, 2,
+     "0 or 1 (false or true)"},
 };
 
 static int in_range(const field *f, double v)

@@ -29,8 +29,8 @@ static int on_step_pair(const char *key, size_t klen, const lp_value *v, void *a
     name[klen] = 0;
     if (strcmp(name, "v") == 0 && v->type == LPV_NUM) {
         w->version = v->num == 1.0 ? 1 : -1; /* only version 1 is known; no cast of huge values */
-    } else if (v->type == LPV_NUM) {
-        lp_step_set(&w->ev->step, name, v->num);
+    } else if (v->type == LPV_NUM || (v->type == LPV_BOOL && strcmp(name, "skipped") == 0)) {
+        lp_step_set(&w->ev->step, name, v->num); /* "skipped": true is 1 */
     } else if (strcmp(name, "expert_tokens") == 0 && v->type == LPV_ARR && v->len &&
                v->p[0] == '[') { /* optional: read by the recorder (lp_expert_tokens) */
         w->ev->step.expert_tokens = v->p;

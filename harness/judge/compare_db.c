@@ -869,7 +869,10 @@ static void print_uncompared_tail(FILE *f, const judgement *j)
     if (!r->n_steps || !b->n_steps)
         return;
     int run_last = r->steps[r->n_steps - 1].step, base_last = b->steps[b->n_steps - 1].step;
-    if (run_last > base_last)
+    if (run_last == base_last + 1)
+        fprintf(f, "%-11s the baseline ends at step %d: the run's step %d is not compared\n",
+                "note", base_last, run_last);
+    else if (run_last > base_last)
         fprintf(f, "%-11s the baseline ends at step %d: the run's steps %d..%d are not compared\n",
                 "note", base_last, base_last + 1, run_last);
 }

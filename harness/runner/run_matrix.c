@@ -362,8 +362,10 @@ static void print_cell(const cell *c)
         printf("%10d ", c->first_fail);
     else
         printf("%10s ", "-");
-    printf("%12.3e %10.0f %7.3fx  %s\n", c->max_abs, c->tokens_per_s, c->ratio,
-           term_safe(c->ratio_note));
+    char ratio[32] = "-"; /* "-" where the baseline has no throughput (it printed "nanx") */
+    if (isfinite(c->ratio))
+        snprintf(ratio, sizeof ratio, "%.3fx", c->ratio);
+    printf("%12.3e %10.0f %8s  %s\n", c->max_abs, c->tokens_per_s, ratio, term_safe(c->ratio_note));
 }
 
 /* prints the table; returns the exit code: 2 on any input error, else the worst verdict's */

@@ -63,13 +63,14 @@ static int put_step_row(store *st, int64_t run_id, const step_record *r)
         /* an upsert, not INSERT OR REPLACE: a replace deletes the row first, and the delete
          * would cascade to the step's expert counts */
         "INSERT INTO steps(run_id, step, loss, grad_norm, lr, tokens, step_ms,"
-        " tokens_per_s, mem_peak_bytes, mem_used_bytes, mem_total_bytes)"
-        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+        " tokens_per_s, mem_peak_bytes, mem_used_bytes, mem_total_bytes, loss_scale, skipped)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
         " ON CONFLICT(run_id, step) DO UPDATE SET loss = excluded.loss,"
         " grad_norm = excluded.grad_norm, lr = excluded.lr, tokens = excluded.tokens,"
         " step_ms = excluded.step_ms, tokens_per_s = excluded.tokens_per_s,"
         " mem_peak_bytes = excluded.mem_peak_bytes, mem_used_bytes = excluded.mem_used_bytes,"
-        " mem_total_bytes = excluded.mem_total_bytes";
+        " mem_total_bytes = excluded.mem_total_bytes, loss_scale = excluded.loss_scale,"
+        " skipped = excluded.skipped";
     sqlite3_stmt *s;
     if (prepare(st, sql, "recording a step", &s))
         return 1;
@@ -84,6 +85,10 @@ static int put_step_row(store *st, int64_t run_id, const step_record *r)
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 9, r->mem_peak_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 10, r->mem_used_bytes);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 11, r->mem_total_bytes);
+    /* fp16 loss scaling (a HARNESS_STEP's loss_scale and skipped): both, else both NULL */
+    int scaled = r->loss_scale > 0 && isfinite(r->loss_scale);
+    if (rc == SQLITE_OK) rc = scaled ? store_bind_real(s, 12, r->loss_scale) : sqlite3_bind_null(s, 12);
+    if (rc == SQLITE_OK) rc = scaled ? sqlite3_bind_int(s, 13, r->skipped != 0) : sqlite3_bind_null(s, 13);
     return finish(st, s, rc, "recording a step in steps");
 }
 

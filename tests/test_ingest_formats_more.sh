@@ -235,6 +235,22 @@ expect 0 "an Inf grad norm, no scenario (a Trainer fp16 log would say nothing of
 printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5,"grad_norm":1.0,"loss_scale":65536,"skipped":false}\nHARNESS_STEP {"v":1,"step":2,"loss":2.4,"grad_norm":Infinity,"loss_scale":65536,"skipped":true}\n' >gskip.log
 expect 0 "a skipped fp16 step" -- "$H" ingest gskip.log --device x --scenario "$SRC/scenarios/gpt2-tiny-fp16.json" --db gskip.db
 [ "$(q gskip.db 'select group_concat(step || ":" || loss_scale || ":" || skipped, " ") from steps')" = "1:65536.0:0 2:65536.0:1" ] && pass || fail "loss_scale and skipped: $(q gskip.db 'select step, loss_scale, skipped from steps')"
+# a skipped flag not given validly ("yes", null, missing) is no "no": the loss scale is left out
+# with it, and the fp16 scenario decides (the run was judged diverged, skipped shown 'no')
+for v in '"yes"' null 2; do
+  printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5,"grad_norm":Infinity,"loss_scale":65536,"skipped":%s}\n' "$v" >gbad.log
+  rm -f gbad.db
+  expect 0 "skipped $v" -- "$H" ingest gbad.log --device x --scenario "$SRC/scenarios/gpt2-tiny-fp16.json" --db gbad.db
+  [ "$(q gbad.db 'select ifnull(loss_scale, "null") || ifnull(skipped, "null") from steps')" = nullnull ] && pass || fail "skipped $v stored: $(q gbad.db 'select loss_scale, skipped from steps')"
+done
+# the reason names the grad norm when it is the grad norm that diverged
+printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5,"grad_norm":Infinity,"loss_scale":65536,"skipped":false}\n' >gns.log
+expect 1 "an Inf grad norm of a step not skipped" -- "$H" ingest gns.log --device x --scenario "$SRC/scenarios/gpt2-tiny-fp16.json" --db gns.db
+grep -qF "NaN/Inf grad norm at step 1" "$T/out" && pass || fail "the reason: $(cat "$T/out")"
+# two ranks' lines glued at the log's end, the second cut: the first one's step is kept
+printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5,"rank":0}\nHARNESS_STEP {"v":1,"step":2,"loss":2.4,"rank":0}HARNESS_STEP {"v":1,"step":2,"loss":2.4' >glued.log
+expect 0 "two ranks glued at the end, the second cut" -- "$H" ingest glued.log --device x --db glued.db
+[ "$(q glued.db 'select count(*) from steps')" = 2 ] && pass || fail "the glued whole step was lost: $(series glued.db 1)"
 
 echo "HARNESS_META of a rank other than 0 is not the run's (rank 1's could come first)"
 cat >meta.log <<'L'
@@ -244,5 +260,8 @@ HARNESS_STEP {"v":1,"step":1,"loss":2.5}
 L
 expect 0 "META of two ranks" -- "$H" ingest meta.log --device x --db meta.db
 [ "$(q meta.db 'select device_name from runs')" = "GPU of rank 0" ] && pass || fail "META of two ranks: $(q meta.db 'select device_name from runs')"
+printf '[rank1]:HARNESS_META {"v":1,"device_name":"GPU of rank 1"}\n[rank0]:HARNESS_META {"v":1,"device_name":"GPU of rank 0"}\n[rank0]:HARNESS_STEP {"v":1,"step":1,"loss":2.5}\n' >metatag.log
+expect 0 "META told by its rank tag" -- "$H" ingest metatag.log --device x --db metatag.db
+[ "$(q metatag.db 'select device_name from runs')" = "GPU of rank 0" ] && pass || fail "META by tag: $(q metatag.db 'select device_name from runs')"
 
 finish

@@ -146,10 +146,12 @@ static int extra_key(const char *key, int own, char *out, size_t n)
 }
 
 /* the workload's self-report: the runs columns it names, and every key in run_extra */
-static void take_meta(recorder *r, const lp_event *ev)
+static void take_meta(recorder *r, const lp_event *ev, int line_rank)
 {
-    /* the run is rank 0's (its steps are rank 0's): another rank's self-report, which may come
-     * first, would name its device and memory */
+    /* the run is rank 0's (its steps are rank 0's): another rank's self-report (by its "rank"
+     * key, its line's rank tag or its rank file), which may come first, would name its device */
+    if (ev->n_meta && line_rank > 0)
+        return;
     for (int i = 0; i < ev->n_meta; i++) {
         long rank = 0;
         if (strcmp(ev->meta[i].key, "rank") == 0 && parse_long(ev->meta[i].value, &rank) == 0 &&
@@ -228,8 +230,12 @@ static step_record *merge(recorder *r, int rank, const lp_step *s)
     if (h & LP_MEM_PEAK) m->mem_peak_bytes = s->mem_peak_bytes;
     if (h & LP_MEM_USED) m->mem_used_bytes = s->mem_used_bytes;
     if (h & LP_MEM_TOTAL) m->mem_total_bytes = s->mem_total_bytes;
-    if (h & LP_LOSS_SCALE) m->loss_scale = s->loss_scale; /* stored with skipped when > 0 */
-    if (h & LP_SKIPPED) m->skipped = (int)s->skipped;
+    /* a loss scale goes with the line's skipped flag (true/false, 0/1): one without it, or
+     * with one not given validly, is no loss scaling as far as the record goes, never a "no" */
+    if ((h & LP_LOSS_SCALE) && (h & LP_SKIPPED)) {
+        m->loss_scale = s->loss_scale; /* stored, with skipped, when > 0 */
+        m->skipped = (int)s->skipped;
+    }
     r->last_has[rank] |= h;
     if (!(r->last_has[rank] & LP_TOKENS) && r->tokens_per_step > 0)
         m->tokens = r->tokens_per_step;
@@ -311,12 +317,15 @@ static long step_set_slot(rec_step_set *set, int step, int *added)
 }
 
 /* the lowest step whose kept loss is NaN or Inf, 0 when none is */
-static int step_set_first_bad(const rec_step_set *set)
+static int step_set_first_bad(const rec_step_set *set, int *by_grad_norm)
 {
     int first = 0;
+    *by_grad_norm = 0;
     for (size_t i = 0; i < set->cap && set->n_bad; i++)
-        if (set->bad[i] && (!first || set->slots[i] < first))
+        if (set->bad[i] && (!first || set->slots[i] < first)) {
             first = set->slots[i];
+            *by_grad_norm = set->bad[i] == 2;
+        }
     return first;
 }
 
@@ -342,8 +351,8 @@ static void count_step(recorder *r, const step_record *m)
      * else where the scenario says the run does not scale the loss (not fp16) */
     int grad_bad = !(m->unrecorded & STEP_NO_GRAD_NORM) && !isfinite(m->grad_norm) &&
                    (m->loss_scale > 0 ? !m->skipped : r->scales_loss == 0);
-    unsigned char bad = !isfinite(m->loss) || grad_bad;
-    if (bad != set->bad[k])
+    unsigned char bad = !isfinite(m->loss) ? 1 : grad_bad ? 2 : 0; /* 2: by the grad norm */
+    if (!bad != !set->bad[k])
         set->n_bad = bad ? set->n_bad + 1 : set->n_bad - 1;
     set->bad[k] = bad;
 }
@@ -461,7 +470,7 @@ static void parse_line(recorder *r, const rec_source *s, const char *line, size_
     lp_event ev;
     r->reader.source_rank = s->rank; /* an untagged line uses its file's parser memory */
     if (lp_read_line(&r->reader, line, len, &ev)) {
-        take_meta(r, &ev);
+        take_meta(r, &ev, r->reader.st.line_rank >= 0 ? r->reader.st.line_rank : s->rank);
         if (ev.has_step && ev.step.rejected)
             warn_rejected(r, s, &ev.step);
         if (ev.has_step)
@@ -490,7 +499,19 @@ static size_t second_tag(const char *line, size_t len)
 /* A line holding several harness tags is several ranks' lines run together: print() writes a
  * line's text and its newline apart when Python is unbuffered, so torchrun's ranks sharing one
  * pipe interleave as "HARNESS_STEP {rank 0}HARNESS_STEP {rank 1}\n". Each part is parsed. */
-static void take_line(recorder *r, rec_source *s)
+/* a last part of a line without its newline is cut off when it ends where a number could go on
+ * (a digit, '.', 'e', 'E', '+', '-': "lm loss: 1.134567E+0" would read 10x too small); one
+ * ending otherwise ('}', '|', ']', "tokens/s", "GB") is whole */
+static int ends_cut(const char *line, size_t len)
+{
+    while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+        len--;
+    return len && strchr("0123456789.eE+-", line[len - 1]);
+}
+
+/* the gathered line, split where a second rank's tag begins (unbuffered ranks sharing a pipe);
+ * at_end: the source ended without its newline, so its last part may be cut off */
+static void take_line(recorder *r, rec_source *s, int at_end)
 {
     /* colours out (of the parsers' view and of the error's last lines; the raw log keeps them) */
     s->len = lp_strip_ansi(s->line, s->len, s->line, s->len);
@@ -502,7 +523,11 @@ static void take_line(recorder *r, rec_source *s)
     }
     remember_tail(r, line, len);
     for (size_t cut = second_tag(line, len); len; cut = second_tag(line, len)) {
-        parse_line(r, s, line, cut);
+        if (!(at_end && cut == len && ends_cut(line, cut)))
+            parse_line(r, s, line, cut);
+        else if (lp_find_text(line, cut, "loss")) /* a job killed mid-write: said */
+            log_warn("%s:%ld: the last line has no newline and ends in a number that may be "
+                     "cut: skipped", s->name, s->line_no);
         line += cut;
         len -= cut;
     }
@@ -520,7 +545,7 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
         char c = data[i];
         if (c == '\n' || c == '\r') {
             if (!s->overflow && s->len)
-                take_line(r, s);
+                take_line(r, s, 0);
             s->len = 0;
             s->overflow = 0;
             s->first_line = 0;
@@ -528,36 +553,18 @@ void rec_feed(recorder *r, int src, const char *data, size_t len)
         } else if (s->len < REC_LINE_MAX) {
             s->line[s->len++] = c;
         } else if (!s->overflow) { /* a line this long is parsed as far as it went */
-            take_line(r, s);
+            take_line(r, s, 0);
             s->overflow = 1;
         }
     }
-}
-
-/* a last line without its newline (ANSI colours aside) is cut off when it ends where a number
- * could go on (a digit, '.', 'e', 'E', '+', '-': "lm loss: 1.134567E+0" would read 10x too
- * small); a line ending otherwise ('}', '|', ']', "tokens/s", "GB") is whole */
-static int ends_cut(const char *line, size_t len)
-{
-    char clean[512];
-    size_t from = len > sizeof clean ? len - sizeof clean : 0;
-    size_t n = lp_strip_ansi(line + from, len - from, clean, sizeof clean);
-    while (n && (clean[n - 1] == ' ' || clean[n - 1] == '\t'))
-        n--;
-    return n && strchr("0123456789.eE+-", clean[n - 1]);
 }
 
 void rec_flush(recorder *r)
 {
     for (int i = 0; i < r->n_src; i++) {
         rec_source *s = &r->src[i];
-        if (!s->len || s->overflow)
-            continue;
-        if (!ends_cut(s->line, s->len))
-            take_line(r, s);
-        else if (lp_find_text(s->line, s->len, "loss")) /* a job killed mid-write: said */
-            log_warn("%s:%ld: the last line has no newline and ends in a number that may be "
-                     "cut: skipped", s->name, s->line_no);
+        if (s->len && !s->overflow)
+            take_line(r, s, 1);
         s->len = 0;
     }
     store_log(r);
@@ -665,7 +672,8 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
     if (r->ranks_seen > 1 && !r->failed &&
         store_set_run_identity(r->st, r->run_id, NULL, NULL, NULL, r->ranks_seen, 0))
         r->failed = 1;
-    r->diverged_step = step_set_first_bad(&r->steps_seen);
+    int by_grad_norm = 0;
+    r->diverged_step = step_set_first_bad(&r->steps_seen, &by_grad_norm);
     if (r->failed) { /* a write the store refused: what came after it is not in the store */
         status = "failed";
         snprintf(error, sizeof error, "recording stopped when the store refused a write (the "
@@ -673,8 +681,8 @@ int rec_finish(recorder *r, int ended_ok, const char *why, FILE *out)
                  r->steps_stored);
     } else if (r->diverged_step) {
         status = "diverged";
-        snprintf(error, sizeof error, "NaN/Inf loss%s at step %d",
-                 r->scales_loss == 1 ? "" : " or grad norm", r->diverged_step);
+        snprintf(error, sizeof error, "NaN/Inf %s at step %d",
+                 by_grad_norm ? "grad norm" : "loss", r->diverged_step);
     } else if (!r->steps_stored) {
         status = "failed";
         lp_format_names(formats, sizeof formats);

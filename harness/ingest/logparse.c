@@ -35,7 +35,7 @@ void lp_format_names(char *out, size_t n)
 
 static const char *const default_keys[] = {"step", "loss", "grad_norm", "lr", "tokens", "step_ms",
                                            "tokens_per_s", "mem_peak_bytes", "mem_used_bytes",
-                                           "mem_total_bytes", "rank"};
+                                           "mem_total_bytes", "loss_scale", "skipped", "rank"};
 
 static int add_key(lp_state *st, const char *field, size_t flen, const char *json, size_t jlen,
                    char *err, size_t n)
@@ -47,7 +47,8 @@ static int add_key(lp_state *st, const char *field, size_t flen, const char *jso
     if (!flen || !jlen || flen >= LP_KEY || jlen >= LP_KEY || !lp_step_set(&probe, name, 0)) {
         snprintf(err, n, "--keys: '%.*s=%.*s': expected FIELD=KEY with FIELD one of step, loss, "
                  "grad_norm, lr, tokens, step_ms, tokens_per_s, mem_peak_bytes, mem_used_bytes, "
-                 "mem_total_bytes, rank", (int)(flen % 200), field, (int)(jlen % 200), json);
+                 "mem_total_bytes, loss_scale, skipped, rank", (int)(flen % 200), field,
+                 (int)(jlen % 200), json);
         return 2;
     }
     if (st->n_keys == LP_MAX_KEYS) {

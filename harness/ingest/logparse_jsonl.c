@@ -21,10 +21,11 @@ typedef struct {
 static int on_pair(const char *key, size_t klen, const lp_value *v, void *arg)
 {
     walk *w = arg;
-    if (v->type != LPV_NUM)
+    if (v->type != LPV_NUM && v->type != LPV_BOOL)
         return 0;
-    for (int i = 0; i < w->st->n_keys; i++)
-        if (lp_key_is(key, klen, w->st->key_json[i]))
+    for (int i = 0; i < w->st->n_keys; i++) /* a boolean only as skipped (true is 1) */
+        if (lp_key_is(key, klen, w->st->key_json[i]) &&
+            (v->type == LPV_NUM || strcmp(w->st->key_field[i], "skipped") == 0))
             lp_step_set(w->step, w->st->key_field[i], v->num);
     return 0;
 }

@@ -237,7 +237,7 @@ expect 0 "a skipped fp16 step" -- "$H" ingest gskip.log --device x --scenario "$
 [ "$(q gskip.db 'select group_concat(step || ":" || loss_scale || ":" || skipped, " ") from steps')" = "1:65536.0:0 2:65536.0:1" ] && pass || fail "loss_scale and skipped: $(q gskip.db 'select step, loss_scale, skipped from steps')"
 # a skipped flag not given validly ("yes", null, missing) is no "no": the loss scale is left out
 # with it, and the fp16 scenario decides (the run was judged diverged, skipped shown 'no')
-for v in '"yes"' null 2; do
+for v in '"yes"' null 2 0.5; do
   printf 'HARNESS_STEP {"v":1,"step":1,"loss":2.5,"grad_norm":Infinity,"loss_scale":65536,"skipped":%s}\n' "$v" >gbad.log
   rm -f gbad.db
   expect 0 "skipped $v" -- "$H" ingest gbad.log --device x --scenario "$SRC/scenarios/gpt2-tiny-fp16.json" --db gbad.db
@@ -263,5 +263,11 @@ expect 0 "META of two ranks" -- "$H" ingest meta.log --device x --db meta.db
 printf '[rank1]:HARNESS_META {"v":1,"device_name":"GPU of rank 1"}\n[rank0]:HARNESS_META {"v":1,"device_name":"GPU of rank 0"}\n[rank0]:HARNESS_STEP {"v":1,"step":1,"loss":2.5}\n' >metatag.log
 expect 0 "META told by its rank tag" -- "$H" ingest metatag.log --device x --db metatag.db
 [ "$(q metatag.db 'select device_name from runs')" = "GPU of rank 0" ] && pass || fail "META by tag: $(q metatag.db 'select device_name from runs')"
+# a rank's tag glued after another rank's line goes with its own line (it stayed with the one
+# before: rank 1's META named the device, rank 1's loss replaced rank 0's step)
+printf '[rank0]:HARNESS_STEP {"v":1,"step":1,"loss":2.5}[rank1]:HARNESS_META {"v":1,"device_name":"GPU of rank 1"}\n[rank0]:HARNESS_META {"v":1,"device_name":"GPU of rank 0"}\n[rank0]:HARNESS_STEP {"v":1,"step":2,"loss":2.4}[rank1]:HARNESS_STEP {"v":1,"step":2,"loss":2.9}\n' >glued2.log
+expect 0 "tagged lines glued" -- "$H" ingest glued2.log --device x --db glued2.db
+[ "$(q glued2.db 'select device_name || "," || world_size from runs')" = "GPU of rank 0,2" ] && pass || fail "tagged lines glued: $(q glued2.db 'select device_name, world_size from runs')"
+[ "$(series glued2.db 1)" = "1:2.5 2:2.4" ] && pass || fail "rank 1's loss in rank 0's step: $(series glued2.db 1)"
 
 finish

@@ -487,18 +487,26 @@ static int is_harness_tag(const char *p, size_t left)
 }
 
 /* where the second harness tag of line starts, len when it holds at most one */
+/* where a torchrun rank tag ("[rank1]:", "[default1]:") ends at i: its '[', else i */
+static size_t tag_start(const char *line, size_t i)
+{
+    if (i < 3 || line[i - 1] != ':' || line[i - 2] != ']')
+        return i;
+    for (size_t k = i - 2; k-- > 0 && i - k <= 24;)
+        if (line[k] == '[')
+            return k;
+    return i;
+}
+
 static size_t second_tag(const char *line, size_t len)
 {
     int seen = 0;
     for (size_t i = 0; i < len; i++)
         if (line[i] == 'H' && is_harness_tag(line + i, len - i) && seen++)
-            return i;
+            return tag_start(line, i); /* a rank's tag goes with its line, not the one before */
     return len;
 }
 
-/* A line holding several harness tags is several ranks' lines run together: print() writes a
- * line's text and its newline apart when Python is unbuffered, so torchrun's ranks sharing one
- * pipe interleave as "HARNESS_STEP {rank 0}HARNESS_STEP {rank 1}\n". Each part is parsed. */
 /* a last part of a line without its newline is cut off when it ends where a number could go on
  * (a digit, '.', 'e', 'E', '+', '-': "lm loss: 1.134567E+0" would read 10x too small); one
  * ending otherwise ('}', '|', ']', "tokens/s", "GB") is whole */
@@ -509,8 +517,11 @@ static int ends_cut(const char *line, size_t len)
     return len && strchr("0123456789.eE+-", line[len - 1]);
 }
 
-/* the gathered line, split where a second rank's tag begins (unbuffered ranks sharing a pipe);
- * at_end: the source ended without its newline, so its last part may be cut off */
+/* A line holding several harness tags is several ranks' lines run together: print() writes a
+ * line's text and its newline apart when Python is unbuffered, so torchrun's ranks sharing one
+ * pipe interleave as "HARNESS_STEP {rank 0}HARNESS_STEP {rank 1}\n". Each part is parsed, a
+ * part's torchrun tag with it. at_end: the source ended without its newline, so its last part
+ * may be cut off */
 static void take_line(recorder *r, rec_source *s, int at_end)
 {
     /* colours out (of the parsers' view and of the error's last lines; the raw log keeps them) */

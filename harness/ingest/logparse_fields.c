@@ -8,7 +8,7 @@
 #include "logparse.h"
 
 /* what a field may hold: any number; a norm (>= 0, NaN or +Inf); a finite number >= 0 */
-typedef enum { RANGE_ANY, RANGE_NORM, RANGE_FINITE } range_kind;
+typedef enum { RANGE_ANY, RANGE_NORM, RANGE_FINITE, RANGE_FLAG } range_kind;
 
 typedef struct {
     const char *name;
@@ -40,7 +40,7 @@ static const field fields[LP_N_FIELDS] = {
      LP_CAP_MEM, "a finite number >= 0 and below 2^60 (1 EiB)"},
     {"loss_scale", LP_LOSS_SCALE, offsetof(lp_step, loss_scale), 0, RANGE_FINITE, INFINITY,
      "a finite number >= 0"},
-    {"skipped", LP_SKIPPED, offsetof(lp_step, skipped), 1, RANGE_FINITE, 2,
+    {"skipped", LP_SKIPPED, offsetof(lp_step, skipped), 1, RANGE_FLAG, 0,
      "0 or 1 (false or true)"},
 };
 
@@ -53,6 +53,8 @@ static int in_range(const field *f, double v)
         return isnan(v) || v >= 0;
     case RANGE_FINITE:
         return isfinite(v) && v >= 0 && v < f->cap;
+    case RANGE_FLAG: /* 0 or 1 exactly: 0.5 is no flag (it was cut to 0, "not skipped") */
+        return v == 0 || v == 1;
     }
     return 0;
 }

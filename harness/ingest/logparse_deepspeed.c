@@ -42,9 +42,9 @@ static int detect(const char *line, size_t len)
 }
 
 /* the number after the first `label` in line, followed by unit (or "") and then a separator or
- * the line's end; 1 when found */
+ * the line's end; 1 when found, *end (NULL: not asked) just past it */
 static int number_unit_after(const char *line, size_t len, const char *label, const char *unit,
-                             double *out)
+                             double *out, const char **end)
 {
     const char *p = lp_find_text(line, len, label);
     if (!p)
@@ -55,6 +55,8 @@ static int number_unit_after(const char *line, size_t len, const char *label, co
     size_t n = lp_number(p, (size_t)(line + len - p), out), u = strlen(unit);
     if (n && (size_t)(line + len - (p + n)) >= u && memcmp(p + n, unit, u) == 0)
         n += u;
+    if (end)
+        *end = p + n;
     /* the number runs to a separator or the line's end: "1.13[W reducer..." is another
      * process's text inside the number, not 1.13 */
     return n > 0 && (p + n == line + len || strchr(" \t|,;])", p[n]));
@@ -62,7 +64,7 @@ static int number_unit_after(const char *line, size_t len, const char *label, co
 
 static int number_after(const char *line, size_t len, const char *label, double *out)
 {
-    return number_unit_after(line, len, label, "", out);
+    return number_unit_after(line, len, label, "", out, NULL);
 }
 
 /* a step is a whole number (1.5 is no step: the line is skipped, never truncated) */
@@ -79,13 +81,9 @@ static int set_step(lp_event *ev, double step)
  * ("lm loss: 2.4000 > building ..." is a line cut and another process's text, not 2.4) */
 static int megatron_after(const char *line, size_t len, const char *label, double *out)
 {
-    if (!number_after(line, len, label, out))
+    const char *p;
+    if (!number_unit_after(line, len, label, "", out, &p))
         return 0;
-    const char *p = lp_find_text(line, len, label) + strlen(label);
-    while (p < line + len && (*p == ' ' || *p == '['))
-        p++;
-    double v;
-    p += lp_number(p, (size_t)(line + len - p), &v);
     while (p < line + len && (*p == ' ' || *p == '\t' || *p == '\r'))
         p++;
     return p == line + len || *p == '|';
@@ -116,7 +114,7 @@ static int parse(const char *line, size_t len, lp_state *st, lp_event *ev)
     if (lp_find_text(line, len, "lm loss:"))
         return parse_megatron(line, len, ev);
     if (number_after(line, len, "/global_step=", &step)) {
-        if (number_unit_after(line, len, "MaxMemAllocated=", "GB", &v)) /* out of range: said, left out */
+        if (number_unit_after(line, len, "MaxMemAllocated=", "GB", &v, NULL)) /* out of range: said, left out */
             lp_step_set(&ev->step, "mem_peak_bytes", v * 1073741824.0);
         return set_step(ev, step);
     }

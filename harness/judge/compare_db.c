@@ -267,42 +267,11 @@ static int find_stored_copy(store *st, const baseline *file, int64_t *id)
     return found == 2 ? EXIT_USAGE : find_same_import(st, file, id);
 }
 
-/* a baseline file: reuse the stored import of the same content, or import it; the file's
- * label is set in the store when it was free (or set_label: the committed file of a label) */
-static int use_file(store *st, judgement *j, const char *path, int set_label)
-{
-    baseline file;
-    int rc = baseline_read(path, &file);
-    if (!rc)
-        rc = canonical_scenario(&file, path);
-    if (rc) {
-        baseline_free(&file);
-        return rc;
-    }
-    int64_t id = 0, taken = 0;
-    int found = find_stored_copy(st, &file, &id);
-    int label_rc = file.label[0] ? store_find_baseline(st, file.scenario, file.label, &taken) : 2;
-    int free_label = label_rc == 1;
-    /* a copy found by its content takes the label as an import would */
-    if (found == 0 && (free_label || (set_label && label_rc == 0 && taken != id)))
-        rc = store_set_baseline(st, file.scenario, file.label, id);
-    if (found == 0 && !rc && (rc = load_base_run(st, j, id, file.label, NULL)) == 0) {
-        snprintf(j->origin, sizeof j->origin, "%s (stored as run %lld)", path, (long long)id);
-    } else if (found == 2) {
-        rc = EXIT_USAGE;
-    } else if (found == 1 && (rc = baseline_import(st, &file, &id)) == 0) {
-        if (file.label[0] && (free_label || set_label))
-            rc = store_set_baseline(st, file.scenario, file.label, id);
-        snprintf(j->origin, sizeof j->origin, "%s", path); /* "imported as" once committed */
-        j->imported_id = id;
-        if (!rc)
-            rc = load_base_run(st, j, id, file.label, NULL);
-    }
-    baseline_free(&file);
-    return rc ? EXIT_USAGE : 0;
-}
-
-int judge_store_file(store *st, const char *path, int64_t *id)
+/* The committed file at path in the store: its stored copy (by label, else by content), else
+ * imported (*imported 1). The file's label is set where it was free, or, with set_label (the
+ * committed file of a label), moved to it; the label into label[256]. 0, or 2 after a message. */
+static int store_file_copy(store *st, const char *path, int set_label, int64_t *id,
+                           int *imported, char label[256])
 {
     baseline file;
     int rc = baseline_read(path, &file);
@@ -310,13 +279,44 @@ int judge_store_file(store *st, const char *path, int64_t *id)
         rc = canonical_scenario(&file, path);
     int found = rc ? 2 : find_stored_copy(st, &file, id);
     int64_t taken = 0;
+    int label_rc = found != 2 && file.label[0]
+                       ? store_find_baseline(st, file.scenario, file.label, &taken)
+                       : 2;
+    *imported = found == 1;
     if (found == 1)
         rc = baseline_import(st, &file, id);
-    if (!rc && found != 2 && file.label[0] &&
-        store_find_baseline(st, file.scenario, file.label, &taken) == 1)
+    /* a copy found by its content takes the label as an import would */
+    if (!rc && found != 2 && (label_rc == 1 || (set_label && label_rc == 0 && taken != *id)))
         rc = store_set_baseline(st, file.scenario, file.label, *id);
+    snprintf(label, 256, "%s", found == 2 ? "" : file.label);
     baseline_free(&file);
     return rc || found == 2 ? EXIT_USAGE : 0;
+}
+
+/* a baseline file: reuse the stored import of the same content, or import it, as the base */
+static int use_file(store *st, judgement *j, const char *path, int set_label)
+{
+    int64_t id = 0;
+    int imported = 0;
+    char label[256];
+    if (store_file_copy(st, path, set_label, &id, &imported, label))
+        return EXIT_USAGE;
+    if (imported) {
+        snprintf(j->origin, sizeof j->origin, "%s", path); /* "imported as" once committed */
+        j->imported_id = id;
+    }
+    if (load_base_run(st, j, id, label, NULL))
+        return EXIT_USAGE;
+    if (!imported)
+        snprintf(j->origin, sizeof j->origin, "%s (stored as run %lld)", path, (long long)id);
+    return 0;
+}
+
+int judge_store_file(store *st, const char *path, int64_t *id)
+{
+    int imported;
+    char label[256];
+    return store_file_copy(st, path, 0, id, &imported, label);
 }
 
 /* anything at path but a folder (a FIFO, a device, a dangling link: found, and then refused by
